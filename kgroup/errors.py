@@ -1,0 +1,72 @@
+"""Typed errors raised by kgroup.
+
+Every error a user can see derives from :class:`KGroupError`, so an
+application can catch the library's failures in one place.  Errors that
+stand for bad input also derive from the matching builtin (``ValueError``,
+``KeyError``) so generic handlers keep working.
+"""
+from __future__ import annotations
+
+
+class KGroupError(Exception):
+    """Base class of every error raised by kgroup."""
+
+
+class ConfigError(KGroupError, ValueError):
+    """A configuration value is invalid or contradicts another one.
+
+    Raised at construction time, never later.
+    """
+
+
+class InvalidProtocolMetadata(KGroupError, ValueError):
+    """Bytes received from a peer are not a valid protocol blob.
+
+    ``what`` names the structure being decoded (e.g. ``"subscription"``).
+    """
+
+    def __init__(self, what: str, reason: str) -> None:
+        super().__init__(f"invalid {what}: {reason}")
+        self.what = what
+        self.reason = reason
+
+
+class UnknownAssignorError(KGroupError, KeyError):
+    """No assignor is registered under the requested name."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = sorted(known)
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        return f"unknown assignor {self.name!r}; known assignors: {', '.join(self.known)}"
+
+
+class IllegalStateTransition(KGroupError):
+    """A state machine was asked to move between two states its table forbids."""
+
+    def __init__(self, machine: str, from_state: object, to_state: object) -> None:
+        self.machine = machine
+        self.from_state = from_state
+        self.to_state = to_state
+        super().__init__(
+            f"{machine}: illegal transition from {_state_name(from_state)} to {_state_name(to_state)}"
+        )
+
+
+class ProtocolError(KGroupError):
+    """A request is not valid in the state it arrived in.
+
+    Names both the state and the request so the cause is visible in logs.
+    """
+
+    def __init__(self, state: object, request: object, reason: str) -> None:
+        self.state = state
+        self.request = request
+        self.reason = reason
+        super().__init__(f"{type(request).__name__} in state {_state_name(state)}: {reason}")
+
+
+def _state_name(state: object) -> str:
+    return getattr(state, "name", None) or str(state)

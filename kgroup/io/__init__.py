@@ -1,0 +1,1 @@
+"""Adapters that do I/O: threads, sockets, kafka-python, in-process transport."""

@@ -1,0 +1,1 @@
+"""Kafka's ConsumerProtocol bytes: subscriptions, assignments, sticky user data."""
