@@ -1,0 +1,57 @@
+"""Ours vs kafka-python 3.0: same groups, same run, fresh and after one member leaves.
+
+Only the small size runs by default (once, as a smoke test that also
+checks our answers); the rest is marked slow.  Full run:
+``python -m pytest benchmarks --benchmark-enable -m "slow or not slow"``.
+"""
+from __future__ import annotations
+
+import pytest
+
+from benchmarks._inputs import SIZES, SMALL, Size
+from benchmarks._measure import SCENARIOS, SIDES, STRATEGIES, Stopwatch, prepare, remember_fresh, summarize
+from kgroup.testing.conformance import check_balance, check_topic_balance, check_validity
+
+_SLOW_KAFKA_PYTHON = ("sticky", "cooperative-sticky")
+
+
+def _rounds(strategy: str, side: str, size: Size) -> int:
+    # kafka-python's sticky takes seconds from 300 members up, ~20 s at
+    # 1,000 x 10,000: one round is the measurement there.
+    if side == "kafka-python" and strategy in _SLOW_KAFKA_PYTHON and size.members >= 300:
+        return 1
+    if size.members >= 300:
+        return 3
+    return 5 if size.members >= 100 else 20
+
+
+def _cases():
+    for size in SIZES:
+        for strategy in STRATEGIES:
+            for side in SIDES:
+                marks = () if size == SMALL else (pytest.mark.slow,)
+                yield pytest.param(strategy, side, size, id=f"{strategy}-{side}-{size.label}", marks=marks)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("strategy, side, size", list(_cases()))
+def test_assign(benchmark, measurements, strategy, side, size, scenario):
+    case = prepare(strategy, side, scenario, size)
+    watch = Stopwatch(case.call)
+    benchmark.group = f"{strategy} {scenario} {size.label}"
+    benchmark.pedantic(watch, rounds=_rounds(strategy, side, size), iterations=1, warmup_rounds=0)
+    measurement, result = summarize(case, watch)
+    remember_fresh(case, result)
+    measurements.append(measurement)
+    benchmark.extra_info.update(balance=measurement.balance, moved=measurement.moved)
+
+    assert sum(len(partitions) for partitions in result.values()) == size.partitions
+    if side != "kgroup":
+        return
+    check_validity(case.partitions_per_topic, case.subscriptions, watch.last)
+    if strategy == "range":
+        check_topic_balance(case.partitions_per_topic, case.subscriptions, watch.last)
+    else:
+        check_balance(case.partitions_per_topic, case.subscriptions, watch.last)
+    if scenario == "leave" and strategy in ("sticky", "cooperative-sticky"):
+        assert measurement.moved == 0, "only the leaver's partitions may move"
