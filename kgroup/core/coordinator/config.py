@@ -1,0 +1,30 @@
+"""Broker-side settings of the group coordinator (Kafka's ``group.*`` configs)."""
+from __future__ import annotations
+
+import attrs
+
+from kgroup.errors import ConfigError
+
+
+@attrs.frozen
+class GroupCoordinatorConfig:
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
+    #: Delay before the first generation of a new (Empty) group; 0 disables it.
+    group_initial_rebalance_delay_ms: int = 3_000
+    group_max_size: int = 2**31 - 1
+
+    def __attrs_post_init__(self) -> None:
+        if self.group_min_session_timeout_ms < 0:
+            raise ConfigError(f"group_min_session_timeout_ms must be >= 0, got {self.group_min_session_timeout_ms}")
+        if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms:
+            raise ConfigError(
+                f"group_max_session_timeout_ms ({self.group_max_session_timeout_ms}) is below "
+                f"group_min_session_timeout_ms ({self.group_min_session_timeout_ms})"
+            )
+        if self.group_initial_rebalance_delay_ms < 0:
+            raise ConfigError(
+                f"group_initial_rebalance_delay_ms must be >= 0, got {self.group_initial_rebalance_delay_ms}"
+            )
+        if self.group_max_size < 1:
+            raise ConfigError(f"group_max_size must be >= 1, got {self.group_max_size}")
