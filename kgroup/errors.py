@@ -70,3 +70,38 @@ class ProtocolError(KGroupError):
 
 def _state_name(state: object) -> str:
     return getattr(state, "name", None) or str(state)
+
+
+class GroupMemberError(KGroupError):
+    """The coordinator answered a member with an error it cannot recover from.
+
+    ``error_code`` is Kafka's code (a :class:`kgroup.core.error_codes.ErrorCode`).
+    """
+
+    def __init__(self, message: str, error_code: object = None) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class FencedInstanceIdError(GroupMemberError):
+    """Another consumer with the same ``group_instance_id`` took over: this one must stop."""
+
+
+class CommitFailedError(GroupMemberError):
+    """The commit cannot succeed: the member's generation is gone (rebalanced, expired)."""
+
+
+class RetriableCommitFailedError(GroupMemberError):
+    """The commit failed for a transient reason (coordinator moved or loading); retry it."""
+
+
+class MemberClosedError(KGroupError):
+    """The group member was closed (or is fatal) and cannot do this any more."""
+
+
+class ClusterError(KGroupError):
+    """The in-memory cluster refused an operation; ``error_code`` is Kafka's code when one applies."""
+
+    def __init__(self, message: str, error_code: object = None) -> None:
+        super().__init__(message)
+        self.error_code = error_code

@@ -1,0 +1,84 @@
+"""What the member tells the application (run as listener callbacks by the adapter).
+
+Events are frozen values taken with ``GroupMember.take_events()``.  The
+adapter runs them on the polling thread, in order; the member never assumes
+they ran (a JoinGroup after a revocation waits for the next
+``on_app_poll`` after the revocation was taken, see ``member.py``).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional, Union
+
+import attrs
+
+from kgroup.core.messages import OffsetAndMetadata
+from kgroup.errors import KGroupError
+from kgroup.values import TopicPartition
+
+
+def _frozen_tps(value) -> frozenset:
+    return frozenset(value)
+
+
+@attrs.frozen
+class Generation:
+    """One completed join: Kafka's (generation id, member id, protocol)."""
+
+    generation_id: int
+    member_id: str
+    protocol_name: Optional[str]
+
+    @property
+    def is_valid(self) -> bool:
+        return self.generation_id >= 0 and bool(self.member_id)
+
+
+@attrs.frozen
+class PartitionsRevoked:
+    """Give these up cleanly (commit what you processed); the member still owns the generation."""
+
+    partitions: frozenset = attrs.field(converter=_frozen_tps)
+
+
+@attrs.frozen
+class PartitionsLost:
+    """The generation is gone: someone else may own these already; do not commit."""
+
+    partitions: frozenset = attrs.field(converter=_frozen_tps)
+
+
+@attrs.frozen
+class PartitionsAssigned:
+    """``partitions`` are new to this member; ``assignment`` is everything it now owns."""
+
+    partitions: frozenset = attrs.field(converter=_frozen_tps)
+    assignment: frozenset = attrs.field(converter=_frozen_tps)
+    generation: Generation
+
+
+@attrs.frozen
+class CommitCompleted:
+    """The commit ``token`` finished; ``error`` is None on success."""
+
+    token: int
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    error: Optional[KGroupError] = None
+
+
+@attrs.frozen
+class CommittedFetched:
+    """Committed offsets asked with ``fetch_committed`` (None: nothing committed)."""
+
+    token: int
+    offsets: Mapping[TopicPartition, Optional[OffsetAndMetadata]]
+    error: Optional[KGroupError] = None
+
+
+@attrs.frozen
+class FatalError:
+    """The member stopped for good (fenced static member, unrecoverable group error)."""
+
+    error: KGroupError
+
+
+MemberEvent = Union[PartitionsRevoked, PartitionsLost, PartitionsAssigned, CommitCompleted, CommittedFetched, FatalError]

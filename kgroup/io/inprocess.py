@@ -1,0 +1,165 @@
+"""In-process transport: several members share one in-memory coordinator, no broker.
+
+A :class:`InProcessHub` owns the coordinator behind one lock, routes each
+delivery back to the transport that sent the request, and fires the
+coordinator's timers (from its own thread on a real clock, or from
+``tick()`` in tests on a MockClock).  The coordinator-facing side is the
+small :class:`Backend` protocol (send / tick / next deadline) so the
+in-memory cluster can replace the standalone coordinator.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Callable, Hashable, Optional, Protocol
+
+from kgroup.core import messages as m
+from kgroup.core.error_codes import ErrorCode
+from kgroup.io.runner import monotonic_ms
+from kgroup.io.transport import Completion, NodeId, Transport
+
+Clock = Callable[[], int]
+
+
+class Backend(Protocol):
+    """What the hub drives: a standalone coordinator or the in-memory cluster.
+
+    ``send`` and ``tick`` return deliveries (``Delivery`` values or
+    ``(request_key, response)`` pairs) for requests sent with ``request_key``.
+    """
+
+    def send(self, node_id: NodeId, request_key: Hashable, request: object, now_ms: int) -> list: ...
+    def tick(self, now_ms: int) -> list: ...
+    def next_deadline_ms(self) -> Optional[int]: ...
+
+
+class StandaloneCoordinator:
+    """A single GroupCoordinator posing as broker ``node_id`` (it answers FindCoordinator itself)."""
+
+    def __init__(self, coordinator, node_id: int = 0) -> None:
+        self.coordinator = coordinator
+        self.node_id = node_id
+
+    def send(self, node_id: NodeId, request_key: Hashable, request: object, now_ms: int) -> list:
+        if isinstance(request, m.FindCoordinatorRequest):
+            return [(request_key, m.FindCoordinatorResponse(ErrorCode.NONE, self.node_id, "in-process", 0))]
+        result = self.coordinator.handle(request_key, request, now_ms)
+        return [(d.request_key, d.response) for d in result.deliveries]
+
+    def tick(self, now_ms: int) -> list:
+        return [(d.request_key, d.response) for d in self.coordinator.on_timers(now_ms).deliveries]
+
+    def next_deadline_ms(self) -> Optional[int]:
+        return self.coordinator.next_deadline_ms()
+
+
+class InProcessHub:
+    """One lock around the backend; deliveries go to the transport that asked."""
+
+    def __init__(self, backend, clock: Optional[Clock] = None, run_timers: Optional[bool] = None) -> None:
+        if not hasattr(backend, "tick"):
+            backend = StandaloneCoordinator(backend)
+        self.backend = backend
+        self.clock = clock or monotonic_ms
+        self._lock = threading.Lock()
+        self._timer_wake = threading.Condition(self._lock)
+        self._stopped = False
+        self._transport_ids = itertools.count(1)
+        self._transports: dict[int, "InProcessTransport"] = {}
+        self._thread: Optional[threading.Thread] = None
+        if run_timers if run_timers is not None else clock is None:
+            self._thread = threading.Thread(target=self._run_timers, name="kgroup-inprocess-timers", daemon=True)
+            self._thread.start()
+
+    def transport(self) -> "InProcessTransport":
+        return InProcessTransport(self)
+
+    def _register(self, transport: "InProcessTransport") -> int:
+        with self._lock:
+            tid = next(self._transport_ids)
+            self._transports[tid] = transport
+            return tid
+
+    def _unregister(self, tid: int) -> None:
+        with self._lock:
+            self._transports.pop(tid, None)
+
+    def send(self, tid: int, correlation_id: int, request: object, node_id: NodeId) -> None:
+        with self._lock:
+            deliveries = self.backend.send(node_id, (tid, correlation_id), request, self.clock())
+            self._route(deliveries)
+            self._timer_wake.notify()  # the coordinator's next deadline may have moved
+
+    def tick(self) -> None:
+        """Fire the coordinator's due timers (tests on a MockClock call this)."""
+        with self._lock:
+            self._route(self.backend.tick(self.clock()))
+
+    def _route(self, deliveries: list) -> None:
+        for delivery in deliveries:
+            # Backends answer Delivery values or (request_key, response) pairs.
+            if hasattr(delivery, "request_key"):
+                (tid, correlation_id), response = delivery.request_key, delivery.response
+            else:
+                (tid, correlation_id), response = delivery
+            transport = self._transports.get(tid)
+            if transport is not None:
+                transport._deliver(Completion(correlation_id, response))
+
+    def _run_timers(self) -> None:
+        with self._lock:
+            while not self._stopped:
+                self._route(self.backend.tick(self.clock()))
+                deadline = self.backend.next_deadline_ms()
+                wait_ms = 1000 if deadline is None else min(1000, max(1, deadline - self.clock()))
+                self._timer_wake.wait(wait_ms / 1000)
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        with self._lock:
+            self._stopped = True
+            self._timer_wake.notify()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+
+class InProcessTransport(Transport):
+    """A Transport to an :class:`InProcessHub` (or to a coordinator, with a private hub)."""
+
+    def __init__(self, hub_or_coordinator, clock: Optional[Clock] = None) -> None:
+        self._owns_hub = not isinstance(hub_or_coordinator, InProcessHub)
+        if self._owns_hub:
+            hub_or_coordinator = InProcessHub(hub_or_coordinator, clock)
+        self.hub = hub_or_coordinator
+        self._inbox: list[Completion] = []
+        self._cond = threading.Condition()
+        self._woken = False
+        self._correlation = itertools.count(1)
+        self._tid = self.hub._register(self)
+
+    def send(self, request: object, node_id: NodeId = None) -> int:
+        correlation_id = next(self._correlation)
+        self.hub.send(self._tid, correlation_id, request, node_id)
+        return correlation_id
+
+    def _deliver(self, completion: Completion) -> None:
+        with self._cond:
+            self._inbox.append(completion)
+            self._cond.notify_all()
+
+    def poll(self, timeout_ms: int) -> list[Completion]:
+        with self._cond:
+            if not self._inbox and not self._woken and timeout_ms > 0:
+                self._cond.wait(timeout_ms / 1000)
+            self._woken = False
+            out, self._inbox = self._inbox, []
+            return out
+
+    def wakeup(self) -> None:
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        self.hub._unregister(self._tid)
+        if self._owns_hub:
+            self.hub.close()

@@ -1,0 +1,89 @@
+"""Binds a pure GroupMember to a Transport and a real clock, behind one lock.
+
+The runner never runs application callbacks: it moves requests and
+responses between the member and the transport.  Two threads use it - the
+polling thread (``foreground()``) and the heartbeat thread - and the
+foreground wins the lock promptly: it wakes a blocked ``transport.poll``
+and the heartbeat thread yields while a foreground caller waits.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Callable, Optional
+
+from kgroup.core.member import GroupMember
+from kgroup.io.transport import Transport, TransportError
+
+Clock = Callable[[], int]
+
+
+def monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+class MemberRunner:
+    def __init__(self, member: GroupMember, transport: Transport, clock: Optional[Clock] = None) -> None:
+        self.member = member
+        self.transport = transport
+        self.clock = clock or monotonic_ms
+        self.lock = threading.RLock()
+        #: Set when the background thread should look again (new request, close).
+        self.kick = threading.Event()
+        self._tokens: dict[int, int] = {}
+        self._foreground_waiting = 0
+        self._counter_lock = threading.Lock()
+
+    @property
+    def foreground_waiting(self) -> bool:
+        return self._foreground_waiting > 0
+
+    @contextlib.contextmanager
+    def foreground(self):
+        """Take the lock for the polling thread, interrupting a blocked background poll."""
+        with self._counter_lock:
+            self._foreground_waiting += 1
+        try:
+            self.transport.wakeup()
+            self.lock.acquire()
+        finally:
+            with self._counter_lock:
+                self._foreground_waiting -= 1
+        try:
+            yield self.member
+        finally:
+            self.lock.release()
+            self.kick.set()
+
+    def step(self, block_ms: int = 0) -> int:
+        """Send what is due, wait up to ``block_ms`` for completions, hand them over. Caller holds the lock."""
+        self._send(self.clock())
+        completions = self.transport.poll(max(0, block_ms))
+        now = self.clock()
+        for completion in completions:
+            token = self._tokens.pop(completion.correlation_id, None)
+            if token is None:
+                continue
+            if isinstance(completion.result, TransportError):
+                self.member.on_transport_error(token, now)
+            else:
+                self.member.on_response(token, completion.result, now)
+        self._send(now)
+        if len(self._tokens) > 64:
+            # Requests the member abandoned (coordinator moved) may never be answered.
+            waiting = self.member.in_flight_tokens()
+            self._tokens = {cid: token for cid, token in self._tokens.items() if token in waiting}
+        return len(completions)
+
+    def _send(self, now_ms: int) -> None:
+        for ob in self.member.outbound(now_ms):
+            self._tokens[self.transport.send(ob.request, ob.node_id)] = ob.token
+
+    def wait_ms(self, cap_ms: int) -> int:
+        """How long the caller may wait before the member has something to do (>= 1 ms)."""
+        deadline = self.member.next_deadline_ms()
+        if deadline is None:
+            return max(1, cap_ms)
+        return max(1, min(cap_ms, deadline - self.clock()))
+

@@ -1,0 +1,139 @@
+"""Test-only assignors for the member tests."""
+from kgroup.assignors import Assignor, RebalanceProtocol
+from kgroup.values import Assignment
+
+
+class SplitAssignor(Assignor):
+    """Deals each topic's partitions round-robin over sorted member ids (test-only)."""
+
+    name = "split"
+    supported_protocols = (RebalanceProtocol.COOPERATIVE, RebalanceProtocol.EAGER)
+
+    def assign(self, partitions_per_topic, subscriptions, partition_racks=None):
+        members = sorted(subscriptions)
+        out = {mid: [] for mid in members}
+        i = 0
+        for topic in sorted(partitions_per_topic):
+            for p in range(partitions_per_topic[topic]):
+                subscribed = [mid for mid in members if topic in subscriptions[mid].topics]
+                if subscribed:
+                    out[subscribed[i % len(subscribed)]].append((topic, p))
+                    i += 1
+        return {mid: Assignment(parts) for mid, parts in out.items()}
+
+
+class EagerOnly(SplitAssignor):
+    name = "eager-only"
+    supported_protocols = (RebalanceProtocol.EAGER,)
+
+
+class CooperativeOnly(SplitAssignor):
+    name = "coop-only"
+    supported_protocols = (RebalanceProtocol.COOPERATIVE,)
+
+
+import pickle
+
+from kgroup.core import messages as m
+from kgroup.core.error_codes import ErrorCode
+from kgroup.core.member import GroupMember, MemberConfig
+from kgroup.testing import MockClock
+
+OK = ErrorCode.NONE
+
+
+class Harness:
+    """One pure member answered by hand; ``pending`` holds what it sent, by request type."""
+
+    def __init__(self, topics=("t",), **config):
+        config.setdefault("assignors", (SplitAssignor(),))
+        config.setdefault("session_timeout_ms", 1000)
+        config.setdefault("heartbeat_interval_ms", 300)
+        config.setdefault("max_poll_interval_ms", 5000)
+        config.setdefault("retry_backoff_ms", 50)
+        config.setdefault("enable_auto_commit", False)
+        config.setdefault("fetch_committed_on_assignment", False)
+        self.clock = MockClock(1000)
+        self.member = GroupMember(MemberConfig(group_id="g", **config), self.clock.now_ms)
+        if topics:
+            self.member.subscribe(list(topics), self.clock.now_ms)
+        self.pending = {}
+
+    @property
+    def now(self):
+        return self.clock.now_ms
+
+    def pump(self):
+        """Collect outbound requests; return them as a list of request values."""
+        out = self.member.outbound(self.now)
+        for ob in out:
+            self.pending.setdefault(type(ob.request), []).append(ob)
+        return [ob.request for ob in out]
+
+    def reply(self, request_type, response):
+        ob = self.pending[request_type].pop(0)
+        self.member.on_response(ob.token, response, self.now)
+        return ob.request
+
+    def fail(self, request_type):
+        ob = self.pending[request_type].pop(0)
+        self.member.on_transport_error(ob.token, self.now)
+        return ob.request
+
+    def find(self):
+        assert [type(r) for r in self.pump()] == [m.FindCoordinatorRequest]
+        self.reply(m.FindCoordinatorRequest, m.FindCoordinatorResponse(OK, node_id=0))
+
+    def join(self, partitions, generation=1, member_id="m1", leader="other"):
+        """From a prepared member: answer its JoinGroup and SyncGroup."""
+        if self.member.coordinator_id is None:
+            self.find()
+        self.member.on_app_poll(self.now)
+        self.member.take_events()
+        self.member.on_app_poll(self.now)
+        reqs = self.pump()
+        assert m.JoinGroupRequest in [type(r) for r in reqs], reqs
+        self.reply(m.JoinGroupRequest, m.JoinGroupResponse(
+            OK, generation_id=generation, protocol_type="consumer",
+            protocol_name=self.member.config.assignors[0].name, leader=leader, member_id=member_id))
+        assert m.SyncGroupRequest in [type(r) for r in self.pump()]
+        self.reply(m.SyncGroupRequest, m.SyncGroupResponse(
+            OK, "consumer", self.member.config.assignors[0].name, pickle.dumps(Assignment(partitions))))
+        return self.member.take_events()
+
+
+class CooperativeSplit(SplitAssignor):
+    """SplitAssignor made KIP-429 safe: a partition that changes owner is withheld for one round."""
+
+    name = "coop-split"
+    supported_protocols = (RebalanceProtocol.COOPERATIVE,)
+
+    def assign(self, partitions_per_topic, subscriptions, partition_racks=None):
+        target = super().assign(partitions_per_topic, subscriptions)
+        owner = {tp: mid for mid, sub in subscriptions.items() for tp in sub.owned_partitions}
+        return {
+            mid: Assignment([tp for tp in a.partitions if owner.get(tp, mid) == mid])
+            for mid, a in target.items()
+        }
+
+
+class Ownership:
+    """Applies listener events in callback order; fails on double ownership."""
+
+    def __init__(self):
+        self.owner = {}
+        self.violations = []
+
+    def apply(self, name, events):
+        from kgroup.core.member import PartitionsAssigned, PartitionsLost, PartitionsRevoked
+
+        for e in events:
+            if isinstance(e, PartitionsAssigned):
+                for tp in e.partitions:
+                    if self.owner.get(tp, name) != name:
+                        self.violations.append((tp, self.owner[tp], name))
+                    self.owner[tp] = name
+            elif isinstance(e, (PartitionsRevoked, PartitionsLost)):
+                for tp in e.partitions:
+                    if self.owner.get(tp) == name:
+                        del self.owner[tp]

@@ -1,0 +1,130 @@
+"""Real threads: GroupConsumers over InProcessTransport to the in-memory coordinator."""
+import threading
+import time
+
+import pytest
+
+from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
+from kgroup.core.member import MemberState
+from kgroup.io.group_consumer import GroupConsumer
+from kgroup.io.inprocess import InProcessHub
+
+from member_fakes import EagerOnly
+
+TOPICS = {"t": 6}
+FAST = dict(session_timeout_ms=400, heartbeat_interval_ms=100, max_poll_interval_ms=1500,
+            retry_backoff_ms=50, enable_auto_commit=False)
+
+
+@pytest.fixture
+def hub():
+    hub = InProcessHub(GroupCoordinator(GroupCoordinatorConfig(group_min_session_timeout_ms=100,
+                                                               group_initial_rebalance_delay_ms=0)))
+    yield hub
+    hub.close()
+
+
+def consumer(hub, listener=None, **kw):
+    config = dict(FAST, **kw)
+    return GroupConsumer(hub.transport(), group_id="g", topics=["t"], assignors=(EagerOnly(),),
+                         listener=listener, partitions_per_topic=TOPICS, **config)
+
+
+def poll_until(consumers, predicate, timeout_s=5.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for c in consumers:
+            c.poll(20)
+        if predicate():
+            return
+    pytest.fail("condition not reached: " + str([(c.member.state, sorted(c.assignment())) for c in consumers]))
+
+
+def balanced(consumers):
+    owned = [tp for c in consumers for tp in c.assignment()]
+    return len(owned) == len(set(owned)) == 6 and all(
+        c.member.state is MemberState.STABLE and not c.member.rejoin_needed for c in consumers)
+
+
+def test_slow_processing_within_max_poll_is_not_evicted_but_beyond_it_is(hub):
+    a, b = consumer(hub), consumer(hub)
+    try:
+        poll_until([a, b], lambda: balanced([a, b]))
+        generation = a.member.generation.generation_id
+        mine = a.assignment()
+        for _ in range(2):
+            time.sleep(1.2)          # 3x the session timeout, within max_poll_interval_ms
+            a.poll(0)
+            b.poll(0)
+        assert a.member.generation.generation_id == generation and a.assignment() == mine
+        # Now exceed max_poll_interval_ms: the heartbeat thread leaves the group for a.
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            b.poll(50)
+        assert len(b.assignment()) == 6
+        assert a.member.state is MemberState.UNJOINED
+        poll_until([a, b], lambda: balanced([a, b]))   # a rejoins cleanly
+        assert sorted(len(c.assignment()) for c in (a, b)) == [3, 3]
+    finally:
+        a.close(timeout_ms=1000)
+        b.close(timeout_ms=1000)
+
+
+class Boom(Exception):
+    pass
+
+
+class RaisingListener:
+    def __init__(self):
+        self.calls = []
+        self.raise_next = True
+
+    def on_partitions_revoked(self, partitions):
+        self.calls.append(("revoked", partitions, threading.get_ident()))
+
+    def on_partitions_assigned(self, partitions):
+        self.calls.append(("assigned", partitions, threading.get_ident()))
+        if self.raise_next:
+            self.raise_next = False
+            raise Boom("listener failed")
+
+
+def test_listener_exception_surfaces_from_poll_after_state_is_consistent(hub):
+    listener = RaisingListener()
+    c = consumer(hub, listener=listener)
+    try:
+        with pytest.raises(Boom):
+            for _ in range(100):
+                c.poll(50)
+        assert c.member.state is MemberState.STABLE and len(c.assignment()) == 6
+        assert listener.calls[-1][0] == "assigned"
+        # callbacks ran on the polling thread, never on the heartbeat thread
+        assert {call[2] for call in listener.calls} == {threading.get_ident()}
+        c.poll(50)                       # the consumer keeps working
+        assert len(c.assignment()) == 6
+    finally:
+        c.close(timeout_ms=1000)
+
+
+def test_commit_and_committed_round_trip_and_close_stops_heartbeat_thread(hub):
+    c = consumer(hub)
+    poll_until([c], lambda: balanced([c]))
+    tp = sorted(c.assignment())[0]
+    c.commit({tp: 42})
+    assert c.committed([tp])[tp].offset == 42
+    c.close(timeout_ms=1000)
+    assert not c._heartbeat.alive
+
+
+def test_transport_on_a_bare_coordinator_owns_its_hub_and_timers():
+    from kgroup.io.inprocess import InProcessTransport
+
+    coordinator = GroupCoordinator(GroupCoordinatorConfig(group_min_session_timeout_ms=100,
+                                                          group_initial_rebalance_delay_ms=200))
+    c = GroupConsumer(InProcessTransport(coordinator), group_id="g", topics=["t"], assignors=(EagerOnly(),),
+                      partitions_per_topic=TOPICS, **FAST)
+    try:
+        # the initial rebalance delay only ends if the hub's timer thread fires it
+        poll_until([c], lambda: balanced([c]))
+    finally:
+        c.close(timeout_ms=1000)
