@@ -1,0 +1,382 @@
+"""``ConsumerCoordinator``: what kafka-python 3.0's ``KafkaConsumer`` calls on
+its coordinator, implemented by kgroup's pure ``GroupMember``.
+
+The member runs through kgroup's ``MemberRunner`` over a
+``KafkaPythonTransport`` that shares the consumer's network client, and a
+``HeartbeatThread`` keeps it alive between polls.  Rebalance events are
+turned into ``SubscriptionState`` changes and listener callbacks on the
+polling thread only (inside ``poll`` / ``close``).
+"""
+from __future__ import annotations
+
+import collections
+import copy
+import logging
+from typing import Optional
+
+import kafka.errors as Errors
+from kafka.future import Future
+from kafka.structs import ConsumerGroupMetadata
+from kafka.structs import MemberState as KMemberState
+from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
+from kafka.util import WeakMethod
+
+from kgroup.core.member import (
+    CommitCompleted,
+    CommittedFetched,
+    FatalError,
+    GroupMember,
+    MemberConfig,
+    MemberState,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+)
+from kgroup.io.heartbeat_thread import HeartbeatThread
+from kgroup.io.kafka_python.offsets import to_commits
+from kgroup.io.kafka_python.strategies import resolve_assignors
+from kgroup.io.kafka_python.subscription import SubscriptionBridge
+from kgroup.io.kafka_python.transport import KafkaPythonTransport
+from kgroup.io.runner import MemberRunner, monotonic_ms
+
+log = logging.getLogger(__name__)
+
+#: Longest single blocking wait inside a poll loop (keeps it responsive).
+_STEP_MS = 50
+
+
+class ConsumerCoordinator:
+    DEFAULT_CONFIG = {
+        "group_id": "kafka-python-default-group",
+        "group_instance_id": None,
+        "session_timeout_ms": 45_000,
+        "heartbeat_interval_ms": 3_000,
+        "max_poll_interval_ms": 300_000,
+        "request_timeout_ms": 30_000,
+        "retry_backoff_ms": 100,
+        "enable_auto_commit": True,
+        "auto_commit_interval_ms": 5_000,
+        "default_offset_commit_callback": None,
+        "assignors": ("range",),
+        "exclude_internal_topics": True,
+        "client_id": "kgroup",
+    }
+
+    def __init__(self, client, subscription, metrics=None, **configs) -> None:
+        self.config = copy.copy(self.DEFAULT_CONFIG)
+        for key in self.config:
+            if key in configs:
+                self.config[key] = configs[key]
+        self._client = client
+        self._cluster = client.cluster
+        self._net = client._manager._net
+        self._subscription = subscription
+        self._bridge = SubscriptionBridge(subscription, self._net)
+        self.completed_offset_commits: collections.deque = collections.deque()
+        self._pending_commits: dict[int, tuple] = {}
+        self._results: dict[int, object] = {}
+        self._buffered: list = []
+        self._closed = False
+        self._member: Optional[GroupMember] = None
+        if self.config["group_id"] is None:
+            return
+        assignors = resolve_assignors(self.config["assignors"])
+        self._member_config = MemberConfig(
+            group_id=self.config["group_id"],
+            session_timeout_ms=self.config["session_timeout_ms"],
+            heartbeat_interval_ms=self.config["heartbeat_interval_ms"],
+            max_poll_interval_ms=self.config["max_poll_interval_ms"],
+            retry_backoff_ms=self.config["retry_backoff_ms"],
+            group_instance_id=self.config["group_instance_id"],
+            client_id=self.config["client_id"],
+            assignors=tuple(assignors),
+            enable_auto_commit=self.config["enable_auto_commit"],
+            auto_commit_interval_ms=self.config["auto_commit_interval_ms"],
+        )
+        self._member = GroupMember(self._member_config, monotonic_ms())
+        transport = KafkaPythonTransport(client, request_timeout_ms=self.config["request_timeout_ms"])
+        self._runner = MemberRunner(self._member, transport)
+        self._heartbeat = HeartbeatThread(self._runner, name=f"kgroup-heartbeat-{self.config['group_id']}")
+        self._heartbeat.start()
+        self._cluster.add_listener(WeakMethod(self._handle_metadata_update))
+
+    # -- kafka-python surface: state ------------------------------------------
+
+    @property
+    def group_id(self):
+        return self.config["group_id"]
+
+    @property
+    def coordinator_id(self):
+        return None if self._member is None else self._member.coordinator_id
+
+    def coordinator(self):
+        return self.coordinator_id
+
+    def coordinator_unknown(self) -> bool:
+        return self.coordinator_id is None
+
+    def need_rejoin(self) -> bool:
+        return self._member is not None and self._member.rejoin_needed
+
+    def request_rejoin(self) -> None:
+        if self._member is not None:
+            with self._runner.foreground() as member:
+                member.request_rejoin("requested by the consumer")
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        if self._member is None:
+            return ConsumerGroupMetadata(group_id=None)
+        gen = self._member.generation
+        state = {MemberState.STABLE: KMemberState.STABLE, MemberState.UNJOINED: KMemberState.UNJOINED}.get(
+            self._member.state, KMemberState.REBALANCING)
+        return ConsumerGroupMetadata(self.group_id, gen.generation_id, gen.member_id,
+                                     self.config["group_instance_id"], state)
+
+    def time_to_next_poll(self) -> float:
+        if self._member is None:
+            return float("inf")
+        return self._runner.wait_ms(self.config["heartbeat_interval_ms"]) / 1000
+
+    # -- polling ----------------------------------------------------------------
+
+    def poll(self, timeout_ms=None) -> bool:
+        """Drive the group; True once the member is stable (or needs no group)."""
+        if self._member is None:
+            return True
+        self._invoke_completed_offset_commit_callbacks()
+        if not self._subscription.partitions_auto_assigned():
+            return True
+        runner = self._runner
+        self._sync_subscription()
+        deadline = None if timeout_ms is None else runner.clock() + max(0, int(timeout_ms))
+        while True:
+            self._check_heartbeat_thread()
+            with runner.foreground() as member:
+                events = self._buffered + member.take_events()
+                self._buffered = []
+            error = self._dispatch(events)
+            with runner.foreground() as member:
+                member.on_app_poll(runner.clock(), self._positions())
+                runner.step(0)
+                more = member.has_events()
+                settled = member.state is MemberState.STABLE and not member.rejoin_needed
+            if error is not None:
+                raise error
+            if more:
+                continue
+            if settled:
+                return True
+            remaining = None if deadline is None else deadline - runner.clock()
+            if remaining is not None and remaining <= 0:
+                return False
+            step = _STEP_MS if remaining is None else min(remaining, _STEP_MS)
+            with runner.foreground():
+                runner.step(min(step, runner.wait_ms(_STEP_MS)))
+
+    def _sync_subscription(self) -> None:
+        topics = set(self._subscription.subscription or ())
+        with self._runner.foreground() as member:
+            if topics != set(member.subscription):
+                member.subscribe(sorted(topics), self._runner.clock())
+            wanted = set(member.metadata_topics()) | topics
+        if not wanted.issubset(self._subscription.group_subscription()):
+            self._subscription.group_subscribe(wanted)
+            self._cluster.set_topics(self._subscription.group_subscription())
+            self._cluster.request_update()
+        self._feed_metadata()
+
+    def _handle_metadata_update(self, cluster) -> None:
+        # Runs on kafka-python's IO thread: pattern subscriptions follow the
+        # topic list, as in kafka-python; the member sees the partition counts.
+        if self._subscription.subscribed_pattern:
+            topics = [t for t in cluster.topics(self.config["exclude_internal_topics"])
+                      if self._subscription.subscribed_pattern.match(t)]
+            if set(topics) != self._subscription.subscription:
+                self._subscription.change_subscription(topics)
+                self._cluster.set_topics(self._subscription.group_subscription())
+        if not self._closed:
+            self._feed_metadata()
+
+    def _feed_metadata(self) -> None:
+        counts = {}
+        for topic in self._subscription.group_subscription():
+            partitions = self._cluster.partitions_for_topic(topic)
+            if partitions:
+                counts[topic] = len(partitions)
+        with self._runner.foreground() as member:
+            member.update_metadata(counts, self._runner.clock())
+
+    def _positions(self) -> dict:
+        return {tp: oam.offset for tp, oam in self._subscription.all_consumed_offsets().items()}
+
+    def _dispatch(self, events: list) -> Optional[BaseException]:
+        """Apply events in order; keep the first app/fatal error to raise after state is whole."""
+        error = None
+        for event in events:
+            failure = None
+            if isinstance(event, PartitionsRevoked):
+                failure = self._bridge.revoke(event.partitions)
+            elif isinstance(event, PartitionsLost):
+                failure = self._bridge.revoke(event.partitions, lost=True)
+            elif isinstance(event, PartitionsAssigned):
+                failure = self._bridge.assign(event.assignment)
+            elif isinstance(event, CommittedFetched):
+                self._results[event.token] = event
+                self._seek_committed(event)
+            elif isinstance(event, CommitCompleted):
+                self._complete_commit(event)
+            elif isinstance(event, FatalError):
+                failure = event.error
+            if failure is not None and error is None:
+                error = failure if isinstance(event, FatalError) else Errors.KafkaError(
+                    "User rebalance callback throws an error")
+                error.__cause__ = failure if error is not failure else None
+        return error
+
+    def _seek_committed(self, event: CommittedFetched) -> None:
+        if event.error is not None:
+            return
+        missing = set(self._subscription.missing_fetch_positions())
+        for tp, oam in event.offsets.items():
+            if oam is not None and tp in missing:
+                self._subscription.seek(tp, oam.offset)
+
+    # -- offsets ----------------------------------------------------------------
+
+    def _complete_commit(self, event: CommitCompleted) -> None:
+        self._results[event.token] = event
+        pending = self._pending_commits.pop(event.token, None)
+        if pending is None:
+            return
+        future, callback, offsets = pending
+        if event.error is None:
+            future.success(None)
+        else:
+            future.failure(event.error)
+        if callback is not None:
+            self.completed_offset_commits.append((callback, offsets, event.error))
+
+    def _invoke_completed_offset_commit_callbacks(self) -> None:
+        while self.completed_offset_commits:
+            callback, offsets, result = self.completed_offset_commits.popleft()
+            callback(offsets, result)
+
+    def commit_offsets_async(self, offsets, callback=None) -> Future:
+        self._invoke_completed_offset_commit_callbacks()
+        future = Future()
+        if self._member is None:
+            return future.failure(Errors.IllegalStateError("Requires group_id"))
+        callback = callback or self.config["default_offset_commit_callback"]
+        commits = {c.topic_partition: c.committed for c in to_commits(offsets)}
+        if not commits:
+            return future.success(None)
+        with self._runner.foreground() as member:
+            token = member.commit_offsets(commits, self._runner.clock())
+        self._pending_commits[token] = (future, callback, offsets)
+        return future
+
+    def commit_offsets_sync(self, offsets, timeout_ms=None) -> None:
+        self._invoke_completed_offset_commit_callbacks()
+        commits = {c.topic_partition: c.committed for c in to_commits(offsets)}
+        if not commits or self._member is None:
+            return
+        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
+        clock = self._runner.clock
+        with self._runner.foreground() as member:
+            token = member.commit_offsets(commits, clock(), deadline_ms=clock() + timeout_ms)
+        result = self._wait_for(token, timeout_ms)
+        if result.error is not None:
+            raise result.error
+
+    def maybe_auto_commit_offsets_now(self) -> None:
+        if self._member is not None and self.config["enable_auto_commit"] and not self.coordinator_unknown():
+            self.commit_offsets_async(self._subscription.all_consumed_offsets())
+
+    def fetch_committed_offsets(self, partitions, timeout_ms=None) -> dict:
+        if not partitions or self._member is None:
+            return {}
+        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
+        with self._runner.foreground() as member:
+            token = member.fetch_committed(list(partitions), self._runner.clock())
+        result = self._wait_for(token, timeout_ms)
+        if result.error is not None:
+            raise result.error
+        return {tp: KOffsetAndMetadata(o.offset, o.metadata, o.leader_epoch)
+                for tp, o in result.offsets.items() if o is not None}
+
+    def refresh_committed_offsets_if_needed(self, timeout_ms=None) -> bool:
+        missing = set(self._subscription.missing_fetch_positions())
+        if not missing:
+            return True
+        try:
+            offsets = self.fetch_committed_offsets(missing, timeout_ms)
+        except Errors.KafkaTimeoutError:
+            return False
+        for tp, oam in offsets.items():
+            if tp in set(self._subscription.missing_fetch_positions()):
+                self._subscription.seek(tp, oam.offset)
+        return True
+
+    def _wait_for(self, token: int, timeout_ms: int):
+        runner = self._runner
+        deadline = runner.clock() + timeout_ms
+        while token not in self._results:
+            self._check_heartbeat_thread()
+            remaining = deadline - runner.clock()
+            if remaining <= 0:
+                raise Errors.KafkaTimeoutError(f"no answer within {timeout_ms} ms")
+            with runner.foreground() as member:
+                runner.step(min(remaining, _STEP_MS))
+                for event in member.take_events():
+                    if isinstance(event, CommitCompleted):
+                        self._complete_commit(event)
+                    elif isinstance(event, CommittedFetched):
+                        self._results[event.token] = event
+                    else:
+                        self._buffered.append(event)  # rebalance callbacks run in poll()
+        return self._results.pop(token)
+
+    # -- leaving and closing ---------------------------------------------------
+
+    def maybe_leave_group(self, reason=None, timeout_ms=None) -> None:
+        if self._member is None:
+            return
+        with self._runner.foreground() as member:
+            member.unsubscribe(self._runner.clock())
+            events = member.take_events()
+        self._dispatch(events)
+
+    def close(self, autocommit=True, timeout_ms=None) -> None:
+        if self._closed or self._member is None:
+            self._closed = True
+            return
+        self._closed = True
+        self._cluster.remove_listener(WeakMethod(self._handle_metadata_update))
+        runner = self._runner
+        timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
+        deadline = runner.clock() + timeout_ms
+        positions = self._positions() if autocommit else None
+        error = None
+        with runner.foreground() as member:
+            member.close(runner.clock(), None, positions)
+        try:
+            while True:
+                with runner.foreground() as member:
+                    events = member.take_events()
+                    done = member.closed and not member.has_in_flight()
+                error = error or self._dispatch(events)
+                remaining = deadline - runner.clock()
+                if done or remaining <= 0:
+                    break
+                with runner.foreground():
+                    runner.step(min(remaining, _STEP_MS))
+        finally:
+            self._heartbeat.stop(timeout_s=max(0.1, (deadline - runner.clock()) / 1000))
+            runner.transport.close()
+        if error is not None:
+            raise error
+
+    def _check_heartbeat_thread(self) -> None:
+        if self._heartbeat.error is not None:
+            raise self._heartbeat.error
