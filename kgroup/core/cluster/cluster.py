@@ -1,0 +1,260 @@
+"""The cluster facade: brokers, the controller, topics, produce, replication and fault injection."""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from kgroup.core.cluster.config import ClusterConfig
+from kgroup.core.cluster.election import (
+    ElectionResult, elect_controlled_shutdown, elect_offline, elect_preferred,
+)
+from kgroup.core.cluster.partition import Partition
+from kgroup.core.cluster.reassignment import Reassignment
+from kgroup.core.cluster.states import BrokerState, PartitionState, ReplicaState
+from kgroup.core.error_codes import ErrorCode
+from kgroup.errors import ClusterError, ConfigError
+
+
+class Cluster:
+    def __init__(self, config: ClusterConfig = ClusterConfig(), now_ms: int = 0) -> None:
+        if not config.broker_ids:
+            raise ConfigError("a cluster needs at least one broker")
+        self.config = config
+        self.now_ms = now_ms
+        self.brokers: Dict[int, BrokerState] = {b: BrokerState.LIVE for b in config.broker_ids}
+        self.isolated: set = set()
+        self.fetch_interval_ms: Dict[int, int] = {}  # slowed followers
+        self.last_fetch_ms: Dict[int, int] = {}
+        self.controller_id: Optional[int] = None
+        self.controller_epoch = 0
+        self.topics: Dict[str, List[Partition]] = {}
+        self.reassignments: Dict[Tuple[str, int], Reassignment] = {}
+        self.elections: List[Tuple[str, int, int, Optional[int], bool]] = []  # topic, p, epoch, leader, unclean
+        self._next_replication_ms = now_ms
+        self._elect_controller()
+
+    # -- brokers and controller ---------------------------------------------------
+    def live_brokers(self) -> List[int]:
+        return [b for b, s in self.brokers.items() if s is not BrokerState.DEAD and b not in self.isolated]
+
+    def _elect_controller(self) -> None:
+        live = self.live_brokers()
+        new = min(live) if live else None
+        if new != self.controller_id:
+            self.controller_id = new
+            if new is not None:
+                self.controller_epoch += 1
+
+    def partitions(self) -> List[Partition]:
+        return [p for parts in self.topics.values() for p in parts]
+
+    def partition(self, topic: str, index: int) -> Partition:
+        try:
+            return self.topics[topic][index]
+        except (KeyError, IndexError):
+            raise ClusterError(f"unknown partition {topic}-{index}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+
+    # -- topics -----------------------------------------------------------------
+    def _assign(self, start: int, count: int, replication_factor: int) -> List[List[int]]:
+        ids = sorted(self.brokers)
+        if replication_factor > len(ids):
+            raise ConfigError(f"replication factor {replication_factor} exceeds {len(ids)} brokers")
+        return [[ids[(start + i + r) % len(ids)] for r in range(replication_factor)] for i in range(count)]
+
+    def create_topic(self, name: str, partitions: int, replication_factor: Optional[int] = None,
+                     assignments: Optional[Sequence[Sequence[int]]] = None) -> None:
+        if name in self.topics:
+            raise ClusterError(f"topic {name} exists", ErrorCode.TOPIC_ALREADY_EXISTS)
+        rf = replication_factor or min(self.config.default_replication_factor, len(self.brokers))
+        replicas = [list(a) for a in assignments] if assignments else self._assign(0, partitions, rf)
+        self.topics[name] = []
+        self._add(name, replicas)
+
+    def add_partitions(self, name: str, count: int) -> None:
+        existing = self.topics[name]
+        rf = len(existing[0].assigned)
+        self._add(name, self._assign(len(existing), count, rf))
+
+    def _add(self, name: str, replicas: List[List[int]]) -> None:
+        parts = self.topics[name]
+        for assigned in replicas:
+            p = Partition(name, len(parts), assigned)
+            p.state.transition_to(PartitionState.NEW)
+            for b in assigned:
+                p.replica_states[b].transition_to(ReplicaState.NEW)
+            parts.append(p)
+            live = self.live_brokers()
+            p.isr = [b for b in assigned if b in live]
+            self._elect(p, elect_offline(assigned, p.isr, live, False))
+            for b in assigned:
+                target = ReplicaState.ONLINE if b in live else ReplicaState.OFFLINE
+                p.replica_states[b].transition_to(target)
+
+    def delete_topic(self, name: str) -> None:
+        for p in self.topics.pop(name):
+            if p.state.state is PartitionState.ONLINE or p.state.state is PartitionState.NEW:
+                p.state.transition_to(PartitionState.OFFLINE)
+            p.state.transition_to(PartitionState.NON_EXISTENT)
+            for sm in p.replica_states.values():
+                sm.transition_to(ReplicaState.OFFLINE)
+                sm.transition_to(ReplicaState.DELETION_STARTED)
+                sm.transition_to(ReplicaState.DELETION_SUCCESSFUL)
+                sm.transition_to(ReplicaState.NON_EXISTENT)
+
+    # -- elections --------------------------------------------------------------
+    def _elect(self, p: Partition, result: ElectionResult) -> None:
+        if result.leader is None:
+            p.set_leader(None, self.now_ms)
+            if p.state.state is not PartitionState.OFFLINE:
+                p.state.transition_to(PartitionState.OFFLINE)
+        else:
+            p.set_leader(result.leader, self.now_ms, unclean=result.unclean)
+            p.state.transition_to(PartitionState.ONLINE)
+        self.elections.append((p.topic, p.index, p.leader_epoch, p.leader, result.unclean))
+
+    def _on_brokers_failed(self, failed: List[int]) -> None:
+        live = self.live_brokers()
+        for p in self.partitions():
+            hit = [b for b in failed if b in p.logs]
+            if not hit:
+                continue
+            for b in hit:
+                p.replica_states[b].transition_to(ReplicaState.OFFLINE)
+            # Kafka keeps the last ISR member in the ISR so it can be elected cleanly when it returns.
+            remaining = [b for b in p.isr if b not in hit]
+            p.isr = remaining or ([p.isr[0]] if p.isr else [])
+            if p.leader in hit or (p.leader is None and p.state.state is PartitionState.OFFLINE):
+                self._elect(p, elect_offline(p.assigned, p.isr, live, self.config.unclean_leader_election_enable))
+
+    def _on_brokers_started(self, started: List[int]) -> None:
+        live = self.live_brokers()
+        for p in self.partitions():
+            for b in started:
+                if b in p.logs:
+                    p.replica_states[b].transition_to(ReplicaState.ONLINE)
+                    p.needs_truncation.add(b)
+                    if not self.config.leader_epoch_truncation:
+                        p.logs[b].truncate_to(p.logs[b].hw)
+            if p.leader is None:
+                self._elect(p, elect_offline(p.assigned, p.isr, live, self.config.unclean_leader_election_enable))
+
+    def elect_preferred_leaders(self) -> None:
+        live = self.live_brokers()
+        for p in self.partitions():
+            if p.leader != p.assigned[0]:
+                result = elect_preferred(p.assigned, p.isr, live)
+                if result.leader is not None:
+                    self._elect(p, result)
+
+    def elect_leader_from(self, p: Partition, candidates: Sequence[int]) -> Optional[int]:
+        live = self.live_brokers()
+        return elect_offline(list(candidates), p.isr, live, False).leader
+
+    # -- fault injection ----------------------------------------------------------
+    def kill_broker(self, broker: int) -> None:
+        self.brokers[broker] = BrokerState.DEAD
+        self._elect_controller()
+        self._on_brokers_failed([broker])
+
+    def restart_broker(self, broker: int) -> None:
+        self.brokers[broker] = BrokerState.LIVE
+        self._elect_controller()
+        self._on_brokers_started([broker])
+
+    def bounce_broker(self, broker: int) -> None:
+        """Crash and restart within the session timeout: the controller never notices, ISR kept."""
+        for p in self.partitions():
+            if broker in p.logs and broker != p.leader:
+                p.needs_truncation.add(broker)
+                if not self.config.leader_epoch_truncation:
+                    p.logs[broker].truncate_to(p.logs[broker].hw)
+
+    def controlled_shutdown(self, broker: int) -> None:
+        self.brokers[broker] = BrokerState.SHUTTING_DOWN
+        live = self.live_brokers()
+        for p in self.partitions():
+            if p.leader == broker:
+                result = elect_controlled_shutdown(p.assigned, p.isr, live, {broker})
+                if result.leader is not None:
+                    self._elect(p, result)
+            if broker in p.isr and len(p.isr) > 1:
+                p.isr.remove(broker)
+        self.kill_broker(broker)
+
+    def isolate_broker(self, broker: int) -> None:
+        """Cut a broker off: its followers stop fetching and the controller treats it as failed."""
+        self.isolated.add(broker)
+        self._elect_controller()
+        self._on_brokers_failed([broker])
+
+    def heal_broker(self, broker: int) -> None:
+        self.isolated.discard(broker)
+        self._elect_controller()
+        self._on_brokers_started([broker])
+
+    def slow_follower(self, broker: int, fetch_interval_ms: Optional[int]) -> None:
+        """Let ``broker`` fetch only every ``fetch_interval_ms`` (None restores normal speed)."""
+        if fetch_interval_ms is None:
+            self.fetch_interval_ms.pop(broker, None)
+        else:
+            self.fetch_interval_ms[broker] = fetch_interval_ms
+
+    # -- produce and replication -------------------------------------------------
+    def produce(self, topic: str, index: int, payload: Any, acks_all: bool = True) -> int:
+        p = self.partition(topic, index)
+        if p.leader is None:
+            raise ClusterError(f"{topic}-{index} has no leader", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if acks_all and len(p.isr) < self.config.min_insync_replicas:
+            raise ClusterError(f"{topic}-{index}: ISR {p.isr} below min.insync.replicas",
+                               ErrorCode.NOT_ENOUGH_REPLICAS)
+        return p.append(payload, acks_all)
+
+    def _can_fetch(self, broker: int) -> bool:
+        if self.brokers[broker] is BrokerState.DEAD or broker in self.isolated:
+            return False
+        interval = self.fetch_interval_ms.get(broker)
+        if interval is not None and self.now_ms - self.last_fetch_ms.get(broker, -interval) < interval:
+            return False
+        return True
+
+    def replicate(self, now_ms: Optional[int] = None) -> None:
+        """One fetch round: every reachable follower fetches from its leader once."""
+        if now_ms is not None:
+            self.now_ms = max(self.now_ms, now_ms)
+        allowed = {b: self._can_fetch(b) for b in self.brokers}
+        for b, ok in allowed.items():
+            if ok:
+                self.last_fetch_ms[b] = self.now_ms
+        for p in self.partitions():
+            p.replicate(self.now_ms, allowed.__getitem__, self.config.leader_epoch_truncation,
+                        self.config.replica_lag_time_max_ms)
+        for key, r in list(self.reassignments.items()):
+            if r.poll(self.now_ms, self.elect_leader_from):
+                del self.reassignments[key]
+
+    def tick(self, now_ms: int) -> None:
+        """Advance time, running every fetch round that falls due."""
+        while self._next_replication_ms <= now_ms:
+            self.replicate(self._next_replication_ms)
+            self._next_replication_ms += self.config.replica_fetch_interval_ms
+        self.now_ms = max(self.now_ms, now_ms)
+
+    def next_deadline_ms(self) -> int:
+        return self._next_replication_ms
+
+    # -- reassignment -------------------------------------------------------------
+    def reassign_partition(self, topic: str, index: int, rar: Sequence[int]) -> Reassignment:
+        p = self.partition(topic, index)
+        for b in rar:
+            self.brokers.setdefault(b, BrokerState.LIVE)
+        r = Reassignment(p, list(rar))
+        r.start(self.now_ms)
+        self.reassignments[p.key] = r
+        return r
+
+    # -- acks ---------------------------------------------------------------------
+    def take_acks(self) -> list:
+        out = []
+        for p in self.partitions():
+            out.extend(p.acked)
+            p.acked = []
+        return out

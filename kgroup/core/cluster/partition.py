@@ -1,0 +1,142 @@
+"""One partition: assigned replicas, leader, ISR, leader epoch and the replication step.
+
+Fetches are explicit: :meth:`Partition.replicate` lets every eligible follower fetch once.
+The fetch response carries the leader's HW *before* the fetch raised it, so a follower's HW
+lags one round behind, which is exactly what makes HW truncation lose data (seed 004).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import attrs
+
+from kgroup.core.cluster.replica_log import LogEntry, ReplicaLog
+from kgroup.core.cluster.states import (
+    PARTITION_LEGAL_PREVIOUS, REPLICA_LEGAL_PREVIOUS, PartitionState, ReplicaState,
+)
+from kgroup.core.fsm import StateMachine
+
+
+@attrs.frozen
+class Ack:
+    """An acks=all append the leader acknowledged (its HW passed the offset within one epoch)."""
+    topic: str
+    partition: int
+    offset: int
+    payload: Any
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, assigned: List[int]) -> None:
+        self.topic = topic
+        self.index = index
+        self.assigned: List[int] = list(assigned)
+        self.logs: Dict[int, ReplicaLog] = {b: ReplicaLog() for b in assigned}
+        self.leader: Optional[int] = None
+        self.isr: List[int] = []
+        self.leader_epoch = -1
+        self.last_unclean = False
+        self.last_caught_up_ms: Dict[int, int] = {}
+        self.needs_truncation: set = set()
+        self.pending: List[Tuple[int, int, Any]] = []  # (offset, epoch, payload) awaiting HW
+        self.acked: List[Ack] = []
+        self.failed: List[Tuple[int, Any]] = []
+        self.state = StateMachine(f"partition {topic}-{index}", PartitionState.NON_EXISTENT,
+                                  PARTITION_LEGAL_PREVIOUS)
+        self.replica_states: Dict[int, StateMachine] = {}
+        for b in assigned:
+            self.add_replica_state(b)
+
+    def add_replica_state(self, broker: int) -> None:
+        self.replica_states[broker] = StateMachine(
+            f"replica {self.topic}-{self.index}@{broker}", ReplicaState.NON_EXISTENT, REPLICA_LEGAL_PREVIOUS)
+
+    @property
+    def key(self) -> Tuple[str, int]:
+        return (self.topic, self.index)
+
+    def leader_log(self) -> Optional[ReplicaLog]:
+        return None if self.leader is None else self.logs[self.leader]
+
+    # -- leadership -------------------------------------------------------------
+    def set_leader(self, leader: Optional[int], now_ms: int, unclean: bool = False) -> None:
+        """Apply an election: bump the epoch, fail in-flight acks of the old epoch."""
+        for offset, _epoch, payload in self.pending:
+            self.failed.append((offset, payload))
+        self.pending = []
+        if leader is None:
+            self.leader = None
+            return
+        self.leader = leader
+        self.leader_epoch += 1
+        self.last_unclean = unclean
+        if unclean:
+            self.isr = [leader]
+        elif leader not in self.isr:
+            self.isr.append(leader)
+        log = self.logs[leader]
+        log.assign_epoch(self.leader_epoch)
+        for b in self.assigned:
+            self.last_caught_up_ms[b] = now_ms
+            if b != leader:
+                self.needs_truncation.add(b)
+        self.needs_truncation.discard(leader)
+
+    # -- produce ------------------------------------------------------------------
+    def append(self, payload: Any, acks_all: bool) -> int:
+        log = self.logs[self.leader]
+        offset = log.append(LogEntry(self.leader_epoch, payload))
+        if acks_all:
+            self.pending.append((offset, self.leader_epoch, payload))
+        self._advance_hw()
+        return offset
+
+    # -- replication -----------------------------------------------------------
+    def replicate(self, now_ms: int, can_fetch: Callable[[int], bool], epoch_truncation: bool,
+                  lag_max_ms: int) -> None:
+        if self.leader is None:
+            return
+        leader_log = self.logs[self.leader]
+        for b in self.assigned:
+            if b == self.leader or b not in self.logs or not can_fetch(b):
+                continue
+            log = self.logs[b]
+            if b in self.needs_truncation:
+                if epoch_truncation:
+                    log.truncate_to_match(leader_log)
+                self.needs_truncation.discard(b)
+            if log.leo > leader_log.leo:
+                # Offset out of range on the leader: the follower drops what the leader lacks.
+                log.truncate_to(leader_log.leo)
+            response_hw = leader_log.hw
+            for entry in leader_log.entries[log.leo:]:
+                log.append(entry)
+            log.hw = max(log.hw, min(log.leo, response_hw))
+            self.last_caught_up_ms[b] = now_ms
+            if b not in self.isr and log.leo >= leader_log.hw and self._epoch_start_reached(log):
+                self.isr.append(b)
+        self.shrink_isr(now_ms, lag_max_ms)
+        self._advance_hw()
+
+    def _epoch_start_reached(self, log: ReplicaLog) -> bool:
+        return log.leo >= self.logs[self.leader].end_offset_for(self.leader_epoch - 1)[1]
+
+    def shrink_isr(self, now_ms: int, lag_max_ms: int) -> None:
+        keep = [b for b in self.isr
+                if b == self.leader or now_ms - self.last_caught_up_ms.get(b, now_ms) <= lag_max_ms]
+        if keep != self.isr:
+            self.isr = keep
+            self._advance_hw()
+
+    def _advance_hw(self) -> None:
+        leader_log = self.logs[self.leader]
+        new_hw = min(self.logs[b].leo for b in self.isr)
+        if new_hw > leader_log.hw:
+            leader_log.hw = new_hw
+        still = []
+        for offset, epoch, payload in self.pending:
+            if offset < leader_log.hw and epoch == self.leader_epoch:
+                self.acked.append(Ack(self.topic, self.index, offset, payload))
+            else:
+                still.append((offset, epoch, payload))
+        self.pending = still
