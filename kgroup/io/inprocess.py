@@ -14,9 +14,10 @@ import threading
 from typing import Callable, Hashable, Optional, Protocol
 
 from kgroup.core import messages as m
+from kgroup.core.cluster.group_hosting import BrokerUnreachable
 from kgroup.core.error_codes import ErrorCode
 from kgroup.io.runner import monotonic_ms
-from kgroup.io.transport import Completion, NodeId, Transport
+from kgroup.io.transport import Completion, NodeId, Transport, TransportError
 
 Clock = Callable[[], int]
 
@@ -95,6 +96,20 @@ class InProcessHub:
         with self._lock:
             self._route(self.backend.tick(self.clock()))
 
+    def apply(self, action: Callable[[int], list]) -> None:
+        """Run ``action(now_ms)`` on the backend under the hub's lock and route what it answers.
+
+        Fault injection goes through here: a failover answers parked requests.
+        """
+        with self._lock:
+            self._route(action(self.clock()))
+            self._timer_wake.notify()
+
+    def query(self, read: Callable[[int], object]) -> object:
+        """``read(now_ms)`` under the hub's lock, for inspecting the backend from a test thread."""
+        with self._lock:
+            return read(self.clock())
+
     def _route(self, deliveries: list) -> None:
         for delivery in deliveries:
             # Backends answer Delivery values or (request_key, response) pairs.
@@ -103,8 +118,11 @@ class InProcessHub:
             else:
                 (tid, correlation_id), response = delivery
             transport = self._transports.get(tid)
-            if transport is not None:
-                transport._deliver(Completion(correlation_id, response))
+            if transport is None:
+                continue
+            if isinstance(response, BrokerUnreachable):
+                response = TransportError(f"broker {response.node_id} is unreachable")
+            transport._deliver(Completion(correlation_id, response))
 
     def _run_timers(self) -> None:
         with self._lock:
@@ -134,17 +152,42 @@ class InProcessTransport(Transport):
         self._cond = threading.Condition()
         self._woken = False
         self._correlation = itertools.count(1)
+        self._in_flight: set[int] = set()
+        self._isolated = False
         self._tid = self.hub._register(self)
 
     def send(self, request: object, node_id: NodeId = None) -> int:
         correlation_id = next(self._correlation)
-        self.hub.send(self._tid, correlation_id, request, node_id)
+        with self._cond:
+            self._in_flight.add(correlation_id)
+            isolated = self._isolated
+        if isolated:
+            self._deliver(Completion(correlation_id, TransportError("network partition: client is isolated")))
+        else:
+            self.hub.send(self._tid, correlation_id, request, node_id)
         return correlation_id
 
     def _deliver(self, completion: Completion) -> None:
         with self._cond:
+            if completion.correlation_id not in self._in_flight:
+                return  # already failed by an isolation: the answer is lost with the connection
+            self._in_flight.discard(completion.correlation_id)
             self._inbox.append(completion)
             self._cond.notify_all()
+
+    def isolate(self) -> None:
+        """Cut this client off the cluster: in-flight requests fail, new ones fail at once."""
+        with self._cond:
+            self._isolated = True
+            failed = sorted(self._in_flight)
+            self._in_flight.clear()
+            self._inbox.extend(Completion(cid, TransportError("network partition: client is isolated"))
+                               for cid in failed)
+            self._cond.notify_all()
+
+    def heal(self) -> None:
+        with self._cond:
+            self._isolated = False
 
     def poll(self, timeout_ms: int) -> list[Completion]:
         with self._cond:

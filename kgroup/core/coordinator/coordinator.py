@@ -158,6 +158,29 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                 coordinator._schedule_join(group, now_ms + group.rebalance_timeout_ms(), initial=False)
         return coordinator
 
+    def resign(self, code: ErrorCode = E.NOT_COORDINATOR) -> CoordinatorResult:
+        """Answer every parked JoinGroup / SyncGroup with ``code``; the host drops this coordinator.
+
+        Called when the broker stops leading the group's offsets partition
+        (or must revert to what the log holds): parked members learn at once
+        that they have to look for the coordinator again.
+        """
+        deliveries = []
+        for group in self._groups.values():
+            for member in group.members.values():
+                if member.join_key is not None:
+                    deliveries.append(Delivery(member.join_key, JoinGroupResponse(code, member_id=member.member_id)))
+                    member.join_key = None
+                if member.sync_key is not None:
+                    deliveries.append(Delivery(member.sync_key, SyncGroupResponse(code)))
+                    member.sync_key = None
+        self._groups = {}
+        self._timers = KeyedTimers()
+        self._deliveries = []
+        self._records = []
+        self._touched.clear()
+        return CoordinatorResult(tuple(deliveries))
+
     # -- plumbing --------------------------------------------------------------
 
     def _deliver(self, key: Hashable, response: object) -> None:

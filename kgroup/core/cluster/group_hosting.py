@@ -1,0 +1,383 @@
+"""Group coordinators hosted on the leaders of ``__consumer_offsets`` partitions.
+
+Each offsets partition has one slot.  The broker leading the partition runs a
+:class:`GroupCoordinator` for the groups that hash to it; every record the
+coordinator emits is appended to the partition with acks=all, and the
+responses of that step are held until the leader's high watermark covers
+everything written so far (Kafka's coordinator runtime does the same, so a
+member never sees state a failover could lose).  When leadership moves, the
+old coordinator resigns (parked requests answer ``NOT_COORDINATOR``, held
+responses fail) and the new leader loads the partition's log; until the load
+completes it answers ``COORDINATOR_LOAD_IN_PROGRESS``.  Requests to a broker
+that does not lead the group's partition answer ``NOT_COORDINATOR``; requests
+to a dead or isolated broker complete as :class:`BrokerUnreachable`.
+
+Sans-I/O like the rest of the core: every call takes ``now_ms`` and returns
+the deliveries that became ready.  The fault-injection methods wrap the
+cluster's and return deliveries too, because a failover answers parked
+requests.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable, Deque, Hashable, Iterable, List, Optional, Sequence, Tuple
+
+import attrs
+
+from kgroup.core import error_responses
+from kgroup.core import messages as m
+from kgroup.core.cluster.cluster import Cluster
+from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, partition_for_group
+from kgroup.core.coordinator import CoordinatorResult, Delivery, GroupCoordinator, GroupCoordinatorConfig
+from kgroup.core.error_codes import ErrorCode
+from kgroup.errors import ClusterError, ConfigError
+
+E = ErrorCode
+
+_SINGLE_GROUP_REQUESTS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest,
+                          m.OffsetCommitRequest, m.OffsetFetchRequest)
+
+
+@attrs.frozen
+class GroupHostingConfig:
+    #: Kafka's ``offsets.topic.num.partitions``.
+    offsets_topic_partitions: int = 50
+    #: Kafka's ``offsets.topic.replication.factor`` (capped at the number of brokers).
+    offsets_topic_replication_factor: int = 3
+    #: How long a new leader takes to load a partition's groups.
+    group_load_time_ms: int = 100
+    coordinator: GroupCoordinatorConfig = GroupCoordinatorConfig()
+
+    def __attrs_post_init__(self) -> None:
+        if self.offsets_topic_partitions < 1:
+            raise ConfigError(f"offsets_topic_partitions must be >= 1, got {self.offsets_topic_partitions}")
+        if self.offsets_topic_replication_factor < 1:
+            raise ConfigError(
+                f"offsets_topic_replication_factor must be >= 1, got {self.offsets_topic_replication_factor}")
+        if self.group_load_time_ms < 0:
+            raise ConfigError(f"group_load_time_ms must be >= 0, got {self.group_load_time_ms}")
+
+
+@attrs.frozen
+class BrokerUnreachable:
+    """The answer for a request whose broker is dead or cut off: the connection failed."""
+    node_id: Optional[int]
+
+
+@attrs.define
+class _Held:
+    """Responses released once every (slot, epoch) listed has committed up to its offset."""
+    waits: Tuple[Tuple[int, int, int], ...]
+    deliveries: Tuple[Delivery, ...]
+
+
+@attrs.define
+class _Slot:
+    index: int
+    leader: Optional[int] = None
+    leader_epoch: int = -1
+    coordinator: Optional[GroupCoordinator] = None
+    load_due_ms: Optional[int] = None
+    #: Single-slot holds, in write order (their offsets never decrease).
+    held: Deque[_Held] = attrs.field(factory=deque)
+
+    @property
+    def loading(self) -> bool:
+        return self.leader is not None and self.coordinator is None
+
+
+class GroupHosting:
+    def __init__(self, cluster: Cluster, config: GroupHostingConfig = GroupHostingConfig(), now_ms: int = 0, *,
+                 member_id_factory: Optional[Callable[[str], str]] = None,
+                 on_transition=None) -> None:
+        self.cluster = cluster
+        self.config = config
+        self._member_id_factory = member_id_factory
+        self._on_transition = on_transition
+        self.now_ms = now_ms
+        if GROUP_METADATA_TOPIC not in cluster.topics:
+            rf = min(config.offsets_topic_replication_factor, len(cluster.brokers))
+            cluster.create_topic(GROUP_METADATA_TOPIC, config.offsets_topic_partitions, rf)
+        self._slots = [_Slot(i) for i in range(len(cluster.topics[GROUP_METADATA_TOPIC]))]
+        #: Holds that span several slots (DeleteGroups over groups on different partitions).
+        self._multi_held: List[_Held] = []
+        #: (old leader, new leader, group partition, time) for every coordinator move.
+        self.failovers: List[Tuple[Optional[int], Optional[int], int, int]] = []
+        self._pending: List[Delivery] = self._sync(now_ms)
+
+    # -- queries ------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for_group(group_id, len(self._slots))
+
+    def coordinator_node(self, group_id: str) -> Optional[int]:
+        """The broker coordinating ``group_id`` (None while its partition has no leader)."""
+        return self._slots[self.partition_for(group_id)].leader
+
+    def coordinator_for(self, group_id: str) -> Optional[GroupCoordinator]:
+        """The loaded coordinator of ``group_id`` (None while loading or leaderless)."""
+        return self._slots[self.partition_for(group_id)].coordinator
+
+    def group_state(self, group_id: str):
+        coordinator = self.coordinator_for(group_id)
+        return None if coordinator is None else coordinator.group_state(group_id)
+
+    # -- the Backend protocol (kgroup.io.inprocess) --------------------------------
+
+    def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int) -> List[Delivery]:
+        out = self._advance(now_ms)
+        if node_id is None:
+            live = self.cluster.live_brokers()
+            node_id = min(live) if live else None
+        if node_id is None or node_id not in self.cluster.live_brokers():
+            out.append(Delivery(request_key, BrokerUnreachable(node_id)))
+            return out
+        if isinstance(request, m.FindCoordinatorRequest):
+            out.append(Delivery(request_key, self._find_coordinator(request)))
+        elif isinstance(request, m.ListGroupsRequest):
+            out.append(Delivery(request_key, self._list_groups(node_id, request, now_ms)))
+        elif isinstance(request, (m.DescribeGroupsRequest, m.DeleteGroupsRequest)):
+            out.extend(self._multi_group(node_id, request_key, request, now_ms))
+        elif isinstance(request, _SINGLE_GROUP_REQUESTS):
+            slot = self._slots[self.partition_for(request.group_id)]
+            refusal = self._refusal(slot, node_id)
+            if refusal is not None:
+                out.append(Delivery(request_key, error_responses.for_request(request, refusal)))
+            else:
+                out.extend(self._apply(slot, slot.coordinator.handle(request_key, request, now_ms)))
+        else:
+            raise TypeError(f"the in-memory cluster cannot handle {type(request).__name__}")
+        out.extend(self._release())
+        return out
+
+    def tick(self, now_ms: int) -> List[Delivery]:
+        out = self._advance(now_ms)
+        for slot in self._slots:
+            if slot.coordinator is not None:
+                out.extend(self._apply(slot, slot.coordinator.on_timers(now_ms)))
+        out.extend(self._release())
+        return out
+
+    def next_deadline_ms(self) -> Optional[int]:
+        deadlines = [self.cluster.next_deadline_ms()]
+        for slot in self._slots:
+            if slot.load_due_ms is not None:
+                deadlines.append(slot.load_due_ms)
+            elif slot.coordinator is not None:
+                deadline = slot.coordinator.next_deadline_ms()
+                if deadline is not None:
+                    deadlines.append(deadline)
+        return min(deadlines)
+
+    # -- fault injection (each returns the deliveries the failover produced) -------
+
+    def kill_broker(self, broker: int, now_ms: int) -> List[Delivery]:
+        return self._fault(now_ms, self.cluster.kill_broker, broker)
+
+    def restart_broker(self, broker: int, now_ms: int) -> List[Delivery]:
+        return self._fault(now_ms, self.cluster.restart_broker, broker)
+
+    def controlled_shutdown(self, broker: int, now_ms: int) -> List[Delivery]:
+        return self._fault(now_ms, self.cluster.controlled_shutdown, broker)
+
+    def isolate_broker(self, broker: int, now_ms: int) -> List[Delivery]:
+        return self._fault(now_ms, self.cluster.isolate_broker, broker)
+
+    def heal_broker(self, broker: int, now_ms: int) -> List[Delivery]:
+        return self._fault(now_ms, self.cluster.heal_broker, broker)
+
+    def elect_preferred_leaders(self, now_ms: int) -> List[Delivery]:
+        return self._fault(now_ms, self.cluster.elect_preferred_leaders)
+
+    def _fault(self, now_ms: int, action, *args) -> List[Delivery]:
+        out = self._advance(now_ms)
+        action(*args)
+        out.extend(self._sync(now_ms))
+        out.extend(self._release())
+        return out
+
+    # -- time -----------------------------------------------------------------------
+
+    def _advance(self, now_ms: int) -> List[Delivery]:
+        """Run replication up to ``now_ms``, follow leadership, finish due loads."""
+        self.now_ms = max(self.now_ms, now_ms)
+        out, self._pending = self._pending, []
+        self.cluster.tick(self.now_ms)
+        out.extend(self._sync(self.now_ms))
+        for slot in self._slots:
+            if slot.load_due_ms is not None and slot.load_due_ms <= self.now_ms:
+                self._load(slot)
+        return out
+
+    def _sync(self, now_ms: int) -> List[Delivery]:
+        out: List[Delivery] = []
+        for slot in self._slots:
+            p = self.cluster.partition(GROUP_METADATA_TOPIC, slot.index)
+            if (p.leader, p.leader_epoch if p.leader is not None else -1) == (slot.leader, slot.leader_epoch):
+                continue
+            old_leader = slot.leader
+            out.extend(self._resign(slot))
+            if old_leader != p.leader:
+                self.failovers.append((old_leader, p.leader, slot.index, now_ms))
+            slot.leader = p.leader
+            slot.leader_epoch = p.leader_epoch if p.leader is not None else -1
+            if p.leader is not None:
+                slot.load_due_ms = now_ms + self.config.group_load_time_ms
+                if self.config.group_load_time_ms == 0:
+                    self._load(slot)
+        return out
+
+    def _resign(self, slot: _Slot, code: ErrorCode = E.NOT_COORDINATOR) -> List[Delivery]:
+        """Drop the slot's coordinator; parked and held requests learn it is gone."""
+        if slot.leader is None:
+            return []
+        reachable = slot.leader in self.cluster.live_brokers()
+        waiting: List[Delivery] = []
+        if slot.coordinator is not None:
+            waiting.extend(slot.coordinator.resign(code).deliveries)
+        for held in slot.held:
+            waiting.extend(held.deliveries)
+        slot.held.clear()
+        still = []
+        for held in self._multi_held:
+            if any(index == slot.index for index, _, _ in held.waits):
+                waiting.extend(held.deliveries)
+            else:
+                still.append(held)
+        self._multi_held = still
+        slot.coordinator = None
+        slot.load_due_ms = None
+        slot.leader = None
+        slot.leader_epoch = -1
+        return [self._fail(d, code, reachable) for d in waiting]
+
+    @staticmethod
+    def _fail(delivery: Delivery, code: ErrorCode, reachable: bool) -> Delivery:
+        if not reachable:
+            # The broker died with the request on it: the client sees its connection drop.
+            return Delivery(delivery.request_key, BrokerUnreachable(None))
+        return Delivery(delivery.request_key, error_responses.for_response(delivery.response, code))
+
+    def _load(self, slot: _Slot) -> None:
+        p = self.cluster.partition(GROUP_METADATA_TOPIC, slot.index)
+        records = [entry.payload for entry in p.logs[slot.leader].entries]
+        slot.coordinator = GroupCoordinator.load(
+            records, self.now_ms, self.config.coordinator,
+            member_id_factory=self._member_id_factory, on_transition=self._on_transition)
+        slot.load_due_ms = None
+
+    # -- routing --------------------------------------------------------------------
+
+    def _refusal(self, slot: _Slot, node_id: int) -> Optional[ErrorCode]:
+        if slot.leader != node_id:
+            return E.NOT_COORDINATOR
+        if slot.coordinator is None:
+            return E.COORDINATOR_LOAD_IN_PROGRESS
+        return None
+
+    def _find_coordinator(self, request: m.FindCoordinatorRequest) -> m.FindCoordinatorResponse:
+        if request.key_type != 0:
+            return m.FindCoordinatorResponse(E.COORDINATOR_NOT_AVAILABLE)
+        leader = self.coordinator_node(request.key)
+        if leader is None:
+            return m.FindCoordinatorResponse(E.COORDINATOR_NOT_AVAILABLE)
+        return m.FindCoordinatorResponse(E.NONE, leader, f"broker-{leader}", 9092)
+
+    def _list_groups(self, node_id: int, request: m.ListGroupsRequest, now_ms: int) -> m.ListGroupsResponse:
+        groups: list = []
+        for slot in self._slots:
+            if slot.leader != node_id:
+                continue
+            if slot.coordinator is None:
+                return m.ListGroupsResponse(E.COORDINATOR_LOAD_IN_PROGRESS)
+            result = slot.coordinator.handle(None, request, now_ms)
+            groups.extend(result.deliveries[0].response.groups)
+        return m.ListGroupsResponse(E.NONE, tuple(groups))
+
+    def _multi_group(self, node_id: int, request_key: Hashable, request, now_ms: int) -> List[Delivery]:
+        """DescribeGroups / DeleteGroups: each group answered by its own coordinator, one reply."""
+        parts = []
+        waits = []
+        for group_id in request.groups:
+            single = type(request)((group_id,))
+            slot = self._slots[self.partition_for(group_id)]
+            refusal = self._refusal(slot, node_id)
+            if refusal is not None:
+                parts.append(error_responses.for_request(single, refusal))
+                continue
+            result = slot.coordinator.handle(None, single, now_ms)
+            parts.append(result.deliveries[0].response)
+            waits.append(self._write(slot, result.records))
+        if isinstance(request, m.DescribeGroupsRequest):
+            response = m.DescribeGroupsResponse(tuple(g for part in parts for g in part.groups))
+        else:
+            response = m.DeleteGroupsResponse(tuple(r for part in parts for r in part.results))
+        held = _Held(tuple(w for w in waits if w is not None), (Delivery(request_key, response),))
+        if any(w is None for w in waits):
+            return [Delivery(request_key, error_responses.for_response(response, E.COORDINATOR_NOT_AVAILABLE))]
+        self._multi_held.append(held)
+        return []
+
+    # -- writes -----------------------------------------------------------------------
+
+    def _apply(self, slot: _Slot, result: CoordinatorResult) -> List[Delivery]:
+        """Append the result's records; hold its responses until they are committed."""
+        wait = self._write(slot, result.records)
+        if wait is None:
+            # The append was refused (ISR below min.insync.replicas): revert to what the log holds.
+            failed = [self._fail(d, E.COORDINATOR_NOT_AVAILABLE, True) for d in result.deliveries]
+            failed.extend(self._revert(slot))
+            return failed
+        if result.deliveries:
+            slot.held.append(_Held((wait,), result.deliveries))
+        return []
+
+    def _write(self, slot: _Slot, records: Sequence) -> Optional[Tuple[int, int, int]]:
+        """Append ``records``; return (slot, epoch, offset to commit) or None if refused."""
+        p = self.cluster.partition(GROUP_METADATA_TOPIC, slot.index)
+        try:
+            for record in records:
+                self.cluster.produce(GROUP_METADATA_TOPIC, slot.index, record, acks_all=True)
+        except ClusterError:
+            return None
+        finally:
+            # Completion is tracked here by the HW, not through the cluster's ack list.
+            p.acked.clear()
+            p.failed.clear()
+        return (slot.index, slot.leader_epoch, p.logs[slot.leader].leo)
+
+    def _revert(self, slot: _Slot) -> List[Delivery]:
+        leader, epoch = slot.leader, slot.leader_epoch
+        deliveries = self._resign(slot, E.COORDINATOR_NOT_AVAILABLE)
+        slot.leader, slot.leader_epoch = leader, epoch
+        self._load(slot)
+        return deliveries
+
+    def _committed(self, wait: Tuple[int, int, int]) -> bool:
+        index, epoch, offset = wait
+        slot = self._slots[index]
+        if slot.leader_epoch != epoch or slot.leader is None:
+            return False
+        return self.cluster.partition(GROUP_METADATA_TOPIC, index).logs[slot.leader].hw >= offset
+
+    def _release(self) -> List[Delivery]:
+        out: List[Delivery] = []
+        for slot in self._slots:
+            while slot.held and self._committed(slot.held[0].waits[0]):
+                out.extend(slot.held.popleft().deliveries)
+        if self._multi_held:
+            still = []
+            for held in self._multi_held:
+                if all(self._committed(w) for w in held.waits):
+                    out.extend(held.deliveries)
+                else:
+                    still.append(held)
+            self._multi_held = still
+        return out
+
+
+def records_of(hosting: GroupHosting, group_partition: int, broker: Optional[int] = None) -> Iterable:
+    """The records in one offsets partition's log on ``broker`` (default: its leader)."""
+    p = hosting.cluster.partition(GROUP_METADATA_TOPIC, group_partition)
+    broker = p.leader if broker is None else broker
+    return [entry.payload for entry in p.logs[broker].entries]

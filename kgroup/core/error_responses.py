@@ -1,0 +1,65 @@
+"""Error answers for any group request or response, as a broker gives them.
+
+A broker that is not (or no longer) a group's coordinator answers every kind
+of group request with an error in that request's own response shape, and a
+coordinator whose write failed turns a ready response into an error.  Both
+need one error response per message type; this module is that table.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from kgroup.core import messages as m
+from kgroup.core.error_codes import ErrorCode
+
+# -- from a request ------------------------------------------------------------
+
+_FROM_REQUEST: dict[type, Callable[[object, ErrorCode], object]] = {
+    m.JoinGroupRequest: lambda req, code: m.JoinGroupResponse(code, member_id=req.member_id),
+    m.SyncGroupRequest: lambda req, code: m.SyncGroupResponse(code),
+    m.HeartbeatRequest: lambda req, code: m.HeartbeatResponse(code),
+    m.LeaveGroupRequest: lambda req, code: m.LeaveGroupResponse(code),
+    m.OffsetCommitRequest: lambda req, code: m.OffsetCommitResponse(
+        tuple(m.PartitionError(c.topic_partition, code) for c in req.offsets)),
+    m.OffsetFetchRequest: lambda req, code: m.OffsetFetchResponse(code),
+    m.FindCoordinatorRequest: lambda req, code: m.FindCoordinatorResponse(code),
+    m.DescribeGroupsRequest: lambda req, code: m.DescribeGroupsResponse(
+        tuple(m.DescribedGroup(code, gid, "") for gid in req.groups)),
+    m.ListGroupsRequest: lambda req, code: m.ListGroupsResponse(code),
+    m.DeleteGroupsRequest: lambda req, code: m.DeleteGroupsResponse(
+        tuple(m.DeletedGroup(gid, code) for gid in req.groups)),
+}
+
+
+def for_request(request: object, code: ErrorCode) -> object:
+    """The response a broker sends for ``request`` when it refuses it with ``code``."""
+    build = _FROM_REQUEST.get(type(request))
+    if build is None:
+        raise TypeError(f"no error response for {type(request).__name__}")
+    return build(request, code)
+
+
+# -- from a response that can no longer be sent --------------------------------
+
+_FROM_RESPONSE: dict[type, Callable[[object, ErrorCode], object]] = {
+    m.JoinGroupResponse: lambda resp, code: m.JoinGroupResponse(code, member_id=resp.member_id),
+    m.SyncGroupResponse: lambda resp, code: m.SyncGroupResponse(code),
+    m.HeartbeatResponse: lambda resp, code: m.HeartbeatResponse(code),
+    m.LeaveGroupResponse: lambda resp, code: m.LeaveGroupResponse(code),
+    m.OffsetCommitResponse: lambda resp, code: m.OffsetCommitResponse(
+        tuple(m.PartitionError(p.topic_partition, code) for p in resp.partitions)),
+    m.OffsetFetchResponse: lambda resp, code: m.OffsetFetchResponse(code),
+    m.DescribeGroupsResponse: lambda resp, code: m.DescribeGroupsResponse(
+        tuple(m.DescribedGroup(code, g.group_id, "") for g in resp.groups)),
+    m.ListGroupsResponse: lambda resp, code: m.ListGroupsResponse(code),
+    m.DeleteGroupsResponse: lambda resp, code: m.DeleteGroupsResponse(
+        tuple(m.DeletedGroup(r.group_id, code) for r in resp.results)),
+}
+
+
+def for_response(response: object, code: ErrorCode) -> object:
+    """``response`` turned into an error answer (its write did not commit)."""
+    build = _FROM_RESPONSE.get(type(response))
+    if build is None:
+        raise TypeError(f"no error response for {type(response).__name__}")
+    return build(response, code)

@@ -1,0 +1,226 @@
+"""An in-memory Kafka cluster with group coordinators, for testing consumers under faults.
+
+:class:`InMemoryKafka` joins the pieces: the replica-layer :class:`Cluster`,
+the coordinators hosted on ``__consumer_offsets`` leaders
+(:class:`GroupHosting`) and an :class:`InProcessHub` that carries requests
+from kgroup members to them.  Two ways to drive it:
+
+- real clock (default): ``consumer(...)`` builds a :class:`GroupConsumer`
+  with its own heartbeat thread; the hub fires timers and replication
+  rounds from a background thread.  Close consumers (or the cluster) at the end.
+- ``MockClock``: ``member(...)`` builds a pure member bound to the hub and
+  ``run(ms)`` steps every member, the cluster and the coordinators in
+  lock-step; nothing happens between calls, so tests are deterministic.
+
+Faults (``kill_broker``, ``isolate_member``, ...) apply under the hub's lock
+and route whatever the failover answers.
+"""
+from __future__ import annotations
+
+from typing import Callable, Dict, Iterable, Optional, Sequence
+
+from kgroup.core.cluster import Cluster, ClusterConfig
+from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
+from kgroup.core.coordinator import GroupCoordinatorConfig
+from kgroup.core.messages import DescribeGroupsRequest
+from kgroup.core.member import GroupMember, MemberConfig, MemberState
+from kgroup.errors import ConfigError
+from kgroup.io.inprocess import InProcessHub, InProcessTransport
+from kgroup.io.runner import MemberRunner, monotonic_ms
+from kgroup.testing.clock import MockClock
+
+
+class InMemoryKafka:
+    def __init__(self, brokers: int = 3, *, replication_factor: int = 3, offsets_partitions: int = 50,
+                 clock: Optional[MockClock] = None, group_load_time_ms: int = 100,
+                 coordinator_config: Optional[GroupCoordinatorConfig] = None,
+                 cluster_config: Optional[ClusterConfig] = None,
+                 member_id_factory: Optional[Callable[[str], str]] = None) -> None:
+        if brokers < 1:
+            raise ConfigError(f"an in-memory cluster needs at least one broker, got {brokers}")
+        if cluster_config is None:
+            cluster_config = ClusterConfig(broker_ids=tuple(range(1, brokers + 1)),
+                                           default_replication_factor=min(replication_factor, brokers))
+        self.clock = clock
+        self.cluster = Cluster(cluster_config, now_ms=(clock or monotonic_ms)())
+        hosting_config = GroupHostingConfig(
+            offsets_topic_partitions=offsets_partitions,
+            offsets_topic_replication_factor=replication_factor,
+            group_load_time_ms=group_load_time_ms,
+            coordinator=coordinator_config or GroupCoordinatorConfig(),
+        )
+        read_clock = clock or monotonic_ms
+        self.hosting = GroupHosting(self.cluster, hosting_config, read_clock(),
+                                    member_id_factory=member_id_factory)
+        # On the real clock the hub's own thread fires timers and replication rounds.
+        self.hub = InProcessHub(self.hosting, clock=read_clock, run_timers=clock is None)
+        self._runners: Dict[str, MemberRunner] = {}
+        self._consumers: list = []
+
+    # -- topics and connections --------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int, replication_factor: Optional[int] = None) -> None:
+        self.hub.apply(lambda now: (self.cluster.create_topic(name, partitions, replication_factor), [])[1])
+
+    def partitions_per_topic(self) -> Dict[str, int]:
+        return {t: len(ps) for t, ps in self.cluster.topics.items() if not t.startswith("__")}
+
+    def transport(self) -> InProcessTransport:
+        return self.hub.transport()
+
+    def consumer(self, group_id: str, topics: Sequence[str], **config):
+        """A threaded :class:`GroupConsumer` on this cluster (real clock only)."""
+        if self.clock is not None:
+            raise ConfigError("consumer() needs the real clock; with a MockClock use member() and run()")
+        from kgroup.io.group_consumer import GroupConsumer
+
+        consumer = GroupConsumer(self.transport(), group_id, topics,
+                                 partitions_per_topic=self.partitions_per_topic(), **config)
+        self._consumers.append(consumer)
+        return consumer
+
+    def member(self, name: str, group_id: str, topics: Sequence[str], **config) -> GroupMember:
+        """A pure member named ``name`` that ``run()`` drives (MockClock only)."""
+        if self.clock is None:
+            raise ConfigError("member() needs a MockClock; on the real clock use consumer()")
+        if name in self._runners:
+            raise ConfigError(f"a member named {name!r} already exists")
+        member = GroupMember(MemberConfig(group_id=group_id, **config), self.clock())
+        member.subscribe(list(topics), self.clock())
+        member.update_metadata(self.partitions_per_topic(), self.clock())
+        self._runners[name] = MemberRunner(member, self.transport(), self.clock)
+        return member
+
+    def members(self) -> Dict[str, GroupMember]:
+        return {name: runner.member for name, runner in self._runners.items()}
+
+    def remove_member(self, name: str, leave_group: Optional[bool] = None) -> None:
+        """Close a pure member (leaving the group if dynamic) and stop driving it."""
+        runner = self._runners.pop(name)
+        runner.member.close(self.clock(), leave_group)
+        for _ in range(100):
+            runner.step(0)
+            self.hub.tick()
+            if runner.member.closed:
+                break
+            self.clock.advance(10)
+        runner.transport.close()
+
+    def crash_member(self, name: str) -> None:
+        """The member stops without a word (its process died)."""
+        self._runners.pop(name).transport.close()
+
+    # -- driving (MockClock) ---------------------------------------------------------
+
+    def run(self, duration_ms: int, step_ms: int = 10, on_events: Optional[Callable[[str, list], None]] = None) -> None:
+        """Advance the mock clock by ``duration_ms``, stepping every member and the cluster."""
+        if self.clock is None:
+            raise ConfigError("run() needs a MockClock; on the real clock time passes by itself")
+        end = self.clock() + duration_ms
+        while self.clock() < end:
+            for name, runner in list(self._runners.items()):
+                member = runner.member
+                events = member.take_events()
+                if on_events is not None and events:
+                    on_events(name, events)
+                member.on_app_poll(self.clock())
+                runner.step(0)
+            self.hub.tick()
+            self.clock.advance(min(step_ms, end - self.clock()))
+
+    def run_until(self, condition: Callable[[], bool], limit_ms: int = 60_000, step_ms: int = 10,
+                  on_events: Optional[Callable[[str, list], None]] = None) -> int:
+        """Run until ``condition()`` holds; return the mock time it took; raise if it never does."""
+        start = self.clock()
+        while not condition():
+            if self.clock() - start >= limit_ms:
+                raise AssertionError(f"condition not reached within {limit_ms} ms of mock time")
+            self.run(step_ms, step_ms, on_events)
+        return self.clock() - start
+
+    def group_settled(self, group_id: str, names: Optional[Iterable[str]] = None) -> bool:
+        """The coordinator says Stable and every (named) member is Stable in its generation,
+        talking to the current coordinator, with no rejoin pending."""
+        from kgroup.core.coordinator import GroupState
+
+        runners = [self._runners[n] for n in names] if names is not None else [
+            r for r in self._runners.values() if r.member.config.group_id == group_id]
+        node = self.coordinator_node(group_id)
+        if not all(r.member.state is MemberState.STABLE and not r.member.rejoin_needed
+                   and r.member.coordinator_id == node for r in runners):
+            return False
+        generations = {r.member.generation.generation_id for r in runners}
+        return len(generations) == 1 and self.group_state(group_id) is GroupState.Stable
+
+    # -- queries ---------------------------------------------------------------------
+
+    def coordinator_node(self, group_id: str) -> Optional[int]:
+        return self.hub.query(lambda now: self.hosting.coordinator_node(group_id))
+
+    def group_state(self, group_id: str):
+        return self.hub.query(lambda now: self.hosting.group_state(group_id))
+
+    def describe_group(self, group_id: str):
+        """The coordinator's DescribeGroups answer for ``group_id`` (None while it has none)."""
+        def read(now_ms):
+            coordinator = self.hosting.coordinator_for(group_id)
+            if coordinator is None:
+                return None
+            result = coordinator.handle(None, DescribeGroupsRequest((group_id,)), now_ms)
+            return result.deliveries[0].response.groups[0]
+        return self.hub.query(read)
+
+    # -- faults ----------------------------------------------------------------------
+
+    def kill_broker(self, broker: int) -> None:
+        self.hub.apply(lambda now: self.hosting.kill_broker(broker, now))
+
+    def restart_broker(self, broker: int) -> None:
+        self.hub.apply(lambda now: self.hosting.restart_broker(broker, now))
+
+    def controlled_shutdown(self, broker: int) -> None:
+        self.hub.apply(lambda now: self.hosting.controlled_shutdown(broker, now))
+
+    def isolate_broker(self, broker: int) -> None:
+        self.hub.apply(lambda now: self.hosting.isolate_broker(broker, now))
+
+    def heal_broker(self, broker: int) -> None:
+        self.hub.apply(lambda now: self.hosting.heal_broker(broker, now))
+
+    def elect_preferred_leaders(self) -> None:
+        self.hub.apply(lambda now: self.hosting.elect_preferred_leaders(now))
+
+    def slow_follower(self, broker: int, fetch_interval_ms: Optional[int]) -> None:
+        self.hub.apply(lambda now: (self.cluster.slow_follower(broker, fetch_interval_ms), [])[1])
+
+    def isolate_member(self, member) -> None:
+        """Cut a consumer (``GroupConsumer`` or member name) off the network until ``heal_member``."""
+        self._transport_of(member).isolate()
+
+    def heal_member(self, member) -> None:
+        self._transport_of(member).heal()
+
+    def _transport_of(self, member) -> InProcessTransport:
+        if isinstance(member, str):
+            return self._runners[member].transport
+        return member._runner.transport
+
+    # -- teardown ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        for consumer in self._consumers:
+            try:
+                consumer.close(timeout_ms=2_000)
+            except Exception:  # a test may have closed it or left it fatal; teardown goes on
+                pass
+        for runner in self._runners.values():
+            runner.transport.close()
+        self._runners.clear()
+        self.hub.close()
+
+    def __enter__(self) -> "InMemoryKafka":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
