@@ -185,6 +185,9 @@ def main(out: TextIO = sys.stdout) -> int:
     counts = {name: run_strategy(name, out) for name in STRATEGIES}
     out.write("\npartitions per member (fresh>after leave>after join):\n")
     out.write(_member_table(subscriptions, counts) + "\n")
+    from kgroup.demo_failover import run_failover
+
+    run_failover(out)
     return 0
 
 

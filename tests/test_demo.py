@@ -86,3 +86,17 @@ def test_runs_as_a_module():
     result = subprocess.run([sys.executable, "-m", "kgroup.demo"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert all(f"[{s}]" in result.stdout for s in demo.STRATEGIES)
+
+
+def test_failover_section_shows_the_group_surviving_its_coordinator(output):
+    from kgroup.demo_failover import run_failover
+
+    assert "[in-memory cluster]" in output and "all intact" in output
+    figures = run_failover(io.StringIO())
+    assert figures["acknowledged"] and figures["offsets_intact"]
+    assert figures["old"] != figures["new"]
+    # The new coordinator loaded the Stable group: no rebalance, same generation.
+    assert figures["generation_after"] == figures["generation_before"]
+    assert figures["rebalance_callbacks"] == 0
+    assert 0 < figures["failover_ms"] <= 3_000 + 1_000  # next heartbeat + discovery + load
+    assert figures["sizes_after_leave"] == [2, 2, 2, 3, 3]
