@@ -13,7 +13,9 @@ import kafka
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.util import WeakMethod
 
+from kgroup.errors import KGroupError
 from kgroup.io.kafka_python.coordinator import ConsumerCoordinator
+from kgroup.io.kafka_python.errors import to_kafka_error
 from kgroup.io.kafka_python.strategies import resolve_assignors
 
 __all__ = ["KafkaConsumer"]
@@ -30,8 +32,11 @@ class KafkaConsumer(kafka.KafkaConsumer):
 
     def __init__(self, *topics, **configs):
         strategy = configs.get("partition_assignment_strategy", self.DEFAULT_CONFIG["partition_assignment_strategy"])
-        # Fail on a bad strategy before any socket opens.
-        resolve_assignors(strategy)
+        # Fail on a bad strategy before any socket opens (KafkaConfigurationError, as stock).
+        try:
+            resolve_assignors(strategy)
+        except KGroupError as exc:
+            raise to_kafka_error(exc).with_traceback(exc.__traceback__) from exc.__cause__
         # The stock coordinator built by the parent only understands
         # kafka-python assignor classes; give it one it accepts, it is
         # discarded below before it does any group work.

@@ -6,11 +6,17 @@ The member runs through kgroup's ``MemberRunner`` over a
 ``HeartbeatThread`` keeps it alive between polls.  Rebalance events are
 turned into ``SubscriptionState`` changes and listener callbacks on the
 polling thread only (inside ``poll`` / ``close``).
+
+Every kgroup error that leaves this class - raised from a method kafka-python
+calls, or handed to a commit future or callback - is first turned into its
+kafka-python dual (``kgroup.io.kafka_python.errors``), so application code
+catches it with ``kafka.errors`` classes as well as with ``kgroup.errors``.
 """
 from __future__ import annotations
 
 import collections
 import copy
+import functools
 import logging
 from typing import Optional
 
@@ -32,7 +38,9 @@ from kgroup.core.member import (
     PartitionsLost,
     PartitionsRevoked,
 )
+from kgroup.errors import KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
+from kgroup.io.kafka_python.errors import to_kafka_error
 from kgroup.io.kafka_python.offsets import to_commits
 from kgroup.io.kafka_python.strategies import resolve_assignors
 from kgroup.io.kafka_python.subscription import SubscriptionBridge
@@ -43,6 +51,24 @@ log = logging.getLogger(__name__)
 
 #: Longest single blocking wait inside a poll loop (keeps it responsive).
 _STEP_MS = 50
+
+_REBALANCING = (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
+
+
+def _kafka_errors(method):
+    """Raise the kgroup errors escaping ``method`` as their kafka-python duals."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except KGroupError as exc:
+            dual = self._kafka_error(exc)
+            if dual is exc:
+                raise
+            raise dual.with_traceback(exc.__traceback__) from exc.__cause__
+
+    return wrapper
 
 
 class ConsumerCoordinator:
@@ -62,6 +88,7 @@ class ConsumerCoordinator:
         "client_id": "kgroup",
     }
 
+    @_kafka_errors
     def __init__(self, client, subscription, metrics=None, **configs) -> None:
         self.config = copy.copy(self.DEFAULT_CONFIG)
         for key in self.config:
@@ -119,6 +146,7 @@ class ConsumerCoordinator:
     def need_rejoin(self) -> bool:
         return self._member is not None and self._member.rejoin_needed
 
+    @_kafka_errors
     def request_rejoin(self) -> None:
         if self._member is not None:
             with self._runner.foreground() as member:
@@ -140,6 +168,7 @@ class ConsumerCoordinator:
 
     # -- polling ----------------------------------------------------------------
 
+    @_kafka_errors
     def poll(self, timeout_ms=None) -> bool:
         """Drive the group; True once the member is stable (or needs no group)."""
         if self._member is None:
@@ -161,8 +190,13 @@ class ConsumerCoordinator:
                 runner.step(0)
                 more = member.has_events()
                 settled = member.state is MemberState.STABLE and not member.rejoin_needed
+                failed = member.state is MemberState.FATAL and not more
             if error is not None:
                 raise error
+            if failed:
+                # The fatal error itself was raised by an earlier poll; a failed
+                # member never settles, so say so instead of polling in vain.
+                raise MemberClosedError(f"the group member failed: {member.last_error}")
             if more:
                 continue
             if settled:
@@ -250,18 +284,20 @@ class ConsumerCoordinator:
         if pending is None:
             return
         future, callback, offsets = pending
-        if event.error is None:
+        error = None if event.error is None else self._kafka_error(event.error)
+        if error is None:
             future.success(None)
         else:
-            future.failure(event.error)
+            future.failure(error)
         if callback is not None:
-            self.completed_offset_commits.append((callback, offsets, event.error))
+            self.completed_offset_commits.append((callback, offsets, error))
 
     def _invoke_completed_offset_commit_callbacks(self) -> None:
         while self.completed_offset_commits:
             callback, offsets, result = self.completed_offset_commits.popleft()
             callback(offsets, result)
 
+    @_kafka_errors
     def commit_offsets_async(self, offsets, callback=None) -> Future:
         self._invoke_completed_offset_commit_callbacks()
         future = Future()
@@ -276,6 +312,7 @@ class ConsumerCoordinator:
         self._pending_commits[token] = (future, callback, offsets)
         return future
 
+    @_kafka_errors
     def commit_offsets_sync(self, offsets, timeout_ms=None) -> None:
         self._invoke_completed_offset_commit_callbacks()
         commits = {c.topic_partition: c.committed for c in to_commits(offsets)}
@@ -287,12 +324,15 @@ class ConsumerCoordinator:
             token = member.commit_offsets(commits, clock(), deadline_ms=clock() + timeout_ms)
         result = self._wait_for(token, timeout_ms)
         if result.error is not None:
-            raise result.error
+            # Transient failures were retried until the timeout: KafkaTimeoutError, as in stock.
+            raise self._kafka_error(result.error, timed_out=True)
 
+    @_kafka_errors
     def maybe_auto_commit_offsets_now(self) -> None:
         if self._member is not None and self.config["enable_auto_commit"] and not self.coordinator_unknown():
             self.commit_offsets_async(self._subscription.all_consumed_offsets())
 
+    @_kafka_errors
     def fetch_committed_offsets(self, partitions, timeout_ms=None) -> dict:
         if not partitions or self._member is None:
             return {}
@@ -305,6 +345,7 @@ class ConsumerCoordinator:
         return {tp: KOffsetAndMetadata(o.offset, o.metadata, o.leader_epoch)
                 for tp, o in result.offsets.items() if o is not None}
 
+    @_kafka_errors
     def refresh_committed_offsets_if_needed(self, timeout_ms=None) -> bool:
         missing = set(self._subscription.missing_fetch_positions())
         if not missing:
@@ -339,6 +380,7 @@ class ConsumerCoordinator:
 
     # -- leaving and closing ---------------------------------------------------
 
+    @_kafka_errors
     def maybe_leave_group(self, reason=None, timeout_ms=None) -> None:
         if self._member is None:
             return
@@ -347,6 +389,7 @@ class ConsumerCoordinator:
             events = member.take_events()
         self._dispatch(events)
 
+    @_kafka_errors
     def close(self, autocommit=True, timeout_ms=None) -> None:
         if self._closed or self._member is None:
             self._closed = True
@@ -376,6 +419,13 @@ class ConsumerCoordinator:
             runner.transport.close()
         if error is not None:
             raise error
+
+    def _kafka_error(self, error: BaseException, timed_out: bool = False) -> BaseException:
+        """``error`` as kafka-python's class too (``kgroup.io.kafka_python.errors``)."""
+        member = getattr(self, "_member", None)
+        state = None if member is None else member.state
+        return to_kafka_error(error, rebalancing=state in _REBALANCING, timed_out=timed_out,
+                              fatal=member.last_error if state is MemberState.FATAL else None)
 
     def _check_heartbeat_thread(self) -> None:
         if self._heartbeat.error is not None:

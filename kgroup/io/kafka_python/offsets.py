@@ -1,24 +1,19 @@
-"""Offsets and errors in kafka-python's shapes.
+"""Offsets in kafka-python's shapes.
 
 kafka-python applications pass ``{TopicPartition: kafka.structs.OffsetAndMetadata}``
-to ``commit()`` and catch ``kafka.errors`` classes (``CommitFailedError``
-above all); kgroup's member speaks :mod:`kgroup.core.messages`.  These
-helpers translate at the edge, in both directions.
+to ``commit()``; kgroup's member speaks :mod:`kgroup.core.messages`.  These
+helpers translate at the edge, in both directions.  Errors are translated
+by :mod:`kgroup.io.kafka_python.errors`.
 """
 from __future__ import annotations
 
 from typing import Mapping
 
-import kafka.errors as Errors
 from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.structs import TopicPartition
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-
-#: Errors that mean "this member's generation is gone": kafka-python (and
-#: Java) report them to the committing app as CommitFailedError.
-_GENERATION_LOST = {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.REBALANCE_IN_PROGRESS}
 
 
 def to_commits(offsets: Mapping[TopicPartition, KOffsetAndMetadata]) -> tuple[m.PartitionOffsetCommit, ...]:
@@ -41,10 +36,3 @@ def to_kafka_offsets(partitions) -> dict[TopicPartition, KOffsetAndMetadata]:
         if p.committed is not None and p.error_code is ErrorCode.NONE
     }
 
-
-def kafka_error(code: ErrorCode, context: str = "") -> Errors.KafkaError:
-    """The kafka-python exception an app expects for ``code``."""
-    if code in _GENERATION_LOST:
-        return Errors.CommitFailedError(f"{context}: {code.name}" if context else code.name)
-    error_type = Errors.for_code(int(code))
-    return error_type(context) if context else error_type()
