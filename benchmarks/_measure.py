@@ -1,12 +1,17 @@
 """One measurement: a strategy, a side (kgroup or kafka-python), a scenario, a size.
 
 Inputs are built before the clock starts; only the ``assign`` call is
-timed.  A "leave" case starts from the same side's own fresh assignment
-(cached, so a session pays for each fresh run once), drops one member and
-has the others claim what they own, as a rejoining group would.
+timed.  A "leave" case starts from kafka-python's fresh assignment of the
+same strategy and size, for *both* sides (so both get the same input),
+drops one member and has the others claim what they own, as a rejoining
+group would.  The fresh assignment is cached, so a session pays for each
+fresh run once.  For range and round-robin both libraries' fresh answers
+are identical anyway; for the sticky ones they differ, and starting each
+side from its own answer would time the two on different inputs.
 """
 from __future__ import annotations
 
+import gc
 import time
 from typing import Callable, Mapping, Optional
 
@@ -20,6 +25,9 @@ from kgroup.values import TopicPartition
 STRATEGIES = ("range", "roundrobin", "sticky", "cooperative-sticky")
 SIDES = ("kgroup", "kafka-python")
 SCENARIOS = ("fresh", "leave")
+#: Whose fresh assignment every "leave" case starts from (both sides): the
+#: peer's, so the peer runs exactly the rebalance its own group would see.
+PRIOR_SIDE = "kafka-python"
 
 Partitions = dict[str, list[TopicPartition]]
 
@@ -91,7 +99,7 @@ def prepare(strategy: str, side: str, scenario: str, size: Size) -> Case:
     partitions_per_topic, subscriptions = group(size)
     previous = None
     if scenario == "leave":
-        previous = fresh_assignment(strategy, side, size)
+        previous = fresh_assignment(strategy, PRIOR_SIDE, size)
         subscriptions = after_leave(subscriptions, previous)
     call, normalize = _build(strategy, side, partitions_per_topic, subscriptions)
     return Case(strategy, side, scenario, size, partitions_per_topic, subscriptions, previous, call, normalize)
@@ -148,6 +156,7 @@ def measure(strategy: str, side: str, scenario: str, size: Size, rounds: int) ->
     """Time ``rounds`` calls without pytest (the ``python -m benchmarks.run`` path)."""
     case = prepare(strategy, side, scenario, size)
     watch = Stopwatch(case.call)
+    gc.collect()  # as the pytest path does: no case pays for the garbage of the ones before it
     for _ in range(rounds):
         watch()
     measurement, result = summarize(case, watch)

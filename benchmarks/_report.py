@@ -8,6 +8,8 @@ from benchmarks._inputs import TARGET
 from benchmarks._measure import SCENARIOS, STRATEGIES, Measurement
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+PLOT_NAME = "assignor_times.png"
+MARKDOWN_NAME = "assignors.md"
 
 #: Targets from the issue, at TARGET size.
 SPEEDUP_VS_KAFKA_PYTHON_STICKY = 300.0
@@ -21,24 +23,48 @@ def _index(measurements: Iterable[Measurement]) -> dict:
 def _ms(m: Optional[Measurement]) -> str:
     if m is None:
         return "-"
-    return f"{m.best_s * 1000:.2f}" if m.best_s < 1 else f"{m.best_s * 1000:.0f}"
+    ms = m.best_s * 1000
+    if ms < 1:
+        return f"{ms:.3f}"
+    return f"{ms:.2f}" if ms < 1000 else f"{ms:.0f}"
 
 
-def _pair(ours, theirs, attr) -> str:
-    def one(m):
-        value = None if m is None else getattr(m, attr)
-        return "-" if value is None else str(value)
-
-    return f"{one(ours)} / {one(theirs)}"
+def _value(m: Optional[Measurement], attr: str) -> str:
+    value = None if m is None else getattr(m, attr)
+    return "-" if value is None else str(value)
 
 
-def table(measurements: Iterable[Measurement]) -> str:
-    """One row per strategy, scenario and size: ours next to kafka-python's."""
+def ratio(ours: Optional[Measurement], theirs: Optional[Measurement]) -> Optional[float]:
+    """kgroup's time / kafka-python's, both from this run on the same input (None if either is missing)."""
+    if ours is None or theirs is None or theirs.best_s <= 0:
+        return None
+    return ours.best_s / theirs.best_s
+
+
+def _ratio_cell(r: Optional[float]) -> str:
+    if r is None:
+        return "-"
+    return f"{r:.2f}" if r >= 0.1 else f"{r:#.2g}"
+
+
+def _speedup_cell(r: Optional[float]) -> str:
+    if r is None or r <= 0:
+        return "-"
+    return f"{1 / r:.0f}x" if 1 / r >= 10 else f"{1 / r:.1f}x"
+
+
+HEADER = (
+    "strategy", "scenario", "size", "kgroup ms", "kafka-python ms", "ratio kgroup/kp", "speedup kp/kgroup",
+    "balance kgroup", "balance kp", "moved kgroup", "moved kp", "rounds kgroup/kp",
+)
+
+
+def rows(measurements: Iterable[Measurement]) -> list[tuple[str, ...]]:
+    """One row per strategy, size and scenario: ours next to kafka-python's (no header)."""
     measurements = list(measurements)
     index = _index(measurements)
     sizes = sorted({m.size for m in measurements}, key=lambda s: (s.members, s.partitions))
-    header = ("strategy", "scenario", "size", "ours ms", "kafka-python ms", "kp/ours", "balance ours/kp", "moved ours/kp", "rounds ours/kp")
-    rows = [header]
+    out = []
     for strategy in STRATEGIES:
         for size in sizes:
             for scenario in SCENARIOS:
@@ -46,14 +72,34 @@ def table(measurements: Iterable[Measurement]) -> str:
                 theirs = index.get((strategy, "kafka-python", scenario, size))
                 if ours is None and theirs is None:
                     continue
-                ratio = f"{theirs.best_s / ours.best_s:.1f}x" if ours and theirs and ours.best_s > 0 else "-"
-                rows.append((
-                    strategy, scenario, size.label, _ms(ours), _ms(theirs), ratio,
-                    _pair(ours, theirs, "balance"), _pair(ours, theirs, "moved"), _pair(ours, theirs, "rounds"),
+                r = ratio(ours, theirs)
+                out.append((
+                    strategy, scenario, size.label, _ms(ours), _ms(theirs), _ratio_cell(r), _speedup_cell(r),
+                    _value(ours, "balance"), _value(theirs, "balance"),
+                    _value(ours, "moved"), _value(theirs, "moved"),
+                    f"{_value(ours, 'rounds')}/{_value(theirs, 'rounds')}",
                 ))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return out
+
+
+def table(measurements: Iterable[Measurement]) -> str:
+    """The comparison as fixed-width text, for the terminal."""
+    body = rows(measurements)
+    all_rows = [HEADER, *body]
+    widths = [max(len(row[i]) for row in all_rows) for i in range(len(HEADER))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in all_rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(measurements: Iterable[Measurement]) -> str:
+    """The comparison as a Markdown table (numbers right-aligned)."""
+    numeric = [False, False, False] + [True] * (len(HEADER) - 3)
+    lines = [
+        "| " + " | ".join(HEADER) + " |",
+        "|" + "|".join("---:" if n else "---" for n in numeric) + "|",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in rows(measurements)]
     return "\n".join(lines)
 
 
@@ -73,7 +119,8 @@ def targets(measurements: Iterable[Measurement]) -> list[str]:
                 verdict = "met" if speedup >= SPEEDUP_VS_KAFKA_PYTHON_STICKY else "MISSED"
                 lines.append(
                     f"{TARGET.label} {strategy} fresh: {speedup:.0f}x faster than kafka-python's sticky "
-                    f"({their_sticky.best_s:.1f} s, {their_sticky.rounds} round) "
+                    f"({ours.best_s * 1000:.2f} ms vs {their_sticky.best_s:.1f} s, "
+                    f"best of {ours.rounds} / {their_sticky.rounds} rounds) "
                     f"[target >= {SPEEDUP_VS_KAFKA_PYTHON_STICKY:.0f}x: {verdict}]"
                 )
             if roundrobin is not None:
@@ -92,8 +139,23 @@ def targets(measurements: Iterable[Measurement]) -> list[str]:
     return lines
 
 
+#: One colour per assignor, one line style and marker per library.
+_COLOURS = {"range": "tab:blue", "roundrobin": "tab:green", "sticky": "tab:red", "cooperative-sticky": "tab:purple"}
+_STYLES = {"kgroup": dict(linestyle="-", marker="o"), "kafka-python": dict(linestyle="--", marker="s")}
+
+
+def _time_label(ms: float, _position=None) -> str:
+    if ms >= 1000:
+        return f"{ms / 1000:g} s"
+    return f"{ms:g} ms" if ms >= 1 else f"{ms * 1000:g} µs"
+
+
 def plot(measurements: Iterable[Measurement], path: Optional[Path] = None) -> Optional[Path]:
-    """Time vs group size per strategy, ours vs kafka-python, log-log; returns the PNG path."""
+    """Time vs group size, one line per (library, assignor), a panel per scenario; returns the PNG path.
+
+    Both axes are logarithmic: the libraries are three orders of magnitude
+    apart at the target size.
+    """
     measurements = list(measurements)
     if not measurements:
         return None
@@ -101,30 +163,53 @@ def plot(measurements: Iterable[Measurement], path: Optional[Path] = None) -> Op
 
     matplotlib.use("Agg")  # files only: no display on CI or over ssh
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter, NullLocator
 
-    path = path or RESULTS_DIR / "assign_time_vs_group_size.png"
+    path = path or RESULTS_DIR / PLOT_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     index = _index(measurements)
     sizes = sorted({m.size for m in measurements}, key=lambda s: (s.members, s.partitions))
-    figure, axes = plt.subplots(2, 2, figsize=(11, 8), sharex=True)
-    styles = {("kgroup", "fresh"): "o-", ("kgroup", "leave"): "o--", ("kafka-python", "fresh"): "s-", ("kafka-python", "leave"): "s--"}
-    colours = {"kgroup": "tab:blue", "kafka-python": "tab:orange"}
-    for ax, strategy in zip(axes.flat, STRATEGIES):
-        for (side, scenario), style in styles.items():
-            points = [(s.members, index[(strategy, side, scenario, s)].best_s * 1000) for s in sizes if (strategy, side, scenario, s) in index]
-            if points:
-                xs, ys = zip(*points)
-                ax.plot(xs, ys, style, color=colours[side], label=f"{side} {scenario}")
-        ax.set_title(strategy)
+    scenarios = [sc for sc in SCENARIOS if any(m.scenario == sc for m in measurements)]
+    figure, axes = plt.subplots(1, len(scenarios), figsize=(7 * len(scenarios), 7.5), sharey=True, squeeze=False)
+    titles = {"fresh": "fresh assignment", "leave": "after one member leaves"}
+    for ax, scenario in zip(axes[0], scenarios):
+        for side, style in _STYLES.items():
+            for strategy in STRATEGIES:
+                points = [
+                    (s.members, index[(strategy, side, scenario, s)].best_s * 1000)
+                    for s in sizes
+                    if (strategy, side, scenario, s) in index
+                ]
+                if points:
+                    xs, ys = zip(*points)
+                    ax.plot(xs, ys, color=_COLOURS[strategy], label=f"{side} {strategy}", linewidth=1.8, **style)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.set_ylabel("assign() time, ms")
-        ax.legend(fontsize=8)
-    for ax in axes[-1]:
-        ax.set_xlabel("members (partitions = 10 x members)")
-    figure.suptitle("kgroup vs kafka-python 3.0 assignors (identical subscriptions)")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
+        ax.set_xticks([s.members for s in sizes])
+        ax.set_xticklabels([f"{s.members:,}\n({s.partitions:,} p)" for s in sizes])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.grid(True, which="major", alpha=0.4)
+        ax.grid(True, which="minor", axis="y", alpha=0.15)
+        ax.set_title(titles.get(scenario, scenario))
+        ax.set_xlabel("group size: members (partitions)")
+        ax.yaxis.set_major_formatter(FuncFormatter(_time_label))
+    axes[0][0].set_ylabel("assign() time (best of rounds, log scale)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    figure.suptitle("kgroup vs kafka-python 3.0 assignors: same input, same run (solid: kgroup, dashed: kafka-python)")
+    figure.tight_layout(rect=(0, 0.13, 1, 1))
+    figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
+
+
+def save(measurements: Iterable[Measurement], directory: Optional[Path] = None) -> tuple[Path, Optional[Path]]:
+    """Write the Markdown table and targets, and the plot, to ``directory``; returns both paths."""
+    measurements = list(measurements)
+    directory = directory or RESULTS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    markdown = directory / MARKDOWN_NAME
+    lines = [markdown_table(measurements), ""]
+    lines += [f"- {line}" for line in targets(measurements)]
+    markdown.write_text("\n".join(lines) + "\n")
+    return markdown, plot(measurements, directory / PLOT_NAME)

@@ -1,4 +1,7 @@
-"""Collects every measurement of the session; prints the table and saves the plot.
+"""Collects every measurement of the session; prints the table, saves it and the plot.
+
+Both go to ``benchmarks/results/`` (git-ignored): ``assignors.md`` (the
+table in Markdown, with the issue's targets) and ``assignor_times.png``.
 
 The table and plot appear only when benchmarking is enabled
 (``--benchmark-enable``): in the default test run each benchmark body runs
@@ -36,6 +39,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(_report.table(measurements))
     for line in _report.targets(measurements):
         terminalreporter.write_line(line)
-    path = _report.plot(measurements)
-    if path is not None:
-        terminalreporter.write_line(f"plot: {path}")
+    markdown, plot = _report.save(measurements)
+    terminalreporter.write_line(f"markdown table: {markdown}")
+    if plot is not None:
+        terminalreporter.write_line(f"plot: {plot}")

@@ -10,7 +10,7 @@ import sys
 
 from benchmarks import _report
 from benchmarks._inputs import SIZES
-from benchmarks._measure import SCENARIOS, SIDES, STRATEGIES, measure
+from benchmarks._measure import PRIOR_SIDE, SCENARIOS, SIDES, STRATEGIES, measure
 from benchmarks.bench_assignors import _rounds
 
 
@@ -23,7 +23,8 @@ def main(argv=None) -> int:
     for size in (s for s in SIZES if s.members <= args.max_members):
         for strategy in args.strategy or STRATEGIES:
             for scenario in SCENARIOS:
-                for side in SIDES:
+                # The peer first: its fresh answer is where both sides' "leave" cases start.
+                for side in sorted(SIDES, key=lambda side: side != PRIOR_SIDE):
                     measurement, _ = measure(strategy, side, scenario, size, _rounds(strategy, side, size))
                     results.append(measurement)
                     print(
@@ -35,7 +36,9 @@ def main(argv=None) -> int:
     print(_report.table(results))
     for line in _report.targets(results):
         print(line)
-    print(f"plot: {_report.plot(results)}")
+    markdown, plot = _report.save(results)
+    print(f"markdown table: {markdown}")
+    print(f"plot: {plot}")
     return 0
 
 
