@@ -27,8 +27,10 @@ class _Log:
     def __call__(self, name: str, events: list) -> None:
         self.events.extend((name, e) for e in events)
 
-    def find(self, kind, token=None):
-        return [e for _, e in self.events if isinstance(e, kind) and (token is None or e.token == token)]
+    def find(self, kind, name=None, token=None):
+        """Events of ``kind``; with ``name`` and ``token``, that member's completion (tokens are per member)."""
+        return [e for n, e in self.events
+                if isinstance(e, kind) and (name is None or n == name) and (token is None or e.token == token)]
 
 
 def run_failover(out: TextIO) -> dict:
@@ -51,9 +53,10 @@ def run_failover(out: TextIO) -> dict:
                   f"coordinator broker {kafka.coordinator_node(GROUP)}\n")
 
         commits = {tp: 100 + tp.partition for m in members.values() for tp in m.assignment}
-        tokens = [m.commit_offsets({tp: commits[tp] for tp in m.assignment}, kafka.clock()) for m in members.values()]
-        kafka.run_until(lambda: all(log.find(CommitCompleted, t) for t in tokens), on_events=log)
-        acknowledged = all(log.find(CommitCompleted, t)[0].error is None for t in tokens)
+        tokens = {name: m.commit_offsets({tp: commits[tp] for tp in m.assignment}, kafka.clock())
+                  for name, m in members.items()}
+        kafka.run_until(lambda: all(log.find(CommitCompleted, n, t) for n, t in tokens.items()), on_events=log)
+        acknowledged = all(log.find(CommitCompleted, n, t)[0].error is None for n, t in tokens.items())
         out.write(f"  commits:  {len(commits)} offsets committed, acknowledged={acknowledged} "
                   "(only once on every in-sync replica)\n")
 
@@ -67,10 +70,10 @@ def run_failover(out: TextIO) -> dict:
         out.write(f"  failover: broker {old} killed; broker {new} loaded the group and it was Stable again after "
                   f"{failover_ms} ms; generation {generation}->{after}, rebalance callbacks {rebalanced}\n")
 
-        reader = next(iter(kafka.members().values()))
-        token = reader.fetch_committed(sorted(commits), kafka.clock())
-        kafka.run_until(lambda: bool(log.find(CommittedFetched, token)), on_events=log)
-        fetched = log.find(CommittedFetched, token)[0].offsets
+        reader, member = next(iter(kafka.members().items()))
+        token = member.fetch_committed(sorted(commits), kafka.clock())
+        kafka.run_until(lambda: bool(log.find(CommittedFetched, reader, token)), on_events=log)
+        fetched = log.find(CommittedFetched, reader, token)[0].offsets
         intact = all(fetched[tp] is not None and fetched[tp].offset == off for tp, off in commits.items())
         out.write(f"  offsets:  read back from broker {new}: {'all intact' if intact else 'LOST'}\n")
 

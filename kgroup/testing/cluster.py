@@ -140,7 +140,8 @@ class InMemoryKafka:
 
     def group_settled(self, group_id: str, names: Optional[Iterable[str]] = None) -> bool:
         """The coordinator says Stable and every (named) member is Stable in its generation,
-        talking to the current coordinator, with no rejoin pending."""
+        talking to the current coordinator, with no rejoin pending; without ``names``,
+        the group's members are exactly the ones this cluster drives."""
         from kgroup.core.coordinator import GroupState
 
         runners = [self._runners[n] for n in names] if names is not None else [
@@ -150,7 +151,14 @@ class InMemoryKafka:
                    and r.member.coordinator_id == node for r in runners):
             return False
         generations = {r.member.generation.generation_id for r in runners}
-        return len(generations) == 1 and self.group_state(group_id) is GroupState.Stable
+        if len(generations) != 1 or self.group_state(group_id) is not GroupState.Stable:
+            return False
+        if names is None:
+            # A member whose leave was lost stays in the group until its session expires.
+            described = self.describe_group(group_id)
+            return described is not None and {m.member_id for m in described.members} == {
+                r.member.member_id for r in runners}
+        return True
 
     # -- queries ---------------------------------------------------------------------
 

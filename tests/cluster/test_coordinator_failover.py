@@ -65,19 +65,23 @@ def _add(kafka, seen, name, static=False):
     return member
 
 
-def _commit(kafka, seen, name, offsets):
-    token = kafka.members()[name].commit_offsets(offsets, kafka.clock())
-    kafka.run_until(lambda: any(isinstance(e, CommitCompleted) and e.token == token for _, e in seen.events),
-                    on_events=seen.on_events)
-    (done,) = [e for _, e in seen.events if isinstance(e, CommitCompleted) and e.token == token]
+def _result(kafka, seen, name, kind, token):
+    """The member's completion event for ``token`` (tokens are numbered per member)."""
+    def found():
+        return [e for n, e in seen.events if n == name and isinstance(e, kind) and e.token == token]
+
+    kafka.run_until(lambda: bool(found()), on_events=seen.on_events)
+    (done,) = found()
     return done
+
+
+def _commit(kafka, seen, name, offsets):
+    return _result(kafka, seen, name, CommitCompleted, kafka.members()[name].commit_offsets(offsets, kafka.clock()))
 
 
 def _fetch(kafka, seen, name, partitions):
     token = kafka.members()[name].fetch_committed(list(partitions), kafka.clock())
-    kafka.run_until(lambda: any(isinstance(e, CommittedFetched) and e.token == token for _, e in seen.events),
-                    on_events=seen.on_events)
-    (done,) = [e for _, e in seen.events if isinstance(e, CommittedFetched) and e.token == token]
+    done = _result(kafka, seen, name, CommittedFetched, token)
     assert done.error is None
     return done.offsets
 

@@ -24,11 +24,13 @@ MEMBER = dict(assignors=("range",), session_timeout_ms=800, heartbeat_interval_m
 class GroupUnderFaults(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
-        self.kafka = InMemoryKafka(3, offsets_partitions=3, clock=MockClock(0), coordinator_config=FAST)
+        ids = iter(range(10**6))  # deterministic member ids, so a failing example replays
+        self.kafka = InMemoryKafka(3, offsets_partitions=3, clock=MockClock(0), coordinator_config=FAST,
+                                   member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
         self.kafka.create_topic("t", PARTITIONS)
         self.names = iter(f"m{i}" for i in range(1000))
         self.events = []
-        self.attempts = {}     # token -> (tp, offset)
+        self.attempts = {}     # (member name, token) -> (tp, index into history); tokens are per member
         self.history = {}      # tp -> offsets attempted, in order
         self.acknowledged = {}  # tp -> index into history of the last acknowledged commit
         for _ in range(2):
@@ -43,8 +45,8 @@ class GroupUnderFaults(RuleBasedStateMachine):
 
     def _on_events(self, name, events):
         for event in events:
-            if isinstance(event, CommitCompleted) and event.token in self.attempts:
-                tp, index = self.attempts.pop(event.token)
+            if isinstance(event, CommitCompleted) and (name, event.token) in self.attempts:
+                tp, index = self.attempts.pop((name, event.token))
                 if event.error is None:
                     self.acknowledged[tp] = max(self.acknowledged.get(tp, -1), index)
             self.events.append((name, event))
@@ -84,7 +86,7 @@ class GroupUnderFaults(RuleBasedStateMachine):
         history = self.history.setdefault(tp, [])
         history.append(offset)
         token = self.kafka.members()[owner].commit_offsets({tp: offset}, self.kafka.clock())
-        self.attempts[token] = (tp, len(history) - 1)
+        self.attempts[(owner, token)] = (tp, len(history) - 1)
 
     @rule(ms=st.integers(10, 1500))
     def run(self, ms):
@@ -115,9 +117,12 @@ class GroupUnderFaults(RuleBasedStateMachine):
             return
         reader = next(iter(sorted(members)))
         token = members[reader].fetch_committed(sorted(self.acknowledged), self.kafka.clock())
-        self.kafka.run_until(lambda: any(isinstance(e, CommittedFetched) and e.token == token for _, e in self.events),
-                             on_events=self._on_events)
-        (fetched,) = [e for _, e in self.events if isinstance(e, CommittedFetched) and e.token == token]
+
+        def fetched_events():
+            return [e for n, e in self.events if n == reader and isinstance(e, CommittedFetched) and e.token == token]
+
+        self.kafka.run_until(lambda: bool(fetched_events()), on_events=self._on_events)
+        (fetched,) = fetched_events()
         assert fetched.error is None
         for tp, index in self.acknowledged.items():
             committed = fetched.offsets[tp]
