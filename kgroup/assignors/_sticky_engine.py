@@ -20,6 +20,21 @@ known: the constrained path trims rack-remote owned partitions first and
 fills quotas with rack-local ones first; the general path breaks
 least-loaded ties towards a rack-local member.  Balancing moves ignore racks.
 
+Cooperative mode (``cooperative=True``, KIP-429): a partition that would go
+to a member other than one that claims it is withheld this round; its
+claimer revokes it and rejoins, and the next round (in which it is unowned)
+hands it over.  For that next round to move nothing else, the general path
+simulates it before answering: it removes the withheld partitions, places
+them and balances exactly as the next call will (the engine is
+deterministic, and the order in which a member lists its owned partitions
+never changes a placement or balancing decision, only which of them a move
+takes), and if that would take a partition from a member that keeps it now,
+withholds that partition too and simulates again.  The answer is the state the
+simulation starts from, so the follow-up round only adds partitions and a
+membership change settles in at most two rounds.  The constrained path needs
+no simulation: every member keeps at most its quota, so the next round
+revokes nothing.
+
 Partition ownership per topic is held in int lists indexed by partition,
 which avoids building a ``TopicPartition`` for anything that does not move.
 """
@@ -34,7 +49,7 @@ from kgroup.values import TopicPartition
 
 _UNCLAIMED = -1
 _CONFLICT = -2  # two members claim it in the same (highest) generation
-_LISTED = -3  # claim accepted and copied to its owner's kept list
+_LISTED = -3  # claim accepted and copied to its owner's kept list: _LISTED - owner index
 
 
 class MemberInput(NamedTuple):
@@ -57,8 +72,13 @@ def sticky_assign(
     partitions_per_topic: Mapping[str, int],
     members: Mapping[str, MemberInput],
     partition_racks: Optional[Mapping[str, Sequence[frozenset]]] = None,
+    cooperative: bool = False,
 ) -> dict[str, list[TopicPartition]]:
-    """Return each member's sorted partition list."""
+    """Return each member's sorted partition list.
+
+    ``cooperative``: withhold every partition that another member still
+    claims (see the module docstring).
+    """
     member_ids = sorted(members)
     inputs = [members[m] for m in member_ids]
     subs = []
@@ -69,26 +89,35 @@ def sticky_assign(
         if sub is None:
             sub = by_topics[key] = frozenset(t for t in key if partitions_per_topic.get(t, 0) > 0)
         subs.append(sub)
-    kept, owner_by_topic = _resolve_claims(partitions_per_topic, inputs, subs)
+    contested: Optional[dict] = {} if cooperative else None
+    kept, owner_by_topic = _resolve_claims(partitions_per_topic, inputs, subs, contested)
     racks = _rack_info(partition_racks, inputs)
 
     if not member_ids:
         return {}
+    # Only claims can make a partition unsafe to hand out: skip the bookkeeping without any.
+    claims = _Claims(owner_by_topic, contested) if cooperative and (owner_by_topic or contested) else None
     first = subs[0]
     if all(s is first or s == first for s in subs):
-        result = _constrained(partitions_per_topic, sorted(subs[0]), kept, owner_by_topic, racks)
+        result = _constrained(partitions_per_topic, sorted(subs[0]), kept, owner_by_topic, racks, claims)
     else:
-        result = _general(partitions_per_topic, subs, kept, owner_by_topic, racks)
+        result = _general(partitions_per_topic, subs, kept, owner_by_topic, racks, claims)
     return {m: sorted(parts) for m, parts in zip(member_ids, result)}
 
 
-def _resolve_claims(partitions_per_topic, inputs, subs):
+def _resolve_claims(partitions_per_topic, inputs, subs, contested=None):
     """Accept, per partition, the unique claim of the highest generation.
 
     Claims on deleted topics, absent partitions or topics the claimer no
     longer subscribes to are dropped.  Returns each member's kept list and,
     per claimed topic, a list mapping partition -> owner index (or a
-    negative marker).
+    negative marker; ``_LISTED - idx`` once accepted for member ``idx``).
+
+    ``contested`` (a dict, cooperative mode) receives, for every existing
+    partition with more than one claimer or a claimer that no longer
+    subscribes to its topic, the set of all its claimers' indexes.  Those are
+    the rare branches, so the common path (first claim of a partition) pays
+    nothing for it.
     """
     owner_by_topic: dict[str, list[int]] = {}
     gen_by_topic: dict[str, list[int]] = {}
@@ -96,6 +125,9 @@ def _resolve_claims(partitions_per_topic, inputs, subs):
         gen = mi.generation_id
         for topic, partition in mi.owned:
             if topic not in sub or not 0 <= partition < partitions_per_topic[topic]:
+                if contested is not None and 0 <= partition < partitions_per_topic.get(topic, 0):
+                    # It still holds it until it revokes it.
+                    contested.setdefault(TopicPartition(topic, partition), set()).add(idx)
                 continue
             owners = owner_by_topic.get(topic)
             if owners is None:
@@ -104,21 +136,50 @@ def _resolve_claims(partitions_per_topic, inputs, subs):
                 gen_by_topic[topic] = [0] * count
             gens = gen_by_topic[topic]
             current = owners[partition]
-            if current == _UNCLAIMED or gen > gens[partition]:
+            if current == _UNCLAIMED:
                 owners[partition] = idx
                 gens[partition] = gen
-            elif gen == gens[partition] and current != idx:
-                owners[partition] = _CONFLICT
+            elif current != idx:
+                if contested is not None:
+                    claimers = contested.setdefault(TopicPartition(topic, partition), set())
+                    claimers.add(idx)
+                    if current >= 0:
+                        claimers.add(current)
+                if gen > gens[partition]:
+                    owners[partition] = idx
+                    gens[partition] = gen
+                elif gen == gens[partition]:
+                    owners[partition] = _CONFLICT
+            elif gen > gens[partition]:
+                gens[partition] = gen
     kept: list[list[TopicPartition]] = []
     for idx, mi in enumerate(inputs):
         mine = []
+        listed = _LISTED - idx
         for tp in mi.owned:
             owners = owner_by_topic.get(tp[0])
             if owners is not None and 0 <= tp[1] < len(owners) and owners[tp[1]] == idx:
-                owners[tp[1]] = _LISTED  # also drops duplicates within one member's list
+                owners[tp[1]] = listed  # also drops duplicates within one member's list
                 mine.append(tp if type(tp) is TopicPartition else TopicPartition(*tp))
         kept.append(mine)
     return kept, owner_by_topic
+
+
+class _Claims(NamedTuple):
+    """Who claims what, for cooperative withholding."""
+
+    owner_by_topic: dict  # topic -> per-partition owner marker (see _resolve_claims)
+    contested: dict  # partition -> every claimer's index, where that is not just the accepted owner
+
+    def safe(self, tp: TopicPartition, holder: int) -> bool:
+        """May ``holder`` be given ``tp`` now?  Yes if nobody claims it or ``holder`` does."""
+        owners = self.owner_by_topic.get(tp[0])
+        if owners is not None and owners[tp[1]] == _LISTED - holder:
+            return True
+        claimers = self.contested.get(tp)
+        if claimers is not None:
+            return holder in claimers
+        return owners is None or owners[tp[1]] > _LISTED
 
 
 def _pool(topic: str, count: int, owner_by_topic) -> list[TopicPartition]:
@@ -126,7 +187,7 @@ def _pool(topic: str, count: int, owner_by_topic) -> list[TopicPartition]:
     owners = owner_by_topic.get(topic)
     if owners is None:
         return _topic_partitions(topic, count)
-    return [TopicPartition(topic, p) for p, o in enumerate(owners) if o != _LISTED]
+    return [TopicPartition(topic, p) for p, o in enumerate(owners) if o > _LISTED]
 
 
 class _Racks(NamedTuple):
@@ -149,7 +210,7 @@ def _rack_info(partition_racks, inputs) -> Optional[_Racks]:
     return _Racks(partition_racks, member_racks)
 
 
-def _constrained(partitions_per_topic, topics, kept, owner_by_topic, racks):
+def _constrained(partitions_per_topic, topics, kept, owner_by_topic, racks, claims=None):
     members = len(kept)
     total = sum(partitions_per_topic[t] for t in topics)
     min_quota, extras = divmod(total, members)
@@ -183,14 +244,22 @@ def _constrained(partitions_per_topic, topics, kept, owner_by_topic, racks):
             need += 1
             spare -= 1
         needs.append(need)
+    kept_counts = [len(own) for own in result]
     if racks is None:
         pos = 0
         for own, need in zip(result, needs):
             if need > 0:
                 own.extend(pool[pos : pos + need])
                 pos += need
-        return result
-    _fill_rack_aware(result, needs, pool, racks)
+    else:
+        _fill_rack_aware(result, needs, pool, racks)
+    if claims is not None:
+        # Withhold what another member still holds.  Every member keeps at
+        # most its quota, so the next round revokes nothing: two rounds.
+        for idx, own in enumerate(result):
+            k = kept_counts[idx]
+            if len(own) > k:
+                own[k:] = [tp for tp in own[k:] if claims.safe(tp, idx)]
     return result
 
 
@@ -228,7 +297,7 @@ def _fill_rack_aware(result, needs, pool, racks):
             pos += 1
 
 
-def _general(partitions_per_topic, subs, kept, owner_by_topic, racks):
+def _general(partitions_per_topic, subs, kept, owner_by_topic, racks, claims=None):
     members = len(kept)
     loads = [len(k) for k in kept]
     eligible: dict[str, list[int]] = {}
@@ -245,21 +314,83 @@ def _general(partitions_per_topic, subs, kept, owner_by_topic, racks):
         for tp in own:
             h.setdefault(tp[0], []).append(tp)
 
+    # Cooperative: log every placement and move, (partition, from or None, to).
+    log: Optional[list] = [] if claims is not None else None
     for topic in topic_order:
         pool = _pool(topic, partitions_per_topic[topic], owner_by_topic)
         if pool:
-            _place(topic, pool, eligible[topic], loads, holdings, racks)
+            _place(topic, pool, eligible[topic], loads, holdings, racks, log)
+    _balance(topic_order, eligible, loads, holdings, log)
+    if log:
+        _withhold(log, claims, topic_order, eligible, loads, holdings, racks)
+    return [[tp for parts in h.values() for tp in parts] for h in holdings]
 
+
+def _balance(topic_order, eligible, loads, holdings, log=None) -> None:
     moved = True
     while moved:
         moved = False
         for topic in topic_order:
-            if len(eligible[topic]) > 1 and _balance_topic(topic, eligible[topic], loads, holdings):
+            if len(eligible[topic]) > 1 and _balance_topic(topic, eligible[topic], loads, holdings, log):
                 moved = True
-    return [[tp for parts in h.values() for tp in parts] for h in holdings]
 
 
-def _place(topic, pool, elig, loads, holdings, racks):
+def _withhold(log, claims, topic_order, eligible, loads, holdings, racks) -> None:
+    """Turn the balanced target in ``holdings`` into this round's cooperative answer.
+
+    First take out every partition whose target holder does not claim it
+    while another member does.  Then simulate the next round, in which the
+    withheld partitions are unowned: place them and balance with the same
+    code the next call runs.  If the simulation takes a partition from a
+    member that keeps it in this answer, withhold that one too and simulate
+    again (each pass withholds more, so this ends).  ``holdings`` ends as the
+    state the last simulation started from.
+    """
+    final: dict = {}
+    for tp, _, dst in log:
+        final[tp] = dst
+    # target[tp]: where a withheld partition sits in the last known balanced state.
+    target = {tp: h for tp, h in final.items() if not claims.safe(tp, h)}
+    if not target:
+        return
+    for tp, h in target.items():
+        holdings[h][tp[0]].remove(tp)
+        loads[h] -= 1
+    while True:
+        by_topic: dict = {}
+        for tp in sorted(target):
+            by_topic.setdefault(tp[0], []).append(tp)
+        sim: list = []
+        for topic in topic_order:
+            pool = by_topic.get(topic)
+            if pool:
+                _place(topic, pool, eligible[topic], loads, holdings, racks, sim)
+        # Placed exactly where a balanced state has them: balancing would move nothing.
+        if any(dst != target[tp] for tp, _, dst in sim):
+            _balance(topic_order, eligible, loads, holdings, sim)
+        origin: dict = {}
+        for tp, src, dst in sim:
+            if src is not None and tp not in target:
+                origin.setdefault(tp, src)
+            final[tp] = dst
+        taken = [(tp, src) for tp, src in origin.items() if final[tp] != src]
+        # Undo the simulation, newest first: each undone partition is last in its list.
+        for tp, src, dst in reversed(sim):
+            holdings[dst][tp[0]].pop()
+            loads[dst] -= 1
+            if src is not None:
+                holdings[src][tp[0]].append(tp)
+                loads[src] += 1
+        if not taken:
+            return
+        for tp, src in taken:
+            holdings[src][tp[0]].remove(tp)
+            loads[src] -= 1
+        target = {tp: final[tp] for tp in target}
+        target.update((tp, final[tp]) for tp, _ in taken)
+
+
+def _place(topic, pool, elig, loads, holdings, racks, log=None):
     """Give each partition to the least-loaded eligible member (rack-local on ties)."""
     heap = [(loads[i], i) for i in elig]
     heapq.heapify(heap)
@@ -292,14 +423,19 @@ def _place(topic, pool, elig, loads, holdings, racks):
                 heapq.heappush(rack_heaps[r], (loads[best] + 1, best))
         loads[best] += 1
         holdings[best].setdefault(topic, []).append(tp)
+        if log is not None:
+            log.append((tp, None, best))
         if heap[0][1] == best:
             heapq.heapreplace(heap, (loads[best], best))
         else:
             heapq.heappush(heap, (loads[best], best))
 
 
-def _balance_topic(topic, elig, loads, holdings) -> bool:
+def _balance_topic(topic, elig, loads, holdings, log=None) -> bool:
     """Move partitions of ``topic`` from heavy holders to light members until loads differ by < 2."""
+    elig_loads = list(map(loads.__getitem__, elig))
+    if max(elig_loads) - min(elig_loads) < 2:
+        return False  # the common case once balanced: no pair can qualify, skip the heaps
     light = [(loads[i], i) for i in elig]
     heavy = [(-loads[i], i) for i in elig if holdings[i].get(topic)]
     heapq.heapify(light)
@@ -319,6 +455,8 @@ def _balance_topic(topic, elig, loads, holdings) -> bool:
             break
         tp = holdings[a][topic].pop()
         holdings[b].setdefault(topic, []).append(tp)
+        if log is not None:
+            log.append((tp, a, b))
         loads[a] -= 1
         loads[b] += 1
         heapq.heapreplace(light, (loads[b], b))

@@ -3,7 +3,10 @@
 It computes the sticky assignment, then withholds every partition that would
 change owner: the current owner is not given it, so it revokes it and
 rejoins, and the next rebalance hands it to its new owner.  A membership
-change therefore settles in at most two rounds.
+change settles in at most two rounds: before answering, the engine
+simulates the follow-up round and, where that round would take a partition
+from a member that keeps it now, withholds that partition in this round too
+(see :mod:`kgroup.assignors._sticky_engine`), so the second round only adds.
 
 Ownership comes from ``Subscription.owned_partitions`` / ``generation_id``
 (ConsumerProtocol v1+ carries them natively).  Java's cooperative-sticky also
@@ -43,22 +46,5 @@ class CooperativeStickyAssignor(Assignor):
             m: MemberInput(s.topics, s.owned_partitions, s.generation_id, s.rack_id)
             for m, s in subscriptions.items()
         }
-        result = sticky_assign(partitions_per_topic, inputs, partition_racks)
-        # One claimer per partition is the norm; the rare extra claimers go aside.
-        claimer: dict = {}
-        extra_claimers: dict = {}
-        for member_id, sub in subscriptions.items():
-            for tp in sub.owned_partitions:
-                first = claimer.setdefault(tp, member_id)
-                if first != member_id:
-                    extra_claimers.setdefault(tp, set()).add(member_id)
-        out = {}
-        for member_id, parts in result.items():
-            # Hand over only what is free; what the member holds already is safe to keep.
-            safe = [
-                tp
-                for tp in parts
-                if (c := claimer.get(tp)) is None or c == member_id or member_id in extra_claimers.get(tp, ())
-            ]
-            out[member_id] = Assignment(partitions=safe)
-        return out
+        result = sticky_assign(partitions_per_topic, inputs, partition_racks, cooperative=True)
+        return {m: Assignment(partitions=parts) for m, parts in result.items()}

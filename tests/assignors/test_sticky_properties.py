@@ -46,7 +46,38 @@ def test_sticky_identical_sizes_differ_by_at_most_one(group):
     assert max(counts) - min(counts) <= 1
 
 
-@settings(max_examples=150, deadline=None)
+def assert_hand_over_safe(subs, result):
+    """No partition goes to a member other than one that claims it."""
+    for member, assignment in result.items():
+        for tp in assignment.partitions:
+            claimers = {m for m, s in subs.items() if tp in s.owned_partitions}
+            assert not claimers or member in claimers, f"{tp} handed to {member} while {claimers} hold it"
+
+
+def rounds_to_settle(assignor, ppt, subs, result, partition_racks=None):
+    """Rebalance (everyone owns what it got) until nothing changes; return the rounds used.
+
+    Owned lists go back in reverse order: members may list them in any order.
+    """
+    rounds = 1
+    while True:
+        nxt = {
+            m: Subscription(topics=s.topics, owned_partitions=tuple(reversed(result[m].partitions)),
+                            generation_id=9 + rounds, rack_id=s.rack_id)
+            for m, s in subs.items()
+        }
+        final = assignor.assign(ppt, nxt, partition_racks)
+        assert_hand_over_safe(nxt, final)
+        if final == result:
+            assert_valid(ppt, nxt, final)
+            assert_balanced(ppt, nxt, final)
+            return rounds
+        result = final
+        rounds += 1
+        assert rounds <= 5, "did not settle"
+
+
+@settings(max_examples=300, deadline=None)
 @given(groups())
 def test_cooperative_never_hands_over_a_claimed_partition(group):
     ppt, subs = group
@@ -58,23 +89,51 @@ def test_cooperative_never_hands_over_a_claimed_partition(group):
             assert tp not in seen
             seen.add(tp)
             assert tp.topic in subs[member].topics and tp.partition < ppt.get(tp.topic, 0)
-            claimers = {m for m, s in subs.items() if tp in s.owned_partitions}
-            assert not claimers or member in claimers
-    # Following rounds (everyone owns what it got) settle: with identical
-    # subscriptions the second round assigns everything; otherwise the greedy
-    # general path may need one more round.
-    identical = len({frozenset(s.topics) for s in subs.values()}) == 1
-    rounds = 1
-    while True:
-        nxt = {
-            m: Subscription(topics=s.topics, owned_partitions=result[m].partitions, generation_id=9 + rounds)
-            for m, s in subs.items()
-        }
-        final = CooperativeStickyAssignor().assign(ppt, nxt)
-        if final == result:
+    assert_hand_over_safe(subs, result)
+    # The follow-up round only hands out what was withheld: settled in two
+    # rounds, identical subscriptions or not.
+    assert rounds_to_settle(CooperativeStickyAssignor(), ppt, subs, result) <= 2
+
+
+@st.composite
+def membership_changes(draw):
+    """A settled group (maybe rack-aware), then members join, leave or resubscribe."""
+    ppt = draw(st.dictionaries(st.sampled_from(TOPICS), st.integers(1, 12), min_size=1, max_size=4))
+    topic_lists = st.lists(st.sampled_from(TOPICS), unique=True, min_size=1, max_size=4)
+    racks = st.sampled_from([None, "r0", "r1", "r2"])
+    partition_racks = None
+    if draw(st.booleans()):
+        replica_racks = st.frozensets(st.sampled_from(["r0", "r1", "r2"]), min_size=1, max_size=2)
+        partition_racks = {t: draw(st.lists(replica_racks, min_size=n, max_size=n)) for t, n in ppt.items()}
+    members = draw(st.integers(1, 6))
+    before = {f"m{i}": Subscription(topics=draw(topic_lists), rack_id=draw(racks)) for i in range(members)}
+    changes = draw(st.lists(st.tuples(st.sampled_from(["join", "leave", "resubscribe"]), topic_lists, racks),
+                            min_size=1, max_size=3))
+    return ppt, partition_racks, before, changes
+
+
+@settings(max_examples=300, deadline=None)
+@given(membership_changes())
+def test_cooperative_membership_change_settles_in_two_rounds(case):
+    ppt, partition_racks, subs, changes = case
+    coop = CooperativeStickyAssignor()
+    result = coop.assign(ppt, subs, partition_racks)
+    while True:  # the settled state: everyone owns its final assignment
+        subs = {m: Subscription(topics=s.topics, owned_partitions=result[m].partitions, generation_id=5,
+                                rack_id=s.rack_id) for m, s in subs.items()}
+        again = coop.assign(ppt, subs, partition_racks)
+        if again == result:
             break
-        result = final
-        rounds += 1
-        assert rounds <= (2 if identical else 3), "did not settle"
-    assert_valid(ppt, nxt, final)
-    assert_balanced(ppt, nxt, final)
+        result = again
+    for n, (kind, topics, rack) in enumerate(changes):
+        if kind == "join" or len(subs) == 1:
+            subs[f"new{n}"] = Subscription(topics=topics, rack_id=rack)
+        elif kind == "leave":
+            del subs[sorted(subs)[n % len(subs)]]
+        else:
+            m = sorted(subs)[n % len(subs)]
+            subs[m] = Subscription(topics=topics, owned_partitions=subs[m].owned_partitions, generation_id=5,
+                                   rack_id=subs[m].rack_id)
+    first = coop.assign(ppt, subs, partition_racks)
+    assert_hand_over_safe(subs, first)
+    assert rounds_to_settle(coop, ppt, subs, first, partition_racks) <= 2

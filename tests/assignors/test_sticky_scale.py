@@ -67,6 +67,29 @@ def test_non_equal_subscriptions_under_60_s(assignor):
     assert fresh_s < 60 and sticky_s < 60
 
 
+def test_cooperative_join_non_equal_settles_in_two_rounds_under_60_s():
+    # A member joins a group with 250 distinct subscriptions: round 1 withholds
+    # what moves (and simulates round 2); round 2 only hands it out.
+    coop = CooperativeStickyAssignor()
+    subs = {m: Subscription(topics=TOPICS[: 250 + i % 250]) for i, m in enumerate(MEMBERS)}
+    fresh = coop.assign(PPT, subs)
+    subs = next_round(fresh, subs, None)
+    subs["member-new"] = Subscription(topics=TOPICS[:400])
+    first, first_s = timed(coop, subs)
+    revoked = sum(len(set(subs[m].owned_partitions) - set(first[m].partitions)) for m in subs)
+    assert revoked and first["member-new"].partitions == ()
+    second_subs = {
+        m: Subscription(topics=s.topics, owned_partitions=first[m].partitions, generation_id=2)
+        for m, s in subs.items()
+    }
+    second, second_s = timed(coop, second_subs)
+    assert all(set(first[m].partitions) <= set(second[m].partitions) for m in subs)
+    check_complete(second, second_subs)
+    print(f"\ncooperative-sticky (non-equal join): round 1 {first_s:.2f} s ({revoked} revoked), "
+          f"round 2 {second_s:.2f} s")
+    assert first_s < 60 and second_s < 60
+
+
 class _Cluster:
     """The two ClusterMetadata methods kafka-python's sticky assignor calls."""
 

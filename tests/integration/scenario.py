@@ -123,8 +123,14 @@ def run_group_scenario(
         member = MemberProcess("P", process_kind, bootstrap, topic, group, strategy, log)
         joined_at = time.monotonic()
         wait_for(lambda: is_balanced(running + [member], PARTITIONS), 40, "balance with the subprocess member")
-        figures["join_rebalance_s"] = time.monotonic() - joined_at
+        balanced_at = time.monotonic()
+        figures["join_rebalance_s"] = balanced_at - joined_at
+        # Generations the group went through for the join, P's first included.
         figures["join_rounds"] = _generation(running[0]) - gen_before
+        # Ownerships that ended during the join: the partitions handed over
+        # (cooperative) or revoked (eager), one entry per ended ownership.
+        figures["join_handovers"] = sorted(
+            tp.partition for _, tp, _, end in list(log.closed) if joined_at <= end <= balanced_at)
         killed_at = member.kill()
         wait_for(lambda: is_balanced(running, PARTITIONS), 40, "takeover after SIGKILL")
         figures["kill_takeover_s"] = time.monotonic() - killed_at
