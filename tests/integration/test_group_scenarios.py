@@ -14,11 +14,12 @@ def _report(label: str, figures: dict) -> None:
     print(f"\n{label}: {shown}")
 
 
-def test_eager_group_balances_takes_over_and_keeps_offsets(tansu_bootstrap, unique_name):
+@pytest.mark.parametrize("strategy", ["range", "sticky"])
+def test_eager_group_balances_takes_over_and_keeps_offsets(tansu_bootstrap, unique_name, strategy):
     figures = run_group_scenario(
-        tansu_bootstrap, unique_name("eager"), unique_name("g"), ["kgroup"] * 3, "kgroup", "sticky"
+        tansu_bootstrap, unique_name("eager"), unique_name("g"), ["kgroup"] * 3, "kgroup", strategy
     )
-    _report("kgroup sticky (eager)", figures)
+    _report(f"kgroup {strategy} (eager)", figures)
     assert sorted(len(tps) for tps in figures["owned"].values()) == [3, 3]
     # A clean close leaves the group at once: no session timeout to wait out.
     assert figures["close_takeover_s"] < SESSION_TIMEOUT_MS / 1000
