@@ -158,3 +158,17 @@ class Client:
     def leave(self):
         return self.driver.request(LeaveGroupRequest(self.group_id, (MemberIdentity(self.member_id,
                                                                                     self.instance_id),)))
+
+
+def make_stable(driver: Driver, *clients: Client) -> None:
+    """Join every client, complete the join, sync (followers first) and check the group is Stable."""
+    for c in clients:
+        c.join()
+    driver.fire()
+    for c in clients:
+        c.poll_join()
+    for c in sorted(clients, key=lambda c: c.is_leader):
+        c.sync()
+    for c in clients:
+        c.poll_sync()
+    assert driver.coordinator.group_state(clients[0].group_id) is GroupState.Stable

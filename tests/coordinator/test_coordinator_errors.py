@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from coord_harness import Client, Driver
+from coord_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode
@@ -17,19 +17,6 @@ from kgroup.values import TopicPartition
 E = ErrorCode
 S = GroupState
 NO_DELAY = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0)
-
-
-def _stable(d, *clients):
-    for c in clients:
-        c.join()
-    d.fire()
-    for c in clients:
-        c.poll_join()
-    for c in sorted(clients, key=lambda c: c.is_leader):
-        c.sync()
-    for c in clients:
-        c.poll_sync()
-    assert d.coordinator.group_state(clients[0].group_id) is S.Stable
 
 
 def test_member_id_required_round_trip_and_old_versions_join_directly():
@@ -56,7 +43,7 @@ def test_pending_member_expires_after_its_session_timeout():
 def test_pending_member_holds_back_the_join_until_it_expires():
     d = Driver(NO_DELAY)
     c1, c2, c3 = Client(d, "c1"), Client(d, "c2", session_timeout_ms=10_000), Client(d, "c3")
-    _stable(d, c1)
+    make_stable(d, c1)
     assert d.request(c2.join_request()).error_code is E.MEMBER_ID_REQUIRED  # c2 never comes back
     c3.join()
     c1.join()
@@ -84,7 +71,7 @@ def test_invalid_session_timeout(session_timeout_ms):
 def test_inconsistent_group_protocol():
     d = Driver(NO_DELAY)
     c1 = Client(d, "c1", protocols=("range", "roundrobin"))
-    _stable(d, c1)
+    make_stable(d, c1)
     wrong_name = Client(d, "c2", protocols=("sticky",))
     assert d.request(wrong_name.join_request()).error_code is E.INCONSISTENT_GROUP_PROTOCOL
     wrong_type = Client(d, "c3")
@@ -100,7 +87,7 @@ def test_protocol_is_chosen_by_vote_among_protocols_everyone_supports():
     a = Client(d, "a", protocols=("sticky", "range", "roundrobin"))
     b = Client(d, "b", protocols=("roundrobin", "range"))
     c = Client(d, "c", protocols=("roundrobin", "range", "sticky"))
-    _stable(d, a, b, c)
+    make_stable(d, a, b, c)
     assert a.poll_join().protocol_name == "roundrobin"  # sticky is not supported by b
 
 
@@ -109,7 +96,7 @@ def test_unknown_member_id():
     c1 = Client(d, "c1")
     assert d.request(HeartbeatRequest("g", 0, "nobody")).error_code is E.UNKNOWN_MEMBER_ID
     assert d.request(c1.join_request(member_id="ghost")).error_code is E.UNKNOWN_MEMBER_ID  # no such group
-    _stable(d, c1)
+    make_stable(d, c1)
     assert d.request(c1.join_request(member_id="ghost")).error_code is E.UNKNOWN_MEMBER_ID
     assert d.request(SyncGroupRequest("g", 1, "ghost")).error_code is E.UNKNOWN_MEMBER_ID
     assert d.request(HeartbeatRequest("g", 1, "ghost")).error_code is E.UNKNOWN_MEMBER_ID
@@ -120,7 +107,7 @@ def test_unknown_member_id():
 def test_illegal_generation():
     d = Driver(NO_DELAY)
     c1 = Client(d, "c1")
-    _stable(d, c1)
+    make_stable(d, c1)
     assert d.request(HeartbeatRequest("g", 7, c1.member_id)).error_code is E.ILLEGAL_GENERATION
     assert d.request(SyncGroupRequest("g", 7, c1.member_id)).error_code is E.ILLEGAL_GENERATION
     commit = OffsetCommitRequest("g", (PartitionOffsetCommit(TopicPartition("t", 0), OffsetAndMetadata(5)),),
@@ -131,7 +118,7 @@ def test_illegal_generation():
 def test_rebalance_in_progress():
     d = Driver(NO_DELAY)
     c1, c2 = Client(d, "c1"), Client(d, "c2")
-    _stable(d, c1)
+    make_stable(d, c1)
     c2.join()  # PreparingRebalance
     assert c1.heartbeat().error_code is E.REBALANCE_IN_PROGRESS
     assert c1.sync().error_code is E.REBALANCE_IN_PROGRESS
@@ -159,7 +146,7 @@ def test_parked_sync_fails_when_a_member_leaves_during_completing_rebalance():
 def test_group_max_size_reached():
     d = Driver(GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, group_max_size=2))
     c1, c2, c3 = Client(d, "c1"), Client(d, "c2"), Client(d, "c3")
-    _stable(d, c1, c2)
+    make_stable(d, c1, c2)
     response = c3.join()
     assert response.error_code is E.GROUP_MAX_SIZE_REACHED
     assert d.coordinator.group_state("g") is S.Stable
@@ -179,7 +166,7 @@ def test_group_max_size_reached_for_a_pending_member_in_preparing_rebalance():
 def test_coordinator_not_available_for_a_dead_group():
     d = Driver(NO_DELAY)
     c1 = Client(d, "c1")
-    _stable(d, c1)
+    make_stable(d, c1)
     member_id, generation = c1.member_id, c1.generation_id
     assert c1.leave().members[0].error_code is E.NONE
     assert d.coordinator.group_state("g") is S.Empty
@@ -198,7 +185,7 @@ def test_coordinator_not_available_for_a_dead_group():
 def test_delete_groups_errors():
     d = Driver(NO_DELAY)
     c1 = Client(d, "c1")
-    _stable(d, c1)
+    make_stable(d, c1)
     results = d.request(DeleteGroupsRequest(("g", "missing"))).results
     assert [r.error_code for r in results] == [E.NON_EMPTY_GROUP, E.GROUP_ID_NOT_FOUND]
 
@@ -230,7 +217,7 @@ def test_rebalance_timeout_removes_dynamic_members_that_did_not_rejoin():
     c1 = Client(d, "c1", rebalance_timeout_ms=30_000)
     c2 = Client(d, "c2", rebalance_timeout_ms=30_000, session_timeout_ms=45_000)
     c3 = Client(d, "c3", rebalance_timeout_ms=30_000)
-    _stable(d, c1, c2)
+    make_stable(d, c1, c2)
     c3.join()
     c1.join()
     d.advance(20_000)
@@ -245,7 +232,7 @@ def test_rebalance_timeout_removes_dynamic_members_that_did_not_rejoin():
 def test_last_member_leaving_empties_the_group():
     d = Driver(NO_DELAY)
     c1 = Client(d, "c1")
-    _stable(d, c1)
+    make_stable(d, c1)
     c1.leave()
     assert d.states()[-2:] == [S.PreparingRebalance, S.Empty]
     assert d.request(HeartbeatRequest("g", c1.generation_id, c1.member_id)).error_code is E.UNKNOWN_MEMBER_ID
@@ -254,7 +241,7 @@ def test_last_member_leaving_empties_the_group():
 def test_leader_leaving_is_replaced_by_a_rejoined_member():
     d = Driver(NO_DELAY)
     c1, c2 = Client(d, "c1"), Client(d, "c2")
-    _stable(d, c1, c2)
+    make_stable(d, c1, c2)
     assert c1.is_leader
     c1.leave()
     c2.join()
@@ -264,7 +251,7 @@ def test_leader_leaving_is_replaced_by_a_rejoined_member():
 def test_pending_member_leaving_does_not_start_a_rebalance():
     d = Driver(NO_DELAY)
     c1, c2 = Client(d, "c1"), Client(d, "c2")
-    _stable(d, c1)
+    make_stable(d, c1)
     pending = d.request(c2.join_request()).member_id
     response = d.request(LeaveGroupRequest("g", (MemberIdentity(pending),)))
     assert response.members[0].error_code is E.NONE

@@ -1,7 +1,7 @@
 """OffsetCommit / OffsetFetch, DescribeGroups, ListGroups, DeleteGroups."""
 from __future__ import annotations
 
-from coord_harness import Client, Driver
+from coord_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode
@@ -20,18 +20,6 @@ TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 def _commit(group_id, offsets, **kw):
     return OffsetCommitRequest(group_id, tuple(PartitionOffsetCommit(tp, OffsetAndMetadata(o, "m")) for tp, o in
                                                offsets.items()), **kw)
-
-
-def _stable(d, *clients):
-    for c in clients:
-        c.join()
-    d.fire()
-    for c in clients:
-        c.poll_join()
-    for c in sorted(clients, key=lambda c: c.is_leader):
-        c.sync()
-    for c in clients:
-        c.poll_sync()
 
 
 def test_simple_consumer_commit_creates_an_empty_group_and_fetch_returns_it():
@@ -57,7 +45,7 @@ def test_generation_bearing_commit_to_an_unknown_group_is_illegal_generation():
 def test_member_commits_in_its_generation_and_stale_or_anonymous_commits_fail():
     d = Driver(NO_DELAY)
     c1 = Client(d, "c1")
-    _stable(d, c1)
+    make_stable(d, c1)
     ok = d.request(_commit("g", {TP0: 5}, generation_id=c1.generation_id, member_id=c1.member_id))
     assert ok.partitions[0].error_code is E.NONE
     anonymous = d.request(_commit("g", {TP0: 6}))
@@ -71,7 +59,7 @@ def test_member_commits_in_its_generation_and_stale_or_anonymous_commits_fail():
 def test_commit_during_preparing_rebalance_with_the_current_generation_is_accepted():
     d = Driver(NO_DELAY)
     c1, c2 = Client(d, "c1"), Client(d, "c2")
-    _stable(d, c1)
+    make_stable(d, c1)
     c2.join()
     assert d.coordinator.group_state("g") is S.PreparingRebalance
     response = d.request(_commit("g", {TP0: 7}, generation_id=c1.generation_id, member_id=c1.member_id))
@@ -93,7 +81,7 @@ def test_deleted_group_loses_its_offsets_and_records_say_so():
 def test_describe_and_list_groups():
     d = Driver(NO_DELAY)
     c1, c2 = Client(d, "c1"), Client(d, "c2")
-    _stable(d, c1, c2)
+    make_stable(d, c1, c2)
     d.request(_commit("simple", {TP0: 1}))
     described = d.request(DescribeGroupsRequest(("g", "missing"))).groups
     g, missing = described

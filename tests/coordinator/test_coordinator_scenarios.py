@@ -2,7 +2,7 @@
 seed 003's liveness walk-through, on a mock clock."""
 from __future__ import annotations
 
-from coord_harness import Client, Driver
+from coord_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode
@@ -123,19 +123,6 @@ def test_initial_delay_is_capped_at_the_rebalance_timeout():
     assert c1.poll_join().generation_id == 1 and d.clock.now_ms == 5_000
 
 
-def _stable_group(d, *clients):
-    for c in clients:
-        c.join()
-    d.fire()
-    for c in clients:
-        c.poll_join()
-    for c in sorted(clients, key=lambda c: c.is_leader):
-        c.sync()
-    for c in clients:
-        c.poll_sync()
-    assert d.coordinator.group_state("g") is S.Stable
-
-
 def test_follower_missing_its_join_response_rejoins_in_stable():
     d = Driver(NO_DELAY)
     c1, c2, c3 = _clients(d, "c1", "c2", "c3")
@@ -203,7 +190,7 @@ def test_liveness_awaiting_join_keeps_a_member_alive_and_deadlines_restart_at_co
     c1 = Client(d, "c1", session_timeout_ms=10_000)
     c2 = Client(d, "c2", session_timeout_ms=20_000)
     c3 = Client(d, "c3", session_timeout_ms=40_000)
-    _stable_group(d, c1, c2)
+    make_stable(d, c1, c2)
     coord = d.coordinator
     assert [coord.session_deadline_ms("g", c.member_id) for c in (c1, c2)] == [10_000, 20_000]
     d.advance(2_000)
@@ -223,7 +210,7 @@ def test_liveness_member_not_rejoining_by_its_deadline_is_removed():
     c1 = Client(d, "c1", session_timeout_ms=10_000)
     c2 = Client(d, "c2", session_timeout_ms=20_000)
     c3 = Client(d, "c3", session_timeout_ms=40_000)
-    _stable_group(d, c1, c2)
+    make_stable(d, c1, c2)
     d.advance(2_000)
     c3.join()
     d.advance(1_000)
@@ -255,7 +242,7 @@ def test_follower_missing_its_join_response_rejoins_in_completing_rebalance():
 def test_leader_rejoining_in_stable_starts_a_rebalance():
     d = Driver(NO_DELAY)
     c1, c2 = Client(d, "c1"), Client(d, "c2")
-    _stable_group(d, c1, c2)
+    make_stable(d, c1, c2)
     assert c1.is_leader
     assert c1.join() is None  # Kafka: a leader's rejoin in Stable means it wants to reassign
     assert d.coordinator.group_state("g") is S.PreparingRebalance

@@ -1,7 +1,7 @@
 """Static membership (KIP-345)."""
 from __future__ import annotations
 
-from coord_harness import Client, Driver
+from coord_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode
@@ -10,19 +10,6 @@ from kgroup.core.messages import HeartbeatRequest, JoinGroupProtocol, LeaveGroup
 E = ErrorCode
 S = GroupState
 NO_DELAY = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0)
-
-
-def _stable(d, *clients):
-    for c in clients:
-        c.join()
-    d.fire()
-    for c in clients:
-        c.poll_join()
-    for c in sorted(clients, key=lambda c: c.is_leader):
-        c.sync()
-    for c in clients:
-        c.poll_sync()
-    assert d.coordinator.group_state("g") is S.Stable
 
 
 def _restart(c: Client) -> str:
@@ -43,7 +30,7 @@ def test_static_follower_restart_with_same_metadata_keeps_its_assignment_without
     d = Driver(NO_DELAY)
     leader = Client(d, "c1")
     s = Client(d, "s", instance_id="inst-s")
-    _stable(d, leader, s)
+    make_stable(d, leader, s)
     before = len(d.transitions)
     assigned = s.assignment
     old_id = _restart(s)
@@ -63,7 +50,7 @@ def test_static_leader_replacement_gets_members_but_skips_assignment():
     d = Driver(NO_DELAY)
     s = Client(d, "s", instance_id="inst-l")
     follower = Client(d, "c2")
-    _stable(d, s, follower)
+    make_stable(d, s, follower)
     assert s.is_leader
     _restart(s)
     response = s.join()
@@ -77,7 +64,7 @@ def test_static_leader_replacement_gets_members_but_skips_assignment():
 def test_static_restart_with_changed_metadata_triggers_a_rebalance():
     d = Driver(NO_DELAY)
     leader, s = Client(d, "c1"), Client(d, "s", instance_id="inst-s")
-    _stable(d, leader, s)
+    make_stable(d, leader, s)
     old_id = _restart(s)
     changed = (JoinGroupProtocol("range", b"s:t,u"),)
     assert d.send(s.join_request(protocols=changed))[0] is None
@@ -93,7 +80,7 @@ def test_static_member_that_does_not_rejoin_stays_through_the_rebalance_timeout(
     c1 = Client(d, "c1", rebalance_timeout_ms=30_000)
     s = Client(d, "s", instance_id="inst-s", session_timeout_ms=600_000, rebalance_timeout_ms=30_000)
     c3 = Client(d, "c3", rebalance_timeout_ms=30_000)
-    _stable(d, c1, s)
+    make_stable(d, c1, s)
     c3.join()
     c1.join()
     d.advance(30_000)
@@ -105,7 +92,7 @@ def test_static_member_session_expiry_removes_it():
     d = Driver(NO_DELAY)
     c1 = Client(d, "c1", session_timeout_ms=60_000)
     s = Client(d, "s", instance_id="inst-s", session_timeout_ms=10_000)
-    _stable(d, c1, s)
+    make_stable(d, c1, s)
     d.advance(10_000)
     assert d.coordinator.group_state("g") is S.PreparingRebalance
     assert s.heartbeat().error_code is E.UNKNOWN_MEMBER_ID
@@ -114,7 +101,7 @@ def test_static_member_session_expiry_removes_it():
 def test_static_leave_by_instance_id_and_fencing_of_a_stale_member_id():
     d = Driver(NO_DELAY)
     c1, s = Client(d, "c1"), Client(d, "s", instance_id="inst-s")
-    _stable(d, c1, s)
+    make_stable(d, c1, s)
     stale = d.request(LeaveGroupRequest("g", (MemberIdentity("inst-s-999", "inst-s"),)))
     assert stale.members[0].error_code is E.FENCED_INSTANCE_ID
     assert d.coordinator.group_state("g") is S.Stable
@@ -127,7 +114,7 @@ def test_static_leave_by_instance_id_and_fencing_of_a_stale_member_id():
 def test_static_replacement_fences_the_old_members_parked_join():
     d = Driver(NO_DELAY)
     c1, s, c3 = Client(d, "c1"), Client(d, "s", instance_id="inst-s"), Client(d, "c3")
-    _stable(d, c1, s, c3)
+    make_stable(d, c1, s, c3)
     c1.join()  # leader rejoins: PreparingRebalance
     s.join()  # parked: c3 has not rejoined yet
     old_key = s.join_key
