@@ -4,8 +4,9 @@ A :class:`InProcessHub` owns the coordinator behind one lock, routes each
 delivery back to the transport that sent the request, and fires the
 coordinator's timers (from its own thread on a real clock, or from
 ``tick()`` in tests on a MockClock).  The coordinator-facing side is the
-small :class:`Backend` protocol (send / tick / next deadline) so the
-in-memory cluster can replace the standalone coordinator.
+small :class:`Backend` protocol (send / tick / next deadline): a standalone
+coordinator, or the in-memory cluster's coordinators
+(:class:`kgroup.core.cluster.group_hosting.GroupHosting`).
 """
 from __future__ import annotations
 
