@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from kgroup.assignors.range import RangeAssignor
 from kgroup.testing.conformance import check_assignor, check_topic_balance, check_validity, random_group
 from kgroup.values import Subscription, TopicPartition
+from group_inputs import identical_group
 
 
 def tps(topic, *numbers):
@@ -152,15 +153,10 @@ def test_conformance_kit(seed):
     check_assignor(RangeAssignor(), seed=seed)
 
 
-def _scale_group(members, topics, partitions):
-    names = [f"topic-{i}" for i in range(topics)]
-    return {t: partitions for t in names}, {f"member-{i:05d}": Subscription(names) for i in range(members)}
-
-
 def test_1000_members_10000_partitions_is_fast():
     import time
 
-    counts, subs = _scale_group(1000, 10, 1000)
+    counts, subs = identical_group(1000, 10, 1000)
     start = time.perf_counter()
     result = RangeAssignor().assign(counts, subs)
     assert time.perf_counter() - start < 1.0
@@ -171,7 +167,7 @@ def test_1000_members_10000_partitions_is_fast():
 def test_2000_members_1m_partitions():
     import time
 
-    counts, subs = _scale_group(2000, 500, 2000)
+    counts, subs = identical_group(2000, 500, 2000)
     start = time.perf_counter()
     result = RangeAssignor().assign(counts, subs)
     assert time.perf_counter() - start < 10.0
