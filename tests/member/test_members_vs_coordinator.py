@@ -1,72 +1,7 @@
 """Several pure members against the real in-memory GroupCoordinator on a MockClock (no threads)."""
-import pytest
+from kgroup.core.member import MemberState
 
-from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
-from kgroup.core.member import GroupMember, MemberConfig, MemberState, PartitionsAssigned
-from kgroup.io.inprocess import InProcessHub
-from kgroup.io.runner import MemberRunner
-from kgroup.testing import MockClock
-
-from member_fakes import CooperativeSplit, EagerOnly, Ownership
-
-TOPICS = {"t": 6}
-
-
-class Group:
-    def __init__(self, assignor_factory, initial_delay_ms=0):
-        self.clock = MockClock(0)
-        config = GroupCoordinatorConfig(group_min_session_timeout_ms=100,
-                                        group_initial_rebalance_delay_ms=initial_delay_ms)
-        ids = iter(range(1000))
-        self.hub = InProcessHub(GroupCoordinator(config, member_id_factory=lambda prefix: f"{prefix}-{next(ids)}"),
-                                clock=self.clock)
-        self.assignor_factory = assignor_factory
-        self.runners = {}
-        self.ownership = Ownership()
-        self.generations = []
-
-    def add(self, name, **kw):
-        kw.setdefault("session_timeout_ms", 1000)
-        kw.setdefault("heartbeat_interval_ms", 200)
-        kw.setdefault("enable_auto_commit", False)
-        kw.setdefault("fetch_committed_on_assignment", False)
-        member = GroupMember(MemberConfig(group_id="g", assignors=(self.assignor_factory(),), client_id=name, **kw),
-                             self.clock.now_ms)
-        member.subscribe(["t"], self.clock.now_ms)
-        member.update_metadata(TOPICS, self.clock.now_ms)
-        self.runners[name] = MemberRunner(member, self.hub.transport(), self.clock)
-        return member
-
-    def run(self, ms, step_ms=10):
-        for _ in range(ms // step_ms):
-            for name, runner in list(self.runners.items()):
-                member = runner.member
-                events = member.take_events()
-                self.ownership.apply(name, events)
-                for e in events:
-                    if isinstance(e, PartitionsAssigned):
-                        self.generations.append(e.generation.generation_id)
-                member.on_app_poll(self.clock.now_ms)
-                runner.step(0)
-            self.hub.tick()
-            self.clock.advance(step_ms)
-
-    def settled(self):
-        members = [r.member for r in self.runners.values()]
-        if not all(m.state is MemberState.STABLE and not m.rejoin_needed for m in members):
-            return False
-        owned = [tp for m in members for tp in m.assignment]
-        return len(owned) == len(set(owned)) == sum(TOPICS.values())
-
-    def run_until_settled(self, limit_ms=5000):
-        for _ in range(limit_ms // 50):
-            self.run(50)
-            if self.settled():
-                return
-        pytest.fail(f"not settled: {[(r.member.state, r.member.assignment) for r in self.runners.values()]}")
-
-    def sizes(self):
-        return sorted(len(r.member.assignment) for r in self.runners.values())
+from member_fakes import CooperativeSplit, EagerOnly, InProcessGroup as Group
 
 
 def test_three_eager_members_balance_then_rebalance_when_one_leaves():

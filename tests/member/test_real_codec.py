@@ -5,7 +5,7 @@ pytest.importorskip("kgroup.wire.consumer_protocol")
 
 from kgroup.assignors import get_assignor  # noqa: E402
 
-from test_members_vs_coordinator import Group  # noqa: E402
+from member_fakes import InProcessGroup as Group  # noqa: E402
 
 REAL_CODEC = True
 

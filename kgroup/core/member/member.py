@@ -17,6 +17,7 @@ from kgroup.assignors import RebalanceProtocol
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core import messages as m
 from kgroup.core.member import codec
+from kgroup.core.member.commits import CommitBook
 from kgroup.core.member.config import MemberConfig
 from kgroup.core.member.events import (
     CommitCompleted,
@@ -32,7 +33,6 @@ from kgroup.core.member.offsets import (
     COORDINATOR_MOVED,
     GENERATION_GONE,
     RETRIABLE,
-    PendingCommit,
     commit_error,
     commit_error_code,
     fetched_offsets,
@@ -45,7 +45,6 @@ from kgroup.errors import (
     GroupMemberError,
     KGroupError,
     MemberClosedError,
-    RetriableCommitFailedError,
 )
 from kgroup.values import NO_GENERATION, Assignment, Subscription, TopicPartition
 
@@ -115,7 +114,8 @@ class GroupMember:
         self._hb_token: Optional[int] = None
         self._queue: list[_Queued] = []
         self._in_flight: dict[int, _Sent] = {}
-        self._commits: dict[int, PendingCommit] = {}
+        self._commits = CommitBook()
+        self._generation_at_close = NO_GENERATION_VALUE
         self._events: list = []
         self._positions: dict = {}
         self._next_auto_commit_ms = now_ms + config.auto_commit_interval_ms
@@ -176,7 +176,7 @@ class GroupMember:
         """True once close() finished its commit and LeaveGroup (or the member is fatal)."""
         if self._fsm.state is _STATE.FATAL:
             return True
-        return self._closing and not self._queue and not self._in_flight
+        return self._closing and not self._queue and not self._in_flight and not self._commits
 
     def has_in_flight(self) -> bool:
         return bool(self._in_flight)
@@ -274,7 +274,9 @@ class GroupMember:
         if positions is not None:
             self._positions = normalize_offsets(positions)
         if self.config.enable_auto_commit and self._positions and self._fsm.state is _STATE.STABLE:
-            self._enqueue_commit(self._positions, None, now_ms, generation=self._generation)
+            self._enqueue_commit(self._positions, None, now_ms)
+        # The closing commit still goes out in the generation it was made in.
+        self._generation_at_close = self._generation
         self._release_partitions()
         if (self.config.leaves_on_close(leave_group) and self._generation.member_id
                 and self._fsm.state is not _STATE.UNJOINED):
@@ -310,9 +312,12 @@ class GroupMember:
             out.append(self._send_heartbeat(now_ms))
         if self._join_ready(now_ms):
             out.append(self._send_join(now_ms))
+        out.extend(self._send_due_commits(now_ms))
+        commits_waiting = self._commits.has_waiting()
         remaining = []
         for item in self._queue:
-            if now_ms < item.not_before_ms:
+            # A LeaveGroup must not overtake a commit made before it (close commits, then leaves).
+            if now_ms < item.not_before_ms or (item.kind == "leave" and commits_waiting):
                 remaining.append(item)
                 continue
             sent = self._emit_queued(item, now_ms)
@@ -355,12 +360,15 @@ class GroupMember:
             if self._join_ready(None):
                 candidates.append(self._join_not_before_ms)
             candidates.extend(item.not_before_ms for item in self._queue)
+            commit_due_ms = self._commits.next_deadline_ms()
+            if commit_due_ms is not None:
+                candidates.append(commit_due_ms)
         return min(candidates) if candidates else None
 
     # -- internals: requests --------------------------------------------------
 
     def _needs_coordinator(self) -> bool:
-        return bool(self._subscription) or bool(self._queue) or bool(self._rejoin_needed)
+        return bool(self._subscription) or bool(self._queue) or bool(self._commits) or bool(self._rejoin_needed)
 
     def _heartbeating(self) -> bool:
         return (not self._closing and self._generation.is_valid
@@ -386,12 +394,16 @@ class GroupMember:
         topics = sorted(self._subscription)
         if self.protocol is RebalanceProtocol.COOPERATIVE:
             owned, generation_id = sorted(self._owned), self._generation.generation_id
+            hint = owned
         else:
-            # Eager revoked everything; the last assignment is only a stickiness hint.
-            owned, generation_id = sorted(self._last_assignment[0]), self._last_assignment[1]
+            # Eager revoked everything, so it claims nothing (Java's ConsumerCoordinator sends the
+            # emptied assignment): a cooperative assignor chosen by a mixed group must not withhold
+            # partitions for an owner that will never revoke them.  The last assignment is only a
+            # stickiness hint, in the assignor's user data (Java's StickyAssignor does the same).
+            owned, (hint, generation_id) = [], (sorted(self._last_assignment[0]), self._last_assignment[1])
         return Subscription(topics=topics, owned_partitions=owned, generation_id=generation_id,
                             rack_id=self.config.rack_id,
-                            user_data=assignor.subscription_user_data(topics, owned, generation_id))
+                            user_data=assignor.subscription_user_data(topics, hint, generation_id))
 
     def _send_join(self, now_ms: int) -> Outbound:
         if self._fsm.state is not _STATE.PREPARING_REBALANCE:
@@ -413,19 +425,38 @@ class GroupMember:
         self._in_flight[token] = _Sent("join", None, self._generation)
         return Outbound(token, request, self._coordinator_id)
 
-    def _emit_queued(self, item: _Queued, now_ms: int) -> Optional[Outbound]:
-        if item.kind == "commit":
-            pending = self._commits[item.token]
-            gen = pending.generation or self._generation
-            if not gen.is_valid:
-                self._finish_commit(item.token, CommitFailedError(
-                    "commit failed: the member has no generation (it is rebalancing or left the group)"))
-                return None
+    def _send_due_commits(self, now_ms: int) -> list[Outbound]:
+        out = []
+        for commit in self._commits.due(now_ms):
+            gen = commit.generation
+            error = self._commit_generation_error(gen)
+            if error is not None:
+                self._finish_commit(commit.token, error)
+                continue
             request = m.OffsetCommitRequest(
                 self.config.group_id,
-                tuple(m.PartitionOffsetCommit(tp, om) for tp, om in sorted(pending.offsets.items())),
+                tuple(m.PartitionOffsetCommit(tp, om) for tp, om in sorted(commit.offsets.items())),
                 gen.generation_id, gen.member_id, self.config.group_instance_id)
-        elif item.kind == "fetch":
+            self._commits.mark_sent(commit.token)
+            self._in_flight[commit.token] = _Sent("commit", None, gen)
+            out.append(Outbound(commit.token, request, self._coordinator_id))
+        return out
+
+    def _commit_generation_error(self, made_in: Generation) -> Optional[CommitFailedError]:
+        """Why a commit made in ``made_in`` may not be sent now (None: it may)."""
+        if not made_in.is_valid:
+            return CommitFailedError(
+                "commit failed: the member has no generation (it is rebalancing or left the group)")
+        current = self._generation_at_close if self._closing else self._generation
+        if made_in != current:
+            return CommitFailedError(
+                f"commit failed: it was made in generation {made_in.generation_id}, which is gone "
+                f"(the member is now in generation {self._generation.generation_id}); its partitions "
+                "may be owned by another member", ErrorCode.ILLEGAL_GENERATION)
+        return None
+
+    def _emit_queued(self, item: _Queued, now_ms: int) -> Optional[Outbound]:
+        if item.kind == "fetch":
             gen = self._generation
             request = m.OffsetFetchRequest(self.config.group_id, item.payload, require_stable=True)
         elif item.kind == "leave":
@@ -438,11 +469,10 @@ class GroupMember:
         self._in_flight[item.token] = _Sent(item.kind, item.payload, gen)
         return Outbound(item.token, request, self._coordinator_id)
 
-    def _enqueue_commit(self, offsets: Mapping, deadline_ms: Optional[int], now_ms: int,
-                        generation: Optional[Generation] = None) -> int:
+    def _enqueue_commit(self, offsets: Mapping, deadline_ms: Optional[int], now_ms: int) -> int:
+        """A commit stamped with the generation it is made in (see ``commits.py``)."""
         token = next(self._tokens)
-        self._commits[token] = PendingCommit(dict(offsets), deadline_ms, generation)
-        self._queue.append(_Queued(token, "commit", None, now_ms))
+        self._commits.add(token, offsets, deadline_ms, self._generation, now_ms)
         return token
 
     def _enqueue_leave(self, reason: str, now_ms: int) -> None:
@@ -637,20 +667,21 @@ class GroupMember:
             self._fail(error)
 
     def _retry_or_fail_commit(self, token: int, code: ErrorCode, now_ms: int) -> None:
-        pending = self._commits[token]
-        if pending.deadline_ms is not None and now_ms + self.config.retry_backoff_ms < pending.deadline_ms:
-            self._queue.append(_Queued(token, "commit", None, now_ms + self.config.retry_backoff_ms))
-        else:
-            self._finish_commit(token, commit_error(code) if code is not None
-                                else RetriableCommitFailedError("commit failed: transport error"))
-
-    def _finish_commit(self, token: int, error: Optional[KGroupError]) -> None:
-        pending = self._commits.pop(token, None)
+        pending = self._commits.get(token)
         if pending is None:
             return
-        if token == self._prejoin_commit:
-            self._prejoin_commit = None
-        self._events.append(CommitCompleted(token, pending.offsets, error))
+        retry_at_ms = now_ms + self.config.retry_backoff_ms
+        if pending.deadline_ms is not None and retry_at_ms < pending.deadline_ms:
+            # Newer waiting commits take over the partitions they share with this retry.
+            self._commits.requeue(token, retry_at_ms)
+        else:
+            self._finish_commit(token, commit_error(code))
+
+    def _finish_commit(self, token: int, error: Optional[KGroupError]) -> None:
+        for finished in self._commits.finish(token):
+            if finished.token == self._prejoin_commit:
+                self._prejoin_commit = None
+            self._events.append(CommitCompleted(finished.token, finished.requested, error))
 
     def _on_fetch_response(self, token, sent, response: m.OffsetFetchResponse, now_ms: int) -> None:
         code, offsets = fetched_offsets(response)
@@ -765,7 +796,7 @@ class GroupMember:
 
     def _fail(self, error: KGroupError) -> None:
         self.last_error = error
-        for token in list(self._commits):
+        for token in self._commits.tokens():
             self._finish_commit(token, error)
         self._queue.clear()
         self._in_flight.clear()

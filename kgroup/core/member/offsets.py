@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from typing import Mapping, Optional, Union
 
-import attrs
-
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import OffsetAndMetadata, OffsetCommitResponse, OffsetFetchResponse
 from kgroup.errors import (
@@ -44,15 +42,6 @@ def normalize_offsets(offsets: Mapping[TopicPartition, Union[int, OffsetAndMetad
         else:
             out[tp] = OffsetAndMetadata(int(value))
     return out
-
-
-@attrs.frozen
-class PendingCommit:
-    offsets: Mapping[TopicPartition, OffsetAndMetadata]
-    #: Retriable failures are retried until this instant; None: fail on the first one.
-    deadline_ms: Optional[int]
-    #: Set for commits that must use a generation about to be dropped (close).
-    generation: object = None
 
 
 def commit_error_code(response: OffsetCommitResponse) -> ErrorCode:
