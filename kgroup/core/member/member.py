@@ -9,6 +9,7 @@ threads; see ``kgroup/core/member/__init__.py`` for the contract and
 from __future__ import annotations
 
 import itertools
+import logging
 from typing import Mapping, Optional, Sequence, Union
 
 import attrs
@@ -45,10 +46,12 @@ from kgroup.errors import (
     GroupMemberError,
     KGroupError,
     MemberClosedError,
+    ProtocolError,
 )
 from kgroup.values import NO_GENERATION, Assignment, Subscription, TopicPartition
 
 NO_GENERATION_VALUE = Generation(NO_GENERATION, m.UNKNOWN_MEMBER_ID, None)
+_log = logging.getLogger(__name__)
 
 
 @attrs.frozen
@@ -529,7 +532,16 @@ class GroupMember:
             return
         code = response.error_code
         backoff = now_ms + self.config.retry_backoff_ms
-        if code is ErrorCode.NONE:
+        if code is ErrorCode.NONE and (response.generation_id < 0 or not response.member_id):
+            # A broker bug, not a generation: joining it would let the member heartbeat and commit
+            # as generation -1 (a simple consumer).  Record it and join again after the backoff.
+            self.last_error = ProtocolError(self._fsm.state, response,
+                                            "a successful JoinGroup response must carry a generation "
+                                            f"and a member id (got {response.generation_id}, "
+                                            f"{response.member_id!r})")
+            _log.warning("group %s: %s", self.config.group_id, self.last_error)
+            self._join_not_before_ms = backoff
+        elif code is ErrorCode.NONE:
             self._join_succeeded(response, now_ms)
         elif code is ErrorCode.MEMBER_ID_REQUIRED:
             # KIP-394: rejoin at once with the id the coordinator handed out.
@@ -556,7 +568,11 @@ class GroupMember:
         self._fsm.transition_to(_STATE.COMPLETING_REBALANCE)
         self._hb.reset_timeouts(now_ms)
         assignments: tuple = ()
-        if self._is_leader:
+        if self._is_leader and response.skip_assignment:
+            # KIP-814: a static leader that replaced itself keeps the group's current assignment;
+            # it only learns the group's topics so it can watch their partition counts.
+            self._assignment_snapshot = self._group_topics(self._decode_subscriptions(response))
+        elif self._is_leader:
             try:
                 assignments = self._assign(response)
             except KGroupError as exc:
@@ -574,21 +590,39 @@ class GroupMember:
         if assignor is None:
             raise GroupMemberError(f"the group chose protocol {response.protocol_name!r}, "
                                    "which this member does not have", ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        subscriptions = {}
-        for member in response.members:
-            subscription = codec.decode_subscription(member.metadata)
-            if member.group_instance_id is not None:
-                subscription = attrs.evolve(subscription, group_instance_id=member.group_instance_id)
-            subscriptions[member.member_id] = subscription
-        topics = set().union(*(s.topics for s in subscriptions.values())) if subscriptions else set()
+        subscriptions = self._decode_subscriptions(response)
         # The leader assigns only from the members' metadata and the topics it knows.
-        self._assignment_snapshot = {t: self._metadata.get(t) for t in topics}
+        self._assignment_snapshot = self._group_topics(subscriptions)
         counts = {t: n for t, n in self._assignment_snapshot.items() if n is not None}
         result = assignor.assign(counts, subscriptions)
         return tuple(
             m.SyncGroupAssignment(member_id, codec.encode_assignment(result.get(member_id, Assignment())))
             for member_id in subscriptions
         )
+
+    def _decode_subscriptions(self, response: m.JoinGroupResponse) -> dict[str, Subscription]:
+        """Every member's subscription; one whose bytes do not decode subscribes to nothing.
+
+        One bad client must not take the group down: failing here would make
+        each leader in turn go fatal on the same bytes.
+        """
+        subscriptions = {}
+        for member in response.members:
+            try:
+                subscription = codec.decode_subscription(member.metadata)
+            except KGroupError as exc:
+                _log.warning("group %s: member %s sent subscription metadata this leader cannot decode "
+                             "(%s); it is assigned nothing", self.config.group_id, member.member_id, exc)
+                subscription = Subscription(topics=())
+            if member.group_instance_id is not None:
+                subscription = attrs.evolve(subscription, group_instance_id=member.group_instance_id)
+            subscriptions[member.member_id] = subscription
+        return subscriptions
+
+    def _group_topics(self, subscriptions: Mapping[str, Subscription]) -> dict[str, Optional[int]]:
+        """The group's topics with the partition counts this member knows (None: unknown)."""
+        topics = sorted({t for s in subscriptions.values() for t in s.topics})
+        return {t: self._metadata.get(t) for t in topics}
 
     def _on_sync_response(self, token, sent, response: m.SyncGroupResponse, now_ms: int) -> None:
         self._sync_token = None

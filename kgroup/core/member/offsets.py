@@ -1,7 +1,7 @@
 """Offset commit / fetch bookkeeping: building requests and reading responses."""
 from __future__ import annotations
 
-from typing import Mapping, Optional, Union
+from typing import Mapping, Union
 
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import OffsetAndMetadata, OffsetCommitResponse, OffsetFetchResponse
