@@ -19,7 +19,8 @@ OK = ErrorCode.NONE
 def join_response(h, members, leader="m1", generation=1, skip_assignment=False):
     return m.JoinGroupResponse(
         OK, generation_id=generation, protocol_type="consumer",
-        protocol_name=h.member.config.assignors[0].name, leader=leader, member_id="m1", members=tuple(members), skip_assignment=skip_assignment)
+        protocol_name=h.member.config.assignors[0].name, leader=leader, member_id="m1",
+        members=tuple(members), skip_assignment=skip_assignment)
 
 
 def prepared(h):
