@@ -20,10 +20,16 @@ from typing import Sequence
 
 from kgroup.testing.tansu import create_topic, produce
 from factories import make_consumer
-from harness import OwnershipLog, RunningConsumer, consumed_values, is_balanced, owned_by, wait_for
+from harness import (
+    MAX_POLL_INTERVAL_MS, OwnershipLog, RunningConsumer, consumed_values, is_balanced, owned_by, wait_for,
+)
 
 PARTITIONS = 6
 BATCH = 60
+#: A join converges within this: each generation completes within the rebalance timeout
+#: (the members' max_poll_interval_ms), and a join takes at most 5 generations on Tansu,
+#: plus one for a member that missed one.
+JOIN_BOUND_S = 6 * MAX_POLL_INTERVAL_MS / 1000
 HERE = Path(__file__).resolve().parent
 
 
@@ -122,7 +128,8 @@ def run_group_scenario(
         gen_before = _generation(running[0])
         member = MemberProcess("P", process_kind, bootstrap, topic, group, strategy, log)
         joined_at = time.monotonic()
-        wait_for(lambda: is_balanced(running + [member], PARTITIONS), 40, "balance with the subprocess member")
+        wait_for(lambda: is_balanced(running + [member], PARTITIONS), JOIN_BOUND_S,
+                 "balance with the subprocess member")
         balanced_at = time.monotonic()
         figures["join_rebalance_s"] = balanced_at - joined_at
         # Generations the group went through for the join, P's first included.
