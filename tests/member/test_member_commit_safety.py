@@ -12,7 +12,7 @@ from kgroup.core.member import CommitCompleted
 from kgroup.errors import CommitFailedError
 from kgroup.values import TopicPartition
 
-from member_fakes import Harness
+from member_fakes import EagerOnly, Harness
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 OK = ErrorCode.NONE
@@ -113,3 +113,15 @@ def test_close_commits_before_it_leaves():
     assert kinds.index(m.OffsetCommitRequest) < kinds.index(m.LeaveGroupRequest)
     commit = requests[kinds.index(m.OffsetCommitRequest)]
     assert commit.generation_id == 1 and offsets_of(commit) == {T0: 4}
+
+
+def test_commit_made_in_a_revocation_callback_goes_out_before_the_join():
+    h = Harness(assignors=(EagerOnly(),))
+    h.join([T0, T1], generation=1)
+    h.member.request_rejoin("test")
+    h.member.on_app_poll(h.now)
+    assert h.member.take_events()  # the revocation: the app commits what it processed
+    h.member.commit_offsets({T0: 9}, h.now)
+    h.member.on_app_poll(h.now)
+    kinds = [type(r) for r in h.pump()]
+    assert kinds.index(m.OffsetCommitRequest) < kinds.index(m.JoinGroupRequest)

@@ -313,9 +313,11 @@ class GroupMember:
             return out
         if self._heartbeating() and self._hb_token is None and self._hb.should_heartbeat(now_ms):
             out.append(self._send_heartbeat(now_ms))
+        # Commits first: one made in a revocation callback must reach the coordinator before the
+        # JoinGroup that may end its generation (Java commits synchronously before it rejoins).
+        out.extend(self._send_due_commits(now_ms))
         if self._join_ready(now_ms):
             out.append(self._send_join(now_ms))
-        out.extend(self._send_due_commits(now_ms))
         commits_waiting = self._commits.has_waiting()
         remaining = []
         for item in self._queue:
