@@ -60,15 +60,25 @@ PARTITION_MOVES = [(source, target) for target in PartitionState for source in P
 REPLICA_MOVES = [(source, target) for target in ReplicaState for source in ReplicaState]
 
 
-@pytest.mark.parametrize("source,target", PARTITION_MOVES, ids=[f"{s.value}->{t.value}" for s, t in PARTITION_MOVES])
+def _move_id(move):
+    return f"{move[0].value}->{move[1].value}"
+
+
+@pytest.mark.parametrize("source,target", PARTITION_MOVES, ids=[_move_id(m) for m in PARTITION_MOVES])
 def test_partition_transition_legal_exactly_when_kafka_allows_it(source, target):
-    """Kafka PartitionStateMachineTest: the valid transitions (e.g. testNewPartitionToOnlinePartitionTransition,
-    testOfflinePartitionToOnlinePartitionTransition) succeed and the invalid ones
-    (testInvalidNonexistentPartitionToOnlinePartitionTransition, testInvalidOnlinePartitionToNewPartitionTransition,
-    testInvalidOfflinePartitionToNewPartitionTransition, testInvalidNonexistentPartitionToOfflinePartitionTransition)
-    are refused, here for every pair of states."""
+    """Kafka PartitionStateMachine.validPreviousStates, checked for every pair of states."""
+    _check_partition_move(source, target, source.value in KAFKA_PARTITION_VALID_PREVIOUS[target.value])
+
+
+@pytest.mark.parametrize("source,target", REPLICA_MOVES, ids=[_move_id(m) for m in REPLICA_MOVES])
+def test_replica_transition_legal_exactly_when_kafka_allows_it(source, target):
+    """Kafka ReplicaStateMachine.validPreviousStates, checked for every pair of states."""
+    _check_replica_move(source, target, source.value in KAFKA_REPLICA_VALID_PREVIOUS[target.value])
+
+
+def _check_partition_move(source, target, legal):
     partition = _partition_in(source)
-    if source.value in KAFKA_PARTITION_VALID_PREVIOUS[target.value]:
+    if legal:
         partition.state.transition_to(target)
         assert partition.state.state is target
     else:
@@ -77,17 +87,109 @@ def test_partition_transition_legal_exactly_when_kafka_allows_it(source, target)
         assert partition.state.state is source
 
 
-@pytest.mark.parametrize("source,target", REPLICA_MOVES, ids=[f"{s.value}->{t.value}" for s, t in REPLICA_MOVES])
-def test_replica_transition_legal_exactly_when_kafka_allows_it(source, target):
-    """Kafka ReplicaStateMachineTest: testNonexistentReplicaToNewReplicaTransition, the
-    testInvalid*Transition family (e.g. testInvalidNonexistentReplicaToOnlineReplicaTransition,
-    testInvalidOnlineReplicaToReplicaDeletionStartedTransition) and
-    testReplicaDeletionIneligibleToOnlineReplicaTransition, here for every pair of states."""
+def _check_replica_move(source, target, legal):
     machine = _replica_in(source)
-    if source.value in KAFKA_REPLICA_VALID_PREVIOUS[target.value]:
+    if legal:
         machine.transition_to(target)
         assert machine.state is target
     else:
         with pytest.raises(IllegalStateTransition):
             machine.transition_to(target)
         assert machine.state is source
+
+
+P = PartitionState
+# Kafka PartitionStateMachineTest (3.7): the tests whose subject is whether a move is allowed.  The
+# valid ones also check ZooKeeper writes and LeaderAndIsr requests; the cluster-level effects kgroup
+# models are in test_kafka_partition_state_machine.py.
+KAFKA_PARTITION_STATE_MACHINE_TESTS = [
+    ("testNonexistentPartitionToNewPartitionTransition", P.NON_EXISTENT, P.NEW, True),
+    ("testInvalidNonexistentPartitionToOnlinePartitionTransition", P.NON_EXISTENT, P.ONLINE, False),
+    ("testInvalidNonexistentPartitionToOfflinePartitionTransition", P.NON_EXISTENT, P.OFFLINE, False),
+    ("testNewPartitionToOnlinePartitionTransition", P.NEW, P.ONLINE, True),
+    ("testNewPartitionToOfflinePartitionTransition", P.NEW, P.OFFLINE, True),
+    ("testInvalidNewPartitionToNonexistentPartitionTransition", P.NEW, P.NON_EXISTENT, False),
+    ("testOnlinePartitionToOnlineTransition", P.ONLINE, P.ONLINE, True),
+    ("testOnlinePartitionToOfflineTransition", P.ONLINE, P.OFFLINE, True),
+    ("testInvalidOnlinePartitionToNonexistentPartitionTransition", P.ONLINE, P.NON_EXISTENT, False),
+    ("testInvalidOnlinePartitionToNewPartitionTransition", P.ONLINE, P.NEW, False),
+    ("testOfflinePartitionToOnlinePartitionTransition", P.OFFLINE, P.ONLINE, True),
+    ("testOfflinePartitionToNonexistentPartitionTransition", P.OFFLINE, P.NON_EXISTENT, True),
+    ("testInvalidOfflinePartitionToNewPartitionTransition", P.OFFLINE, P.NEW, False),
+]
+
+
+@pytest.mark.parametrize("source,target,legal", [case[1:] for case in KAFKA_PARTITION_STATE_MACHINE_TESTS],
+                         ids=[case[0] for case in KAFKA_PARTITION_STATE_MACHINE_TESTS])
+def test_kafka_partition_state_machine_transition(source, target, legal):
+    """Kafka PartitionStateMachineTest, one case per transition test (named by the case id)."""
+    _check_partition_move(source, target, legal)
+
+
+R = ReplicaState
+# Kafka ReplicaStateMachineTest (3.7): every transition test.
+KAFKA_REPLICA_STATE_MACHINE_TESTS = [
+    ("testNonexistentReplicaToNewReplicaTransition", R.NON_EXISTENT, R.NEW, True),
+    ("testInvalidNonexistentReplicaToOnlineReplicaTransition", R.NON_EXISTENT, R.ONLINE, False),
+    ("testInvalidNonexistentReplicaToOfflineReplicaTransition", R.NON_EXISTENT, R.OFFLINE, False),
+    ("testInvalidNonexistentReplicaToReplicaDeletionStartedTransition",
+     R.NON_EXISTENT, R.DELETION_STARTED, False),
+    ("testInvalidNonexistentReplicaToReplicaDeletionIneligibleTransition", R.NON_EXISTENT,
+     R.DELETION_INELIGIBLE, False),
+    ("testInvalidNonexistentReplicaToReplicaDeletionSuccessfulTransition", R.NON_EXISTENT,
+     R.DELETION_SUCCESSFUL, False),
+    ("testInvalidNewReplicaToNonexistentReplicaTransition", R.NEW, R.NON_EXISTENT, False),
+    ("testNewReplicaToOnlineReplicaTransition", R.NEW, R.ONLINE, True),
+    ("testNewReplicaToOfflineReplicaTransition", R.NEW, R.OFFLINE, True),
+    ("testInvalidNewReplicaToReplicaDeletionStartedTransition", R.NEW, R.DELETION_STARTED, False),
+    ("testInvalidNewReplicaToReplicaDeletionIneligibleTransition", R.NEW, R.DELETION_INELIGIBLE, False),
+    ("testInvalidNewReplicaToReplicaDeletionSuccessfulTransition", R.NEW, R.DELETION_SUCCESSFUL, False),
+    ("testInvalidOnlineReplicaToNonexistentReplicaTransition", R.ONLINE, R.NON_EXISTENT, False),
+    ("testInvalidOnlineReplicaToNewReplicaTransition", R.ONLINE, R.NEW, False),
+    ("testOnlineReplicaToOnlineReplicaTransition", R.ONLINE, R.ONLINE, True),
+    ("testOnlineReplicaToOfflineReplicaTransition", R.ONLINE, R.OFFLINE, True),
+    ("testInvalidOnlineReplicaToReplicaDeletionStartedTransition", R.ONLINE, R.DELETION_STARTED, False),
+    ("testInvalidOnlineReplicaToReplicaDeletionIneligibleTransition", R.ONLINE, R.DELETION_INELIGIBLE, False),
+    ("testInvalidOnlineReplicaToReplicaDeletionSuccessfulTransition", R.ONLINE, R.DELETION_SUCCESSFUL, False),
+    ("testInvalidOfflineReplicaToNonexistentReplicaTransition", R.OFFLINE, R.NON_EXISTENT, False),
+    ("testInvalidOfflineReplicaToNewReplicaTransition", R.OFFLINE, R.NEW, False),
+    ("testOfflineReplicaToOnlineReplicaTransition", R.OFFLINE, R.ONLINE, True),
+    ("testOfflineReplicaToReplicaDeletionStartedTransition", R.OFFLINE, R.DELETION_STARTED, True),
+    ("testOfflineReplicaToReplicaDeletionIneligibleTransition", R.OFFLINE, R.DELETION_INELIGIBLE, True),
+    ("testInvalidOfflineReplicaToReplicaDeletionSuccessfulTransition",
+     R.OFFLINE, R.DELETION_SUCCESSFUL, False),
+    ("testInvalidReplicaDeletionStartedToNonexistentReplicaTransition", R.DELETION_STARTED, R.NON_EXISTENT,
+     False),
+    ("testInvalidReplicaDeletionStartedToNewReplicaTransition", R.DELETION_STARTED, R.NEW, False),
+    ("testInvalidReplicaDeletionStartedToOnlineReplicaTransition", R.DELETION_STARTED, R.ONLINE, False),
+    ("testInvalidReplicaDeletionStartedToOfflineReplicaTransition", R.DELETION_STARTED, R.OFFLINE, False),
+    ("testReplicaDeletionStartedToReplicaDeletionIneligibleTransition", R.DELETION_STARTED,
+     R.DELETION_INELIGIBLE, True),
+    ("testReplicaDeletionStartedToReplicaDeletionSuccessfulTransition", R.DELETION_STARTED,
+     R.DELETION_SUCCESSFUL, True),
+    ("testReplicaDeletionSuccessfulToNonexistentReplicaTransition",
+     R.DELETION_SUCCESSFUL, R.NON_EXISTENT, True),
+    ("testInvalidReplicaDeletionSuccessfulToNewReplicaTransition", R.DELETION_SUCCESSFUL, R.NEW, False),
+    ("testInvalidReplicaDeletionSuccessfulToOnlineReplicaTransition", R.DELETION_SUCCESSFUL, R.ONLINE, False),
+    ("testInvalidReplicaDeletionSuccessfulToOfflineReplicaTransition",
+     R.DELETION_SUCCESSFUL, R.OFFLINE, False),
+    ("testInvalidReplicaDeletionSuccessfulToReplicaDeletionStartedTransition", R.DELETION_SUCCESSFUL,
+     R.DELETION_STARTED, False),
+    ("testInvalidReplicaDeletionSuccessfulToReplicaDeletionIneligibleTransition", R.DELETION_SUCCESSFUL,
+     R.DELETION_INELIGIBLE, False),
+    ("testInvalidReplicaDeletionIneligibleToNonexistentReplicaTransition", R.DELETION_INELIGIBLE,
+     R.NON_EXISTENT, False),
+    ("testInvalidReplicaDeletionIneligibleToNewReplicaTransition", R.DELETION_INELIGIBLE, R.NEW, False),
+    ("testReplicaDeletionIneligibleToOnlineReplicaTransition", R.DELETION_INELIGIBLE, R.ONLINE, True),
+    ("testInvalidReplicaDeletionIneligibleToReplicaDeletionStartedTransition", R.DELETION_INELIGIBLE,
+     R.DELETION_STARTED, False),
+    ("testInvalidReplicaDeletionIneligibleToReplicaDeletionSuccessfulTransition", R.DELETION_INELIGIBLE,
+     R.DELETION_SUCCESSFUL, False),
+]
+
+
+@pytest.mark.parametrize("source,target,legal", [case[1:] for case in KAFKA_REPLICA_STATE_MACHINE_TESTS],
+                         ids=[case[0] for case in KAFKA_REPLICA_STATE_MACHINE_TESTS])
+def test_kafka_replica_state_machine_transition(source, target, legal):
+    """Kafka ReplicaStateMachineTest, one case per transition test (named by the case id)."""
+    _check_replica_move(source, target, legal)
