@@ -84,3 +84,20 @@ def test_mock_clock_mode_drives_pure_members(kgroup_cluster):
     assert sorted(len(m.assignment) for m in kgroup_cluster.members().values()) == [2, 2]
     with pytest.raises(Exception, match="real clock"):
         kgroup_cluster.consumer("g", ["t"])
+
+
+@pytest.mark.kgroup_cluster(coordinator_config=FAST, offsets_partitions=5)
+def test_group_settled_sees_threaded_consumers(kgroup_cluster):
+    """README "Testing consumers without a broker": poll threaded consumer()s until group_settled."""
+    kgroup_cluster.create_topic("orders", 6)
+    assert not kgroup_cluster.group_settled("billing")  # nobody has joined yet
+    consumers = [kgroup_cluster.consumer("billing", ["orders"], **CONSUMER) for _ in range(3)]
+    _poll_until(consumers, lambda: kgroup_cluster.group_settled("billing"))
+    assert _member_ids(kgroup_cluster, "billing") == {c.member.member_id for c in consumers}
+    assert _balanced(consumers)()
+
+    # A consumer that leaves unsettles the group until the others have rebalanced without it.
+    leaving, *staying = consumers
+    leaving.close()
+    _poll_until(staying, lambda: kgroup_cluster.group_settled("billing") and _balanced(staying)())
+    assert _member_ids(kgroup_cluster, "billing") == {c.member.member_id for c in staying}
