@@ -66,6 +66,11 @@ class Partition:
             self.failed.append((offset, payload))
         self.pending = []
         if leader is None:
+            # Losing the leader is a leader change too: Kafka writes NoLeader with a bumped leader epoch
+            # (ControllerIntegrationTest.testLeaderAndIsrWhenEntireIsrOffline*); a further failed
+            # election of an already leaderless partition writes nothing.
+            if self.leader is not None:
+                self.leader_epoch += 1
             self.leader = None
             return
         self.leader = leader
