@@ -136,7 +136,8 @@ class Partition:
         leader = self.leader
         if leader is not None and self.logs[broker].leo == self.logs[leader].leo:
             return True
-        return now_ms - self.last_caught_up_ms.get(broker, now_ms) <= lag_max_ms
+        # A follower never counted caught up starts at 0, as Kafka's ReplicaState.Empty does.
+        return now_ms - self.last_caught_up_ms.get(broker, 0) <= lag_max_ms
 
     def shrink_isr(self, now_ms: int, lag_max_ms: int) -> None:
         """Drop out-of-sync followers (Kafka ``Partition.getOutOfSyncReplicas``)."""
