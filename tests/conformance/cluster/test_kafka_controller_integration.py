@@ -205,3 +205,22 @@ def test_controlled_shutdown():
     cluster.controlled_shutdown(1)
     assert p.state.state is PartitionState.OFFLINE
     assert (p.leader, p.isr) == (None, [1])
+
+
+def test_controller_detects_bounced_brokers():
+    """Kafka ControllerIntegrationTest.testControllerDetectsBouncedBrokers, adapted: Kafka's controller
+    notices a broker that stopped and started before it processed the change, and the broker hosts its
+    partition again.  kgroup's bounce_broker is a restart the controller never sees (docs/cluster.md):
+    the follower keeps its ISR place, truncates on its next fetch and holds the partition again."""
+    cluster = _cluster()
+    cluster.create_topic("t", 1, assignments=[[CONTROLLER, OTHER]])
+    cluster.produce("t", 0, "m")
+    cluster.replicate(10)
+    p = cluster.partition("t", 0)
+    epoch = p.leader_epoch
+    cluster.bounce_broker(OTHER)
+    cluster.produce("t", 0, "n")
+    cluster.replicate(20)
+    assert (p.leader, p.leader_epoch) == (CONTROLLER, epoch)
+    assert sorted(p.isr) == [CONTROLLER, OTHER]
+    assert [e.payload for e in p.logs[OTHER].entries] == ["m", "n"]

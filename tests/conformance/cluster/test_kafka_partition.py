@@ -8,6 +8,7 @@ these tests assert the committed one (docs/conformance/cluster.md).
 """
 from partition_harness import REPLICA_LAG_TIME_MAX_MS, fetch, leader_hw, leader_partition
 
+from kgroup.core.cluster import Cluster, ClusterConfig
 from kgroup.core.cluster.partition import Partition
 from kgroup.core.cluster.replica_log import LogEntry
 
@@ -156,3 +157,25 @@ def test_leader_hw_held_under_min_isr_then_acks_complete_when_isr_recovers():
     assert partition.isr == [1, 3]
     assert leader_hw(partition) == offset + 1
     assert [ack.payload for ack in partition.acked] == ["m"]
+
+
+def test_isr_not_expanded_if_replica_is_in_controlled_shutdown():
+    """Kafka PartitionTest.testIsrNotExpandedIfReplicaIsInControlledShutdown, at the cluster: a follower
+    out of the ISR whose broker is shutting down is not added back however it fetched before, and once
+    the broker is back and fetches, it is.  (kgroup's controlled_shutdown also stops the broker, so it
+    cannot fetch meanwhile.)"""
+    cluster = Cluster(ClusterConfig(broker_ids=(1, 2), replica_lag_time_max_ms=1000))
+    cluster.create_topic("t", 1, assignments=[[1, 2]])
+    p = cluster.partition("t", 0)
+    cluster.replicate(10)
+    cluster.slow_follower(2, 10**9)
+    cluster.produce("t", 0, "m", acks_all=False)
+    cluster.replicate(2000)
+    assert p.isr == [1]
+    cluster.slow_follower(2, None)
+    cluster.controlled_shutdown(2)
+    cluster.replicate(3000)
+    assert p.isr == [1]
+    cluster.restart_broker(2)
+    cluster.replicate(4000)
+    assert p.isr == [1, 2]
