@@ -45,3 +45,13 @@ def test_idle_follower_at_leader_log_end_stays_in_isr():
     cluster.produce("t", 0, "y", acks_all=False)
     cluster.replicate(5010)
     assert p.isr == [1]
+
+
+def test_acks_all_uses_min_insync_replicas_capped_by_the_replica_count():
+    """Kafka Partition.appendRecordsToLeader checks the ISR against effectiveMinIsr: with
+    min.insync.replicas 3 a fully in-sync two-replica partition accepts acks=all and acknowledges it."""
+    cluster = Cluster(ClusterConfig(broker_ids=(1, 2, 3), min_insync_replicas=3))
+    cluster.create_topic("t", 1, assignments=[[1, 2]])
+    cluster.produce("t", 0, "m")
+    cluster.replicate(10)
+    assert [ack.payload for ack in cluster.take_acks()] == ["m"]

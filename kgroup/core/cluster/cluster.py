@@ -208,7 +208,9 @@ class Cluster:
         p = self.partition(topic, index)
         if p.leader is None:
             raise ClusterError(f"{topic}-{index} has no leader", ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if acks_all and len(p.isr) < self.config.min_insync_replicas:
+        # Kafka Partition.appendRecordsToLeader compares the ISR with the effective min ISR
+        # (min.insync.replicas capped by the replica count).
+        if acks_all and p.is_under_min_isr():
             raise ClusterError(f"{topic}-{index}: ISR {p.isr} below min.insync.replicas",
                                ErrorCode.NOT_ENOUGH_REPLICAS)
         return p.append(payload, acks_all)
