@@ -1,4 +1,5 @@
-"""The kgroup_cluster fixture (pytest11 plugin): threaded consumers on the real clock, and the mock-clock mode."""
+"""The kgroup_cluster fixture (pytest11 plugin): threaded consumers on the real clock, and the
+mock-clock mode."""
 import time
 
 import pytest
@@ -52,7 +53,8 @@ def test_threaded_consumers_survive_coordinator_broker_failure(kgroup_cluster):
     assert kgroup_cluster.coordinator_node("billing") not in (None, old)
     # Members may find the new coordinator while it still loads; wait for it to be Stable with them.
     _poll_until(consumers, lambda: kgroup_cluster.group_state("billing") is GroupState.Stable
-                and all(c.member.coordinator_id == kgroup_cluster.coordinator_node("billing") for c in consumers)
+                and all(c.member.coordinator_id == kgroup_cluster.coordinator_node("billing")
+                        for c in consumers)
                 and _balanced(consumers)())
     assert owner.committed([tp])[tp].offset == 41
 
