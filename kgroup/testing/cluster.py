@@ -112,7 +112,8 @@ class InMemoryKafka:
 
     # -- driving (MockClock) ---------------------------------------------------------
 
-    def run(self, duration_ms: int, step_ms: int = 10, on_events: Optional[Callable[[str, list], None]] = None) -> None:
+    def run(self, duration_ms: int, step_ms: int = 10,
+            on_events: Optional[Callable[[str, list], None]] = None) -> None:
         """Advance the mock clock by ``duration_ms``, stepping every member and the cluster."""
         if self.clock is None:
             raise ConfigError("run() needs a MockClock; on the real clock time passes by itself")
@@ -140,25 +141,42 @@ class InMemoryKafka:
 
     def group_settled(self, group_id: str, names: Optional[Iterable[str]] = None) -> bool:
         """The coordinator says Stable and every (named) member is Stable in its generation,
-        talking to the current coordinator, with no rejoin pending; without ``names``,
-        the group's members are exactly the ones this cluster drives."""
+        talking to the current coordinator, with no rejoin pending.  ``names`` picks pure
+        members made with ``member()``; without it, the group's members must be exactly the
+        ones this cluster drives: its open ``consumer()``s and its ``member()``s of the group."""
         from kgroup.core.coordinator import GroupState
 
-        runners = [self._runners[n] for n in names] if names is not None else [
-            r for r in self._runners.values() if r.member.config.group_id == group_id]
-        node = self.coordinator_node(group_id)
-        if not all(r.member.state is MemberState.STABLE and not r.member.rejoin_needed
-                   and r.member.coordinator_id == node for r in runners):
+        if names is not None:
+            views = [self._member_view(self._runners[n]) for n in names]
+        else:
+            views = [self._member_view(r) for r in self._runners.values()
+                     if r.member.config.group_id == group_id]
+            # A threaded consumer's member belongs to its polling and heartbeat threads: read it
+            # under its runner's lock (a closed consumer has left, or will be expired).
+            views += [self._member_view(c._runner) for c in self._consumers
+                      if c.member.config.group_id == group_id and not c.member.closed]
+        if not views:
             return False
-        generations = {r.member.generation.generation_id for r in runners}
+        node = self.coordinator_node(group_id)
+        if not all(view[0] is MemberState.STABLE and not view[1] and view[2] == node for view in views):
+            return False
+        generations = {view[3] for view in views}
         if len(generations) != 1 or self.group_state(group_id) is not GroupState.Stable:
             return False
         if names is None:
             # A member whose leave was lost stays in the group until its session expires.
             described = self.describe_group(group_id)
             return described is not None and {m.member_id for m in described.members} == {
-                r.member.member_id for r in runners}
+                view[4] for view in views}
         return True
+
+    @staticmethod
+    def _member_view(runner: MemberRunner) -> tuple:
+        """(state, rejoin needed, coordinator node, generation id, member id), read under the runner's
+        lock; ``foreground()`` wakes a heartbeat thread blocked in its transport so the lock comes at once."""
+        with runner.foreground() as member:
+            return (member.state, member.rejoin_needed, member.coordinator_id,
+                    member.generation.generation_id, member.member_id)
 
     # -- queries ---------------------------------------------------------------------
 
@@ -231,4 +249,3 @@ class InMemoryKafka:
 
     def __exit__(self, *exc) -> None:
         self.close()
-

@@ -69,6 +69,9 @@ def test_min_insync_replicas_and_isr_shrink():
     p = c.partition("t", 0)
     for b in p.assigned[1:]:
         c.slow_follower(b, 10**9)
+    # The stuck followers must fall behind the leader's LEO to leave the ISR: a follower whose LEO
+    # equals the leader's stays in sync however long it is idle (Kafka ReplicaState.isCaughtUp).
+    c.produce("t", 0, "behind", acks_all=False)
     c.replicate(5000)
     assert p.isr == [p.leader]
     with pytest.raises(ClusterError) as e:

@@ -1,4 +1,5 @@
-"""The kgroup_cluster fixture (pytest11 plugin): threaded consumers on the real clock, and the mock-clock mode."""
+"""The kgroup_cluster fixture (pytest11 plugin): threaded consumers on the real clock, and the
+mock-clock mode."""
 import time
 
 import pytest
@@ -52,7 +53,8 @@ def test_threaded_consumers_survive_coordinator_broker_failure(kgroup_cluster):
     assert kgroup_cluster.coordinator_node("billing") not in (None, old)
     # Members may find the new coordinator while it still loads; wait for it to be Stable with them.
     _poll_until(consumers, lambda: kgroup_cluster.group_state("billing") is GroupState.Stable
-                and all(c.member.coordinator_id == kgroup_cluster.coordinator_node("billing") for c in consumers)
+                and all(c.member.coordinator_id == kgroup_cluster.coordinator_node("billing")
+                        for c in consumers)
                 and _balanced(consumers)())
     assert owner.committed([tp])[tp].offset == 41
 
@@ -84,3 +86,20 @@ def test_mock_clock_mode_drives_pure_members(kgroup_cluster):
     assert sorted(len(m.assignment) for m in kgroup_cluster.members().values()) == [2, 2]
     with pytest.raises(Exception, match="real clock"):
         kgroup_cluster.consumer("g", ["t"])
+
+
+@pytest.mark.kgroup_cluster(coordinator_config=FAST, offsets_partitions=5)
+def test_group_settled_sees_threaded_consumers(kgroup_cluster):
+    """README "Testing consumers without a broker": poll threaded consumer()s until group_settled."""
+    kgroup_cluster.create_topic("orders", 6)
+    assert not kgroup_cluster.group_settled("billing")  # nobody has joined yet
+    consumers = [kgroup_cluster.consumer("billing", ["orders"], **CONSUMER) for _ in range(3)]
+    _poll_until(consumers, lambda: kgroup_cluster.group_settled("billing"))
+    assert _member_ids(kgroup_cluster, "billing") == {c.member.member_id for c in consumers}
+    assert _balanced(consumers)()
+
+    # A consumer that leaves unsettles the group until the others have rebalanced without it.
+    leaving, *staying = consumers
+    leaving.close()
+    _poll_until(staying, lambda: kgroup_cluster.group_settled("billing") and _balanced(staying)())
+    assert _member_ids(kgroup_cluster, "billing") == {c.member.member_id for c in staying}

@@ -5,7 +5,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from kgroup.core.cluster.config import ClusterConfig
 from kgroup.core.cluster.election import (
-    ElectionResult, elect_controlled_shutdown, elect_offline, elect_preferred,
+    ElectionResult, elect_controlled_shutdown, elect_offline, elect_preferred, elect_reassignment,
 )
 from kgroup.core.cluster.partition import Partition
 from kgroup.core.cluster.reassignment import Reassignment
@@ -28,7 +28,8 @@ class Cluster:
         self.controller_epoch = 0
         self.topics: Dict[str, List[Partition]] = {}
         self.reassignments: Dict[Tuple[str, int], Reassignment] = {}
-        self.elections: List[Tuple[str, int, int, Optional[int], bool]] = []  # topic, p, epoch, leader, unclean
+        # (topic, partition, leader epoch, leader, unclean) per election, in order.
+        self.elections: List[Tuple[str, int, int, Optional[int], bool]] = []
         self._next_replication_ms = now_ms
         self._elect_controller()
 
@@ -51,7 +52,8 @@ class Cluster:
         try:
             return self.topics[topic][index]
         except (KeyError, IndexError):
-            raise ClusterError(f"unknown partition {topic}-{index}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+            raise ClusterError(f"unknown partition {topic}-{index}",
+                               ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
 
     # -- topics -----------------------------------------------------------------
     def _assign(self, start: int, count: int, replication_factor: int) -> List[List[int]]:
@@ -77,7 +79,7 @@ class Cluster:
     def _add(self, name: str, replicas: List[List[int]]) -> None:
         parts = self.topics[name]
         for assigned in replicas:
-            p = Partition(name, len(parts), assigned)
+            p = Partition(name, len(parts), assigned, self.config.min_insync_replicas)
             p.state.transition_to(PartitionState.NEW)
             for b in assigned:
                 p.replica_states[b].transition_to(ReplicaState.NEW)
@@ -111,6 +113,9 @@ class Cluster:
             p.state.transition_to(PartitionState.ONLINE)
         self.elections.append((p.topic, p.index, p.leader_epoch, p.leader, result.unclean))
 
+    def _elect_offline(self, p: Partition, live: List[int]) -> None:
+        self._elect(p, elect_offline(p.assigned, p.isr, live, self.config.unclean_leader_election_enable))
+
     def _on_brokers_failed(self, failed: List[int]) -> None:
         live = self.live_brokers()
         for p in self.partitions():
@@ -123,7 +128,7 @@ class Cluster:
             remaining = [b for b in p.isr if b not in hit]
             p.isr = remaining or ([p.isr[0]] if p.isr else [])
             if p.leader in hit or (p.leader is None and p.state.state is PartitionState.OFFLINE):
-                self._elect(p, elect_offline(p.assigned, p.isr, live, self.config.unclean_leader_election_enable))
+                self._elect_offline(p, live)
 
     def _on_brokers_started(self, started: List[int]) -> None:
         live = self.live_brokers()
@@ -135,7 +140,7 @@ class Cluster:
                     if not self.config.leader_epoch_truncation:
                         p.logs[b].truncate_to(p.logs[b].hw)
             if p.leader is None:
-                self._elect(p, elect_offline(p.assigned, p.isr, live, self.config.unclean_leader_election_enable))
+                self._elect_offline(p, live)
 
     def elect_preferred_leaders(self) -> None:
         live = self.live_brokers()
@@ -147,7 +152,7 @@ class Cluster:
 
     def elect_leader_from(self, p: Partition, candidates: Sequence[int]) -> Optional[int]:
         live = self.live_brokers()
-        return elect_offline(list(candidates), p.isr, live, False).leader
+        return elect_reassignment(list(candidates), p.isr, live).leader
 
     # -- fault injection ----------------------------------------------------------
     def kill_broker(self, broker: int) -> None:
@@ -203,7 +208,9 @@ class Cluster:
         p = self.partition(topic, index)
         if p.leader is None:
             raise ClusterError(f"{topic}-{index} has no leader", ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if acks_all and len(p.isr) < self.config.min_insync_replicas:
+        # Kafka Partition.appendRecordsToLeader compares the ISR with the effective min ISR
+        # (min.insync.replicas capped by the replica count).
+        if acks_all and p.is_under_min_isr():
             raise ClusterError(f"{topic}-{index}: ISR {p.isr} below min.insync.replicas",
                                ErrorCode.NOT_ENOUGH_REPLICAS)
         return p.append(payload, acks_all)

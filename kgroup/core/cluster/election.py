@@ -1,4 +1,8 @@
-"""Leader election rules (pure functions over replica lists)."""
+"""Leader election rules (pure functions over replica lists).
+
+Each is Kafka's ``PartitionLeaderElectionAlgorithms`` (``kafka.controller``, 3.x): the first replica in
+assignment order that is live and in the ISR, with the extra rule each election adds.
+"""
 from __future__ import annotations
 
 from typing import Collection, Optional, Sequence
@@ -35,7 +39,12 @@ def elect_controlled_shutdown(assigned: Sequence[int], isr: Collection[int], liv
 
 
 def elect_preferred(assigned: Sequence[int], isr: Collection[int], live: Collection[int]) -> ElectionResult:
-    preferred = assigned[0]
-    if preferred in live and preferred in isr:
-        return ElectionResult(preferred)
+    """The first assigned replica, only if it is live and in the ISR."""
+    if assigned and assigned[0] in live and assigned[0] in isr:
+        return ElectionResult(assigned[0])
     return ElectionResult(None)
+
+
+def elect_reassignment(target: Sequence[int], isr: Collection[int], live: Collection[int]) -> ElectionResult:
+    """First live ISR replica of the reassignment's target replicas; never unclean."""
+    return elect_offline(target, isr, live, unclean_enabled=False)

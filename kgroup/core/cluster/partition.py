@@ -27,7 +27,7 @@ class Ack:
 
 
 class Partition:
-    def __init__(self, topic: str, index: int, assigned: List[int]) -> None:
+    def __init__(self, topic: str, index: int, assigned: List[int], min_insync_replicas: int = 1) -> None:
         self.topic = topic
         self.index = index
         self.assigned: List[int] = list(assigned)
@@ -35,6 +35,7 @@ class Partition:
         self.leader: Optional[int] = None
         self.isr: List[int] = []
         self.leader_epoch = -1
+        self.min_insync_replicas = min_insync_replicas
         self.last_unclean = False
         self.last_caught_up_ms: Dict[int, int] = {}
         self.needs_truncation: set = set()
@@ -65,6 +66,11 @@ class Partition:
             self.failed.append((offset, payload))
         self.pending = []
         if leader is None:
+            # Losing the leader is a leader change too: Kafka writes NoLeader with a bumped leader epoch
+            # (ControllerIntegrationTest.testLeaderAndIsrWhenEntireIsrOffline*); a further failed
+            # election of an already leaderless partition writes nothing.
+            if self.leader is not None:
+                self.leader_epoch += 1
             self.leader = None
             return
         self.leader = leader
@@ -77,7 +83,9 @@ class Partition:
         log = self.logs[leader]
         log.assign_epoch(self.leader_epoch)
         for b in self.assigned:
-            self.last_caught_up_ms[b] = now_ms
+            # Kafka Replica.resetReplicaState: an in-sync follower counts as caught up now (it gets the
+            # full lag to fetch from the new leader); an out-of-sync one as never, so it cannot hold the HW.
+            self.last_caught_up_ms[b] = now_ms if b in self.isr else 0
             if b != leader:
                 self.needs_truncation.add(b)
         self.needs_truncation.discard(leader)
@@ -121,14 +129,44 @@ class Partition:
     def _epoch_start_reached(self, log: ReplicaLog) -> bool:
         return log.leo >= self.logs[self.leader].end_offset_for(self.leader_epoch - 1)[1]
 
+    def is_caught_up(self, broker: int, now_ms: int, lag_max_ms: int) -> bool:
+        """Kafka ``ReplicaState.isCaughtUp``: a follower whose LEO equals the leader's is caught up however
+        long ago it last fetched (an idle partition must not shrink its ISR); otherwise it must have been
+        caught up within ``lag_max_ms``."""
+        leader = self.leader
+        if leader is not None and self.logs[broker].leo == self.logs[leader].leo:
+            return True
+        # A follower never counted caught up starts at 0, as Kafka's ReplicaState.Empty does.
+        return now_ms - self.last_caught_up_ms.get(broker, 0) <= lag_max_ms
+
     def shrink_isr(self, now_ms: int, lag_max_ms: int) -> None:
-        keep = [b for b in self.isr
-                if b == self.leader or now_ms - self.last_caught_up_ms.get(b, now_ms) <= lag_max_ms]
+        """Drop out-of-sync followers (Kafka ``Partition.getOutOfSyncReplicas``)."""
+        keep = [b for b in self.isr if b == self.leader or self.is_caught_up(b, now_ms, lag_max_ms)]
         if keep != self.isr:
             self.isr = keep
             self._advance_hw()
 
+    def effective_min_isr(self) -> int:
+        """Kafka ``Partition.effectiveMinIsr``: min.insync.replicas capped by the replication factor."""
+        return min(self.min_insync_replicas, len(self.assigned))
+
+    def is_under_min_isr(self) -> bool:
+        """Kafka ``Partition.isUnderMinIsr`` (only a partition with a leader is)."""
+        return self.leader is not None and len(self.isr) < self.effective_min_isr()
+
+    def is_at_min_isr(self) -> bool:
+        """Kafka ``Partition.isAtMinIsr``: one more ISR loss and acks=all produce is refused."""
+        return self.leader is not None and len(self.isr) == self.effective_min_isr()
+
+    def is_under_replicated(self) -> bool:
+        """Kafka ``Partition.isUnderReplicated``: led, with fewer ISR members than assigned replicas."""
+        return self.leader is not None and len(self.isr) < len(self.assigned)
+
     def _advance_hw(self) -> None:
+        # KAFKA-15583: while the ISR is below min.insync.replicas the leader holds its HW, so nothing
+        # (not even an acks=1 write) becomes visible to consumers that fewer replicas than required hold.
+        if self.is_under_min_isr():
+            return
         leader_log = self.logs[self.leader]
         new_hw = min(self.logs[b].leo for b in self.isr)
         if new_hw > leader_log.hw:

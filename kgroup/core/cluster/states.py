@@ -1,4 +1,8 @@
-"""Broker, partition and replica states with their tables of legal previous states (seed 001)."""
+"""Broker, partition and replica states with their tables of legal previous states.
+
+The partition and replica tables are exactly Kafka's ``validPreviousStates``
+(``kafka.controller.PartitionStateMachine`` / ``ReplicaStateMachine``, 3.x).
+"""
 from __future__ import annotations
 
 import enum
@@ -17,13 +21,14 @@ class PartitionState(enum.Enum):
     OFFLINE = "OfflinePartition"
 
 
-# Online -> Online is allowed because preferred-replica, controlled-shutdown and
-# reassignment elections re-elect a partition that already has a leader (modern Kafka does too).
+# Online -> Online: preferred-replica, controlled-shutdown and reassignment elections re-elect a
+# partition that already has a leader.  Offline -> Offline: a partition that lost its leader may be
+# reported offline again (another broker of its replica set fails) - Kafka's PartitionStateMachine.
 PARTITION_LEGAL_PREVIOUS = {
     PartitionState.NON_EXISTENT: frozenset({PartitionState.OFFLINE}),
     PartitionState.NEW: frozenset({PartitionState.NON_EXISTENT}),
     PartitionState.ONLINE: frozenset({PartitionState.NEW, PartitionState.OFFLINE, PartitionState.ONLINE}),
-    PartitionState.OFFLINE: frozenset({PartitionState.NEW, PartitionState.ONLINE}),
+    PartitionState.OFFLINE: frozenset({PartitionState.NEW, PartitionState.ONLINE, PartitionState.OFFLINE}),
 }
 
 
@@ -37,13 +42,18 @@ class ReplicaState(enum.Enum):
     NON_EXISTENT = "NonExistentReplica"
 
 
-# Offline -> Offline is allowed so a second failure report for an already-offline replica is harmless.
+# Offline -> Offline: a second failure report for an already-offline replica is harmless.
+# ReplicaDeletionIneligible is entered from Offline (TopicDeletionManager marks replicas of a dead
+# broker ineligible before deletion starts) as well as from DeletionStarted, and is left for Online
+# (the broker came back) or Offline (deletion is retried) - Kafka's ReplicaStateMachine.
 REPLICA_LEGAL_PREVIOUS = {
     ReplicaState.NEW: frozenset({ReplicaState.NON_EXISTENT}),
-    ReplicaState.ONLINE: frozenset({ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE}),
-    ReplicaState.OFFLINE: frozenset({ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE}),
+    ReplicaState.ONLINE: frozenset({ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE,
+                                    ReplicaState.DELETION_INELIGIBLE}),
+    ReplicaState.OFFLINE: frozenset({ReplicaState.NEW, ReplicaState.ONLINE, ReplicaState.OFFLINE,
+                                     ReplicaState.DELETION_INELIGIBLE}),
     ReplicaState.DELETION_STARTED: frozenset({ReplicaState.OFFLINE}),
     ReplicaState.DELETION_SUCCESSFUL: frozenset({ReplicaState.DELETION_STARTED}),
-    ReplicaState.DELETION_INELIGIBLE: frozenset({ReplicaState.DELETION_STARTED}),
+    ReplicaState.DELETION_INELIGIBLE: frozenset({ReplicaState.OFFLINE, ReplicaState.DELETION_STARTED}),
     ReplicaState.NON_EXISTENT: frozenset({ReplicaState.DELETION_SUCCESSFUL}),
 }
