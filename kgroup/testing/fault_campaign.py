@@ -32,7 +32,7 @@ alone), ``static`` (static members under every fault) and ``static-bounce``.
 from __future__ import annotations
 
 import random
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, cast
 
 import attrs
 
@@ -48,9 +48,12 @@ from kgroup.core.member import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.messages import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest
+from kgroup.core.messages import (
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
+)
 from kgroup.io.runner import MemberRunner
-from kgroup.io.transport import Completion
+from kgroup.io.inprocess import InProcessTransport
+from kgroup.io.transport import Completion, Transport
 from kgroup.testing.clock import MockClock
 from kgroup.testing.cluster import InMemoryKafka
 from kgroup.values import TopicPartition
@@ -78,7 +81,7 @@ class Fault:
 
     at_ms: int
     kind: str
-    target: object = None
+    target: Any = None
     duration_ms: int = 0
 
     def __str__(self) -> str:
@@ -129,7 +132,8 @@ def plan(seed: int, family: Optional[str] = None) -> Scenario:
         for _ in range(rng.randint(1, 3)):
             at_ms += rng.randint(500, 3_000)
             # Back well within the session timeout, as a rolling restart is.
-            faults.append(Fault(at_ms, "static_bounce", rng.choice(members), rng.randint(50, SESSION_TIMEOUT_MS // 2)))
+            down_ms = rng.randint(50, SESSION_TIMEOUT_MS // 2)
+            faults.append(Fault(at_ms, "static_bounce", rng.choice(members), down_ms))
             at_ms += SESSION_TIMEOUT_MS
         return Scenario(seed, family, partitions, members, tuple(faults))
     kinds = _MEMBER_FAULTS + _BROKER_FAULTS if family == "static" else _MEMBER_FAULTS[:-1] + _BROKER_FAULTS
@@ -162,10 +166,10 @@ def _group_assignors(family: str, rng: random.Random) -> tuple:
     return ((rng.choice(("range", "sticky", "cooperative-sticky")),),)
 
 
-class _RecordingTransport:
+class _RecordingTransport(Transport):
     """Wraps a member's transport; records the commits it sends and those accepted."""
 
-    def __init__(self, inner, name: str, campaign: "_Campaign") -> None:
+    def __init__(self, inner: InProcessTransport, name: str, campaign: "_Campaign") -> None:
         self._inner = inner
         self._name = name
         self._campaign = campaign
@@ -186,8 +190,17 @@ class _RecordingTransport:
                 self._campaign.on_commit_answered(self._name, request, completion.result)
         return completions
 
-    def __getattr__(self, name: str):
-        return getattr(self._inner, name)
+    def isolate(self) -> None:
+        self._inner.isolate()
+
+    def heal(self) -> None:
+        self._inner.heal()
+
+    def wakeup(self) -> None:
+        self._inner.wakeup()
+
+    def close(self) -> None:
+        self._inner.close()
 
 
 @attrs.define
@@ -199,6 +212,7 @@ class _App:
     assignors: tuple
     auto_commit: bool
     member: GroupMember
+    transport: _RecordingTransport
     runner: MemberRunner
     positions: Dict[TopicPartition, int] = attrs.Factory(dict)
     awaiting_fetch: set = attrs.Factory(set)
@@ -207,7 +221,8 @@ class _App:
 
 
 class _Campaign:
-    def __init__(self, scenario: Scenario, member_hooks: Optional[Callable[[GroupMember], None]] = None) -> None:
+    def __init__(self, scenario: Scenario,
+                 member_hooks: Optional[Callable[[GroupMember], None]] = None) -> None:
         self.scenario = scenario
         self.rng = random.Random(f"app-{scenario.seed}")
         self.clock = MockClock(0)
@@ -247,7 +262,8 @@ class _Campaign:
         member.subscribe([TOPIC], now)
         member.update_metadata(self.kafka.partitions_per_topic(), now)
         transport = _RecordingTransport(self.kafka.transport(), name, self)
-        app = _App(name, instance_id, assignors, auto_commit, member, MemberRunner(member, transport, self.clock),
+        runner = MemberRunner(member, transport, self.clock)
+        app = _App(name, instance_id, assignors, auto_commit, member, transport, runner,
                    next_poll_ms=now)
         self.apps[name] = app
         return app
@@ -264,7 +280,7 @@ class _Campaign:
                 if app.member.closed:
                     break
                 self.clock.advance(10)
-        app.runner.transport.close()
+        app.transport.close()
         return app
 
     def _positions(self, app: _App) -> dict:
@@ -282,7 +298,7 @@ class _Campaign:
                 revoked = {tp: app.positions[tp] for tp in event.partitions
                            if tp in app.positions and tp not in app.awaiting_fetch}
                 if revoked and member.state is not MemberState.FATAL:
-                    self._commit(app, revoked, now, deadline_ms=now + 2_000)
+                    self._commit(app, revoked, now, deadline_ms=now + self._sync_commit_timeout_ms())
                 for tp in event.partitions:
                     app.positions.pop(tp, None)
                     app.awaiting_fetch.discard(tp)
@@ -306,8 +322,14 @@ class _Campaign:
         member.on_app_poll(now, positions)
         if positions and member.state is MemberState.STABLE and self.rng.random() < 0.15:
             sync = self.rng.random() < 0.5
-            self._commit(app, positions, now, deadline_ms=now + 2_000 if sync else None)
+            deadline_ms = now + self._sync_commit_timeout_ms() if sync else None
+            self._commit(app, positions, now, deadline_ms=deadline_ms)
         app.next_poll_ms = now + self.rng.randint(20, 200)
+
+    def _sync_commit_timeout_ms(self) -> int:
+        # Short ones fail during an outage; long ones (Java's default.api.timeout.ms is 60 s)
+        # are still retrying when the member has rebalanced.
+        return self.rng.choice((2_000, 20_000))
 
     def _commit(self, app: _App, offsets: dict, now: int, deadline_ms: Optional[int]) -> None:
         self._note_produced(app, offsets)
@@ -316,7 +338,8 @@ class _Campaign:
     def _note_produced(self, app: _App, offsets: dict) -> None:
         generation = app.member.generation
         for tp, offset in offsets.items():
-            self.produced_in.setdefault((generation.member_id, tp, offset), set()).add(generation.generation_id)
+            key = (generation.member_id, tp, offset)
+            self.produced_in.setdefault(key, set()).add(generation.generation_id)
 
     # -- commit observations ----------------------------------------------------------
 
@@ -325,7 +348,8 @@ class _Campaign:
             # Until answered, the coordinator may or may not have applied it.
             self.unanswered.setdefault(commit.topic_partition, []).append(commit.committed.offset)
 
-    def on_commit_answered(self, name: str, request: OffsetCommitRequest, response: OffsetCommitResponse) -> None:
+    def on_commit_answered(self, name: str, request: OffsetCommitRequest,
+                           response: OffsetCommitResponse) -> None:
         codes = {p.topic_partition: p.error_code for p in response.partitions}
         for commit in request.offsets:
             tp, offset = commit.topic_partition, commit.committed.offset
@@ -340,7 +364,8 @@ class _Campaign:
                 self.violations.append(f"{self.clock()} ms: committed offset of {tp} went back from "
                                        f"{history[-1]} to {offset} (commit by {name})")
             history.append(offset)
-            self.accepted_commits.append((self.clock(), name, request.member_id, tp, offset, request.generation_id))
+            self.accepted_commits.append(
+                (self.clock(), name, request.member_id, tp, offset, request.generation_id))
 
     # -- faults -------------------------------------------------------------------------
 
@@ -358,17 +383,17 @@ class _Campaign:
                 self.apps[str(target)].paused_until_ms = now + MAX_POLL_INTERVAL_MS + fault.duration_ms
         elif kind == "isolate_member":
             if target in self.apps:
-                self.apps[str(target)].runner.transport.isolate()
+                self.apps[str(target)].transport.isolate()
                 undo.append(Fault(now + fault.duration_ms, "heal_member", target))
         elif kind == "heal_member":
             if target in self.apps:
-                self.apps[str(target)].runner.transport.heal()
+                self.apps[str(target)].transport.heal()
         elif kind == "static_bounce":
             app = self.apps.get(str(target))
             if app is not None:
                 self.stop(app.name, clean=False)
-                undo.append(Fault(now + fault.duration_ms, "static_restart", (app.name, app.instance_id,
-                                                                             app.assignors)))
+                restart = (app.name, app.instance_id, app.assignors)
+                undo.append(Fault(now + fault.duration_ms, "static_restart", restart))
         elif kind == "static_restart":
             name, instance_id, assignors = target  # type: ignore[misc]
             if name not in self.apps:
@@ -413,7 +438,10 @@ class _Campaign:
 
     def next_instant(self, limit_ms: int) -> int:
         now = self.clock()
-        candidates = [limit_ms, self.kafka.hosting.next_deadline_ms()]
+        candidates = [limit_ms]
+        cluster_deadline = self.kafka.hosting.next_deadline_ms()
+        if cluster_deadline is not None:
+            candidates.append(cluster_deadline)
         for app in self.apps.values():
             candidates.append(max(app.next_poll_ms, app.paused_until_ms))
             deadline = app.member.next_deadline_ms()
@@ -460,7 +488,8 @@ class _Campaign:
         if kafka.group_state(GROUP) is not GroupState.Stable:
             return False
         described = kafka.describe_group(GROUP)
-        return described is not None and {m.member_id for m in described.members} == {m.member_id for m in members}
+        ours = {m.member_id for m in members}
+        return described is not None and {m.member_id for m in described.members} == ours
 
     def check_commit_generations(self) -> None:
         """Every accepted commit was made in the generation it carried, or its member kept the
@@ -468,15 +497,20 @@ class _Campaign:
         what it revokes in the new generation: nobody else owned the partition in between)."""
         for at_ms, name, member_id, tp, offset, generation in self.accepted_commits:
             made_in = self.produced_in.get((member_id, tp, offset), set())
-            if generation in made_in or any(
-                    all(self.owner_in.get((tp, h), member_id) == member_id for h in range(g + 1, generation + 1))
-                    for g in made_in if g < generation):
+            if generation in made_in or any(self._kept(member_id, tp, g, generation) for g in made_in):
                 continue
-            owners = {h: self.owner_in.get((tp, h)) for h in range(min(made_in, default=generation), generation + 1)}
+            first = min(made_in, default=generation)
+            owners = {h: self.owner_in.get((tp, h)) for h in range(first, generation + 1)}
             self.violations.append(
                 f"{at_ms} ms: {name} committed {tp}@{offset} as generation {generation}, but produced it in "
-                f"generation(s) {sorted(made_in)} and the partition's owners were {owners}: a stale-generation "
+                f"generation(s) {sorted(made_in)} and the partition's owners were {owners}: "
+                "a stale-generation "
                 "commit was accepted")
+
+    def _kept(self, member_id: str, tp: TopicPartition, made_in: int, generation: int) -> bool:
+        """Nobody but ``member_id`` owned ``tp`` after generation ``made_in`` up to ``generation``."""
+        return made_in < generation and all(
+            self.owner_in.get((tp, h), member_id) == member_id for h in range(made_in + 1, generation + 1))
 
     def member_generations(self) -> set:
         return {a.member.generation.generation_id for a in self.apps.values()}
@@ -489,7 +523,7 @@ class _Campaign:
             tps = tuple(TopicPartition(TOPIC, p) for p in range(self.scenario.partitions))
             result = coordinator.handle(None, OffsetFetchRequest(GROUP, tps), now_ms)
             return result.deliveries[0].response
-        response = self.kafka.hub.query(read)
+        response = cast(OffsetFetchResponse, self.kafka.hub.query(read))
         return {p.topic_partition: p.committed.offset for p in response.partitions
                 if p.committed is not None and p.committed.offset >= 0}
 
@@ -502,7 +536,7 @@ class _Campaign:
         for broker in BROKERS:
             self.kafka.heal_broker(broker)
         for app in self.apps.values():
-            app.runner.transport.heal()
+            app.transport.heal()
             app.paused_until_ms = -1
         start = self.clock()
         deadline = start + SETTLE_BOUND_MS
@@ -511,7 +545,8 @@ class _Campaign:
                 states = {a.name: (a.member.state.name, a.member.generation.generation_id,
                                    len(a.member.assignment)) for a in self.apps.values()}
                 self.violations.append(f"the group did not settle within {SETTLE_BOUND_MS} ms of the last "
-                                       f"fault: coordinator {self.kafka.group_state(GROUP)}, members {states}")
+                                       f"fault: coordinator {self.kafka.group_state(GROUP)}, "
+                                       f"members {states}")
                 return
             self.run_until(self.clock() + 50, [])
         sizes = sorted(len(a.member.assignment) for a in self.apps.values())
@@ -528,7 +563,7 @@ class _Campaign:
 
     def close(self) -> None:
         for app in self.apps.values():
-            app.runner.transport.close()
+            app.transport.close()
         self.kafka.close()
 
 
@@ -551,7 +586,8 @@ def run_scenario(scenario: Scenario, member_hooks: Optional[Callable[[GroupMembe
             generation_after = campaign.member_generations()
             if generation_after != generation_before:
                 campaign.violations.append(f"static members bounced within the session timeout, yet the "
-                                           f"group rebalanced: generation {generation_before} -> {generation_after}")
+                                           f"group rebalanced: generation {generation_before} -> "
+                                           f"{generation_after}")
         return Verdict(scenario, tuple(campaign.violations), len(campaign.generations_seen),
                        campaign.commits_accepted)
     finally:
