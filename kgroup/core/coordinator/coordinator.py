@@ -47,7 +47,7 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         self._new_member_id = member_id_factory or _uuid_member_id
         self._observer = on_transition
         self._groups: dict[str, Group] = {}
-        # ("join", group_id) and ("session", group_id, member_id) deadlines.
+        # ("join", group_id), ("sync", group_id) and ("session", group_id, member_id) deadlines.
         self._timers = KeyedTimers()
         self._deliveries: list[Delivery] = []
         self._records: list[Record] = []
@@ -91,6 +91,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                     continue
                 if key[0] == "join":
                     self._on_join_timer(key[1])
+                elif key[0] == "sync":
+                    self._on_sync_timer(key[1])
                 else:
                     self._on_session_timer(key[1], key[2])
         return self._flush()
@@ -156,6 +158,16 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             if group.is_(S.PreparingRebalance):
                 # Nobody's join is parked any more: give members a rebalance timeout to rejoin.
                 coordinator._schedule_join(group, now_ms + group.rebalance_timeout_ms(), initial=False)
+            elif group.is_(S.CompletingRebalance):
+                # Nobody has synced with this coordinator yet.
+                coordinator._await_syncs(group)
+            if len(group.members) > config.group_max_size and (group.is_(S.Stable) or group.is_(S.CompletingRebalance)):
+                # The limit was lowered: rebalance so the last rejoiners are kicked out (Kafka's
+                # GroupMetadataManager replay: "Freshly-loaded group ... is over capacity").
+                coordinator._prepare_rebalance(group)
+        coordinator._deliveries.clear()
+        coordinator._records.clear()
+        coordinator._touched.clear()
         return coordinator
 
     def resign(self, code: ErrorCode = E.NOT_COORDINATOR) -> CoordinatorResult:
@@ -236,11 +248,17 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         def fail(code: ErrorCode) -> None:
             self._deliver(key, JoinGroupResponse(code, member_id=req.member_id))
 
+        # Every check that needs no group state comes first, so a bad request changes nothing.
         cfg = self.config
         if not req.group_id:
             return fail(E.INVALID_GROUP_ID)
         if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
             return fail(E.INVALID_SESSION_TIMEOUT)
+        names = tuple(p.name for p in req.protocols)
+        if len(set(names)) != len(names):
+            # Kafka does not validate this and later fails to select a protocol; a member listing
+            # an assignor twice cannot agree with the group on one, hence this code.
+            return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         unknown = req.member_id == UNKNOWN_MEMBER_ID
         group = self._groups.get(req.group_id)
         if group is None or (group.is_(S.Dead) and unknown):
@@ -248,10 +266,15 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                 return fail(E.UNKNOWN_MEMBER_ID)
             # A deleted group's id is free again: a new member creates a new group.
             group = self._create_group(req.group_id)
-        elif group.is_(S.Dead):
-            return fail(E.COORDINATOR_NOT_AVAILABLE)
         self._touched.add(group.group_id)
-        names = tuple(p.name for p in req.protocols)
+        if not self._accepts_joining(group, None if unknown else req.member_id):
+            # Kafka's classicGroupJoinToClassicGroup: the member (pending or not) is removed and told
+            # so with no member id; a retry with the old id is judged the same way.
+            self._reject_over_max_size(group, req.member_id)
+            self._deliver(key, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED))
+            return
+        if group.is_(S.Dead):
+            return fail(E.COORDINATOR_NOT_AVAILABLE)
         if not group.supports_protocols(req.protocol_type, names):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         if unknown:
@@ -267,13 +290,24 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return True
         member = group.members.get(member_id) if member_id is not None else None
         if state is S.PreparingRebalance:
+            # Counting members awaiting the join (not all members) kicks out the last rejoiners
+            # of a group that is over a lowered limit.
             return (member is not None and member.join_key is not None) or group.num_awaiting_join < limit
         return member is not None or len(group.members) < limit
 
+    def _reject_over_max_size(self, group: Group, member_id: str) -> None:
+        if member_id in group.pending_members:
+            self._drop_pending(group, member_id)
+        else:
+            member = group.members.get(member_id)
+            if member is None:
+                return
+            self._remove_member(group, member)
+        if group.is_(S.PreparingRebalance):
+            # The members left may all have joined already.
+            self._maybe_complete_join(group)
+
     def _join_new_member(self, key: Hashable, group: Group, req: JoinGroupRequest) -> None:
-        if not self._accepts_joining(group, None):
-            self._deliver(key, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED))
-            return
         instance_id = req.group_instance_id
         new_id = self._new_member_id(instance_id if instance_id is not None else req.client_id)
         if instance_id is not None:
@@ -287,50 +321,66 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             self._add_member_and_rebalance(key, group, req, new_id)
 
     def _join_new_static_member(self, key: Hashable, group: Group, req: JoinGroupRequest, new_id: str) -> None:
+        """Kafka's updateStaticMemberThenRebalanceOrCompleteJoin (KIP-345, KIP-814)."""
         instance_id = req.group_instance_id
         old_id = group.static_members.get(instance_id)
         if old_id is None:
             self._add_member_and_rebalance(key, group, req, new_id)
             return
         old = group.members[old_id]
-        new = Member(group.group_id, new_id, instance_id, req.client_id, req.client_host, req.session_timeout_ms,
-                     req.rebalance_timeout_ms, old.protocols)
+        previous_leader_id = group.leader_id
+        new = Member(group.group_id, new_id, instance_id, old.client_id, old.client_host, req.session_timeout_ms,
+                     req.rebalance_timeout_ms, req.protocols)
         group.replace_static_member(instance_id, old_id, new)
         self._cancel(old.session_key)
         # The old incarnation is fenced: its parked requests are answered so.
         if old.join_key is not None:
             self._deliver(old.join_key, JoinGroupResponse(E.FENCED_INSTANCE_ID, member_id=old_id))
+            old.join_key = None
         if old.sync_key is not None:
             self._deliver(old.sync_key, SyncGroupResponse(E.FENCED_INSTANCE_ID))
+            old.sync_key = None
         self._schedule_session(new)
-        if group.is_(S.Stable) and old.protocols == req.protocols:
-            # Same metadata in a Stable group: no rebalance, the member keeps its
-            # assignment.  A replaced leader gets the members but must not reassign.
-            is_leader = group.leader_id == new_id
-            self._deliver(key, self._join_response(group, new, is_leader, skip_assignment=is_leader))
+        if group.is_(S.Stable) and group.select_protocol() == group.protocol_name:
+            # A restarted process cannot reproduce its subscription bytes (owned partitions,
+            # generation), so only a change of the selected protocol forces a rebalance; the
+            # member gets its stored assignment back through SyncGroup.
+            if req.api_version >= 9:
+                # KIP-814: a replaced leader gets the members but must not reassign.
+                is_leader = group.leader_id == new_id
+                self._deliver(key, self._join_response(group, new, is_leader, skip_assignment=is_leader))
+            else:
+                # Before v9 the client cannot skip the assignment: it is told the old leader
+                # id, so it acts as a follower.
+                self._deliver(key, JoinGroupResponse(
+                    E.NONE, generation_id=group.generation_id, protocol_type=group.protocol_type,
+                    protocol_name=group.protocol_name, leader=previous_leader_id or "", member_id=new_id))
+            return
+        group.set_join_key(new, key)
+        if group.is_(S.Stable) or group.is_(S.CompletingRebalance):
+            # In CompletingRebalance the leader may already be assigning with the old member id.
+            self._prepare_rebalance(group)
         else:
-            self._update_member_and_rebalance(key, group, new, req)
+            self._maybe_complete_join(group)
 
     def _join_existing_member(self, key: Hashable, group: Group, req: JoinGroupRequest) -> None:
         mid = req.member_id
         if mid in group.pending_members:
-            if not self._accepts_joining(group, mid):
-                self._drop_pending(group, mid)
-                self._deliver(key, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED, member_id=mid))
-                if group.is_(S.PreparingRebalance):
-                    self._maybe_complete_join(group)
+            if req.group_instance_id is not None:
+                # Kafka: "pending member cannot be a static member" (an IllegalStateException, which
+                # the broker answers UNKNOWN_SERVER_ERROR); joining would map one instance id to two
+                # members.
+                self._deliver(key, JoinGroupResponse(E.UNKNOWN_SERVER_ERROR, member_id=mid))
                 return
             group.pending_members.discard(mid)
             self._cancel(session_key(group.group_id, mid))
             self._add_member_and_rebalance(key, group, req, mid)
             return
-        if group.is_static_member_fenced(mid, req.group_instance_id):
-            self._deliver(key, JoinGroupResponse(E.FENCED_INSTANCE_ID, member_id=mid))
+        code = group.validate_member(mid, req.group_instance_id)
+        if code is not E.NONE:
+            self._deliver(key, JoinGroupResponse(code, member_id=mid))
             return
-        member = group.members.get(mid)
-        if member is None:
-            self._deliver(key, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=mid))
-            return
+        member = group.members[mid]
         state = group.state
         if state is S.PreparingRebalance:
             self._update_member_and_rebalance(key, group, member, req)
@@ -372,7 +422,11 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         group.add(member, key)
         if group.is_(S.PreparingRebalance) and group.previous_state is S.Empty:
             group.new_member_added = True
-        self._schedule_session(member)
+        # A client that gave up on its parked first JoinGroup retries with a new member id; the
+        # abandoned member would hold the rebalance forever, so a new member's join times out
+        # (Kafka's addMemberThenRebalanceOrCompleteJoin, new member join timeout).
+        member.is_new = True
+        self._timers.schedule(member.session_key, self._now_ms + self.config.group_new_member_join_timeout_ms)
         self._maybe_prepare_rebalance_or_complete_join(group)
 
     def _update_member_and_rebalance(self, key: Hashable, group: Group, member: Member,
@@ -388,7 +442,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
             group.dirty_members.add(member.member_id)
         group.set_join_key(member, key)
-        self._schedule_session(member)
+        if not member.is_new:
+            # A new member keeps its join timeout (Kafka does not reschedule it here either).
+            self._schedule_session(member)
         self._maybe_prepare_rebalance_or_complete_join(group)
 
     def _maybe_prepare_rebalance_or_complete_join(self, group: Group) -> None:
@@ -400,10 +456,14 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
     def _prepare_rebalance(self, group: Group) -> None:
         if group.is_(S.CompletingRebalance):
             self._reset_assignments(group, E.REBALANCE_IN_PROGRESS)
+        group.pending_sync_members.clear()
+        self._cancel(group.sync_key)
         initial = group.is_(S.Empty)
         if initial:
             rebalance_timeout_ms = group.rebalance_timeout_ms()
-            delay_ms = min(self.config.group_initial_rebalance_delay_ms, rebalance_timeout_ms)
+            # Kafka's prepareRebalance: the first wait is the whole configured delay; only the
+            # extensions while members keep arriving are capped by the rebalance timeout.
+            delay_ms = self.config.group_initial_rebalance_delay_ms
             group.new_member_added = False
             group.initial_delay_ms = delay_ms
             group.initial_remaining_ms = max(rebalance_timeout_ms - delay_ms, 0)
@@ -423,6 +483,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             if member.sync_key is not None:
                 self._deliver(member.sync_key, SyncGroupResponse(code))
                 member.sync_key = None
+                # Kafka's propagateAssignment: answering a sync (with an error too) restarts the
+                # session, so a follower does not expire together with a leader that never synced.
+                self._schedule_session(member)
 
     def _maybe_complete_join(self, group: Group) -> None:
         # The initial delay is never cut short (Kafka's InitialDelayedJoin).
@@ -469,7 +532,34 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             if member.join_key is not None:
                 self._deliver(member.join_key, self._join_response(group, member, member.member_id == leader_id))
                 group.set_join_key(member, None)
+            member.is_new = False
             self._schedule_session(member)
+        self._await_syncs(group)
+
+    def _await_syncs(self, group: Group) -> None:
+        """Every member must sync within the rebalance timeout (Kafka's schedulePendingSync)."""
+        group.pending_sync_members = set(group.members)
+        self._timers.schedule(group.sync_key, self._now_ms + group.rebalance_timeout_ms())
+
+    def _on_sync_timer(self, group_id: str) -> None:
+        """Kafka's expirePendingSync: members that never synced are removed and the group rebalances."""
+        group = self._groups.get(group_id)
+        if group is None or not (group.is_(S.CompletingRebalance) or group.is_(S.Stable)):
+            return
+        if not group.pending_sync_members:
+            return
+        self._touched.add(group_id)
+        for member_id in list(group.pending_sync_members):
+            member = group.members.get(member_id)
+            if member is not None:
+                self._remove_member(group, member)
+        group.pending_sync_members.clear()
+        self._prepare_rebalance(group)
+
+    def _synced(self, group: Group, member_id: str) -> None:
+        group.pending_sync_members.discard(member_id)
+        if not group.pending_sync_members:
+            self._cancel(group.sync_key)
 
     # -- membership removal ----------------------------------------------------
 
@@ -481,7 +571,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         group.remove(member.member_id)
         self._cancel(member.session_key)
         if member.join_key is not None:
-            self._deliver(member.join_key, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=member.member_id))
+            # Kafka's removeMemberAndUpdateClassicGroup answers with no member id: the client
+            # must join again as a new member.
+            self._deliver(member.join_key, JoinGroupResponse(E.UNKNOWN_MEMBER_ID))
             member.join_key = None
         if member.sync_key is not None:
             self._deliver(member.sync_key, SyncGroupResponse(E.UNKNOWN_MEMBER_ID))
@@ -507,8 +599,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         member = group.members.get(member_id)
         if member is None:
             return
-        if member.join_key is not None or member.sync_key is not None:
-            # Awaiting a response counts as alive (seed 003's shouldKeepMemberAlive).
+        if not member.is_new and (member.join_key is not None or member.sync_key is not None):
+            # Awaiting a response counts as alive (Kafka's ClassicGroupMember.hasSatisfiedHeartbeat),
+            # except for a new member, whose join timeout this deadline is.
             # Re-armed strictly later so on_timers cannot spin on a zero timeout.
             self._timers.schedule(member.session_key, self._now_ms + max(member.session_timeout_ms, 1))
             return
@@ -528,11 +621,10 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return fail(E.UNKNOWN_MEMBER_ID)
         if group.is_(S.Dead):
             return fail(E.COORDINATOR_NOT_AVAILABLE)
-        if group.is_static_member_fenced(req.member_id, req.group_instance_id):
-            return fail(E.FENCED_INSTANCE_ID)
-        member = group.members.get(req.member_id)
-        if member is None:
-            return fail(E.UNKNOWN_MEMBER_ID)
+        code = group.validate_member(req.member_id, req.group_instance_id)
+        if code is not E.NONE:
+            return fail(code)
+        member = group.members[req.member_id]
         if req.generation_id != group.generation_id:
             return fail(E.ILLEGAL_GENERATION)
         if ((req.protocol_type is not None and req.protocol_type != group.protocol_type)
@@ -542,6 +634,7 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         if state is S.PreparingRebalance:
             return fail(E.REBALANCE_IN_PROGRESS)
         if state is S.Stable:
+            self._synced(group, member.member_id)
             self._schedule_session(member)
             self._deliver(key, SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name, member.assignment))
             return
@@ -550,6 +643,7 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         if member.sync_key is not None and member.sync_key != key:
             self._deliver(member.sync_key, SyncGroupResponse(E.REBALANCE_IN_PROGRESS))
         member.sync_key = key
+        self._synced(group, member.member_id)
         self._schedule_session(member)
         if req.member_id != group.leader_id:
             return
@@ -582,11 +676,10 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         state = group.fsm.state
         if state is S.Dead:
             return E.COORDINATOR_NOT_AVAILABLE
-        if req.group_instance_id is not None and group.is_static_member_fenced(req.member_id, req.group_instance_id):
-            return E.FENCED_INSTANCE_ID
-        member = group.members.get(req.member_id)
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
+        code = group.validate_member(req.member_id, req.group_instance_id)
+        if code is not E.NONE:
+            return code
+        member = group.members[req.member_id]
         if req.generation_id != group.generation_id:
             return E.ILLEGAL_GENERATION
         if state is S.Empty:
