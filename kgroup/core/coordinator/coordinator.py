@@ -161,13 +161,13 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             elif group.is_(S.CompletingRebalance):
                 # Nobody has synced with this coordinator yet.
                 coordinator._await_syncs(group)
-            if len(group.members) > config.group_max_size and (group.is_(S.Stable) or group.is_(S.CompletingRebalance)):
+            over_capacity = len(group.members) > config.group_max_size
+            if over_capacity and (group.is_(S.Stable) or group.is_(S.CompletingRebalance)):
                 # The limit was lowered: rebalance so the last rejoiners are kicked out (Kafka's
                 # GroupMetadataManager replay: "Freshly-loaded group ... is over capacity").
                 coordinator._prepare_rebalance(group)
-        coordinator._deliveries.clear()
-        coordinator._records.clear()
-        coordinator._touched.clear()
+        # A group that changed state while loading stays touched: its new header is emitted by the
+        # next call's flush.
         return coordinator
 
     def resign(self, code: ErrorCode = E.NOT_COORDINATOR) -> CoordinatorResult:
