@@ -183,15 +183,17 @@ class Ctx:
         return Rebalance(1, leader.member_id, leader_sync.assignment, follower.member_id, follower_sync.assignment)
 
     def join_with_n_members(self, n: int, group_id: str = GROUP, rebalance_ms: int = 10_000, session_ms: int = 5_000):
-        """Kafka's joinWithNMembers: n dynamic members join and the initial delay completes the join."""
+        """Kafka's joinWithNMembers: n dynamic members join; the initial delay, then the rebalance
+        timeout, complete the join."""
         ids = [self.call(self.join_request(group_id=group_id, rebalance_ms=rebalance_ms,
                                            session_ms=session_ms)).member_id for _ in range(n)]
         keys = [self.join(group_id=group_id, member_id=mid, rebalance_ms=rebalance_ms, session_ms=session_ms)
                 for mid in ids]
-        waited = 0
-        while any(self.result(k) is None for k in keys) and waited <= rebalance_ms:
-            self.sleep(self.delay_ms)
-            waited += self.delay_ms
+        self.sleep(self.delay_ms)
+        assert all(self.result(k) is None for k in keys)
+        self.sleep(rebalance_ms)
+        assert all(self.result(k).error_code is E.NONE for k in keys)
+        assert self.state(group_id) is S.CompletingRebalance
         return [self.result(k) for k in keys]
 
 
