@@ -72,7 +72,8 @@ class InProcessHub:
         self._transports: dict[int, "InProcessTransport"] = {}
         self._thread: Optional[threading.Thread] = None
         if run_timers if run_timers is not None else clock is None:
-            self._thread = threading.Thread(target=self._run_timers, name="kgroup-inprocess-timers", daemon=True)
+            self._thread = threading.Thread(target=self._run_timers, name="kgroup-inprocess-timers",
+                                            daemon=True)
             self._thread.start()
 
     def transport(self) -> "InProcessTransport":

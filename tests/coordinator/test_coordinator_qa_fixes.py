@@ -112,8 +112,10 @@ def test_unknown_instance_id_with_a_known_member_id_is_unknown_member():
     c1 = Client(d, "c1")
     make_stable(d, c1)
     mid, gen = c1.member_id, c1.generation_id
-    assert d.request(HeartbeatRequest("g", gen, mid, group_instance_id="ghost")).error_code is E.UNKNOWN_MEMBER_ID
-    assert d.request(SyncGroupRequest("g", gen, mid, group_instance_id="ghost")).error_code is E.UNKNOWN_MEMBER_ID
+    heartbeat = d.request(HeartbeatRequest("g", gen, mid, group_instance_id="ghost"))
+    assert heartbeat.error_code is E.UNKNOWN_MEMBER_ID
+    sync = d.request(SyncGroupRequest("g", gen, mid, group_instance_id="ghost"))
+    assert sync.error_code is E.UNKNOWN_MEMBER_ID
     commit = d.request(_commit("g", generation_id=gen, member_id=mid, group_instance_id="ghost"))
     assert commit.partitions[0].error_code is E.UNKNOWN_MEMBER_ID
     join = d.request(c1.join_request(group_instance_id="ghost"))
@@ -327,4 +329,3 @@ def test_describe_outside_stable_shows_assignments_but_no_metadata():
     by_id = {m.member_id: m for m in described.members}
     assert by_id[c1.member_id].member_assignment == c1.assignment != b""
     assert by_id[c2.member_id].member_metadata == b""
-

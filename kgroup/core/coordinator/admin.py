@@ -45,7 +45,8 @@ class AdminHandlers:
         self._deliver(key, ListGroupsResponse(E.NONE, listed))
 
     def _delete(self, key: Hashable, req: DeleteGroupsRequest) -> None:
-        self._deliver(key, DeleteGroupsResponse(tuple(DeletedGroup(gid, self._delete_one(gid)) for gid in req.groups)))
+        results = tuple(DeletedGroup(gid, self._delete_one(gid)) for gid in req.groups)
+        self._deliver(key, DeleteGroupsResponse(results))
 
     def _delete_one(self, group_id: str) -> ErrorCode:
         group = self._groups.get(group_id)

@@ -19,7 +19,9 @@ class GroupCoordinatorConfig:
 
     def __attrs_post_init__(self) -> None:
         if self.group_min_session_timeout_ms < 0:
-            raise ConfigError(f"group_min_session_timeout_ms must be >= 0, got {self.group_min_session_timeout_ms}")
+            raise ConfigError(
+                f"group_min_session_timeout_ms must be >= 0, got {self.group_min_session_timeout_ms}"
+            )
         if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms:
             raise ConfigError(
                 f"group_max_session_timeout_ms ({self.group_max_session_timeout_ms}) is below "

@@ -8,7 +8,7 @@ call (another member's request or a timer).
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Hashable, Iterable, Optional
+from typing import Callable, Hashable, Iterable, Optional, cast
 
 from kgroup.core.coordinator.admin import AdminHandlers
 from kgroup.core.coordinator.config import GroupCoordinatorConfig
@@ -71,7 +71,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         if type(request) is HeartbeatRequest:
             # Hot path: a heartbeat changes no persisted state, so it skips the record flush.
             self._now_ms = now_ms
-            return CoordinatorResult((Delivery(request_key, _HEARTBEAT_RESPONSES[self._heartbeat_code(request)]),))
+            response = _HEARTBEAT_RESPONSES[self._heartbeat_code(request)]
+            return CoordinatorResult((Delivery(request_key, response),))
         handler = self._handlers.get(type(request))
         if handler is None:
             raise TypeError(f"GroupCoordinator cannot handle {type(request).__name__}")
@@ -85,10 +86,11 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             due = self._timers.pop_due(now_ms)
             if not due:
                 break
-            for key in due:
+            for due_key in due:
                 # A key re-armed by an earlier callback in this batch is no longer due.
-                if key in self._timers:
+                if due_key in self._timers:
                     continue
+                key = cast(tuple, due_key)  # every key this coordinator schedules is a tuple
                 if key[0] == "join":
                     self._on_join_timer(key[1])
                 elif key[0] == "sync":
@@ -181,7 +183,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         for group in self._groups.values():
             for member in group.members.values():
                 if member.join_key is not None:
-                    deliveries.append(Delivery(member.join_key, JoinGroupResponse(code, member_id=member.member_id)))
+                    response = JoinGroupResponse(code, member_id=member.member_id)
+                    deliveries.append(Delivery(member.join_key, response))
                     member.join_key = None
                 if member.sync_key is not None:
                     deliveries.append(Delivery(member.sync_key, SyncGroupResponse(code)))
@@ -320,7 +323,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         else:
             self._add_member_and_rebalance(key, group, req, new_id)
 
-    def _join_new_static_member(self, key: Hashable, group: Group, req: JoinGroupRequest, new_id: str) -> None:
+    def _join_new_static_member(self, key: Hashable, group: Group, req: JoinGroupRequest,
+                                new_id: str) -> None:
         """Kafka's updateStaticMemberThenRebalanceOrCompleteJoin (KIP-345, KIP-814)."""
         instance_id = req.group_instance_id
         old_id = group.static_members.get(instance_id)
@@ -329,8 +333,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return
         old = group.members[old_id]
         previous_leader_id = group.leader_id
-        new = Member(group.group_id, new_id, instance_id, old.client_id, old.client_host, req.session_timeout_ms,
-                     req.rebalance_timeout_ms, req.protocols)
+        new = Member(group.group_id, new_id, instance_id, old.client_id, old.client_host,
+                     req.session_timeout_ms, req.rebalance_timeout_ms, req.protocols)
         group.replace_static_member(instance_id, old_id, new)
         self._cancel(old.session_key)
         # The old incarnation is fenced: its parked requests are answered so.
@@ -414,7 +418,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             members=members, skip_assignment=skip_assignment,
         )
 
-    def _add_member_and_rebalance(self, key: Hashable, group: Group, req: JoinGroupRequest, member_id: str) -> None:
+    def _add_member_and_rebalance(self, key: Hashable, group: Group, req: JoinGroupRequest,
+                                  member_id: str) -> None:
         member = Member(group.group_id, member_id, req.group_instance_id, req.client_id, req.client_host,
                         req.session_timeout_ms, req.rebalance_timeout_ms, req.protocols)
         if not group.members:
@@ -433,11 +438,12 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                                      req: JoinGroupRequest) -> None:
         if member.join_key is not None and member.join_key != key:
             # Kafka drops the superseded callback; we answer it so no caller waits forever.
-            self._deliver(member.join_key, JoinGroupResponse(E.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+            superseded = JoinGroupResponse(E.REBALANCE_IN_PROGRESS, member_id=member.member_id)
+            self._deliver(member.join_key, superseded)
         if not member.matches(req.protocols):
             group.update_protocols(member, req.protocols)
-        if (member.session_timeout_ms, member.rebalance_timeout_ms) != (req.session_timeout_ms,
-                                                                          req.rebalance_timeout_ms):
+        timeouts = (req.session_timeout_ms, req.rebalance_timeout_ms)
+        if (member.session_timeout_ms, member.rebalance_timeout_ms) != timeouts:
             member.session_timeout_ms = req.session_timeout_ms
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
             group.dirty_members.add(member.member_id)
@@ -510,7 +516,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
 
     def _complete_join(self, group: Group) -> None:
         if group.num_awaiting_join < len(group.members):
-            for member in [m for m in group.members.values() if m.join_key is None and m.group_instance_id is None]:
+            not_rejoined = [m for m in group.members.values()
+                            if m.join_key is None and m.group_instance_id is None]
+            for member in not_rejoined:
                 self._remove_member(group, member)
         if group.members and group.num_awaiting_join == 0:
             # Only static members that did not rejoin remain: wait for them (or their session expiry).
@@ -518,7 +526,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return
         leader = group.members.get(group.leader_id) if group.leader_id is not None else None
         if leader is None or leader.join_key is None:
-            group.leader_id = next((m.member_id for m in group.members.values() if m.join_key is not None), None)
+            rejoined = (m.member_id for m in group.members.values() if m.join_key is not None)
+            group.leader_id = next(rejoined, None)
         group.generation_id += 1
         self._touched.add(group.group_id)
         if not group.members:
@@ -530,7 +539,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         leader_id = group.leader_id
         for member in group.members.values():
             if member.join_key is not None:
-                self._deliver(member.join_key, self._join_response(group, member, member.member_id == leader_id))
+                is_leader = member.member_id == leader_id
+                self._deliver(member.join_key, self._join_response(group, member, is_leader))
                 group.set_join_key(member, None)
             member.is_new = False
             self._schedule_session(member)
@@ -636,7 +646,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         if state is S.Stable:
             self._synced(group, member.member_id)
             self._schedule_session(member)
-            self._deliver(key, SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name, member.assignment))
+            self._deliver(key, SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name,
+                                                 member.assignment))
             return
         if state is not S.CompletingRebalance:
             return fail(E.UNKNOWN_MEMBER_ID)

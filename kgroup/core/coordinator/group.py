@@ -57,8 +57,9 @@ class Member:
     def record(self, group_id: str) -> MemberMetadataRecord:
         return MemberMetadataRecord(
             group_id=group_id, member_id=self.member_id, group_instance_id=self.group_instance_id,
-            client_id=self.client_id, client_host=self.client_host, session_timeout_ms=self.session_timeout_ms,
-            rebalance_timeout_ms=self.rebalance_timeout_ms, protocols=self.protocols, assignment=self.assignment,
+            client_id=self.client_id, client_host=self.client_host,
+            session_timeout_ms=self.session_timeout_ms, rebalance_timeout_ms=self.rebalance_timeout_ms,
+            protocols=self.protocols, assignment=self.assignment,
         )
 
 
@@ -152,8 +153,9 @@ class Group:
         self.pending_sync_members.discard(member_id)
         if member.join_key is not None:
             self.num_awaiting_join -= 1
-        if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
-            del self.static_members[member.group_instance_id]
+        instance_id = member.group_instance_id
+        if instance_id is not None and self.static_members.get(instance_id) == member_id:
+            del self.static_members[instance_id]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         self.dirty_members.add(member_id)

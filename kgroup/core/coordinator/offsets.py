@@ -28,7 +28,8 @@ class OffsetHandlers:
             for commit in req.offsets:
                 group.offsets[commit.topic_partition] = commit.committed
                 self._records.append(OffsetCommitRecord(gid, commit.topic_partition, commit.committed))
-        self._deliver(key, OffsetCommitResponse(tuple(PartitionError(c.topic_partition, code) for c in req.offsets)))
+        errors = tuple(PartitionError(c.topic_partition, code) for c in req.offsets)
+        self._deliver(key, OffsetCommitResponse(errors))
 
     def _offset_commit_check(self, req: OffsetCommitRequest) -> tuple[ErrorCode, Optional[Group]]:
         # The empty group id is a valid group here, as in Kafka ("for backwards compatibility").

@@ -97,9 +97,9 @@ class Ctx:
     def join(self, **kw):
         return self.send(self.join_request(**kw))
 
-    def sync(self, member_id: str, generation_id: int, group_id: str = GROUP, instance_id: Optional[str] = None,
-             assignments: dict | None = None, protocol_type: Optional[str] = None,
-             protocol_name: Optional[str] = None):
+    def sync(self, member_id: str, generation_id: int, group_id: str = GROUP,
+             instance_id: Optional[str] = None, assignments: dict | None = None,
+             protocol_type: Optional[str] = None, protocol_name: Optional[str] = None):
         pairs = tuple(SyncGroupAssignment(m, a) for m, a in (assignments or {}).items())
         return self.send(SyncGroupRequest(group_id, generation_id, member_id, group_instance_id=instance_id,
                                           protocol_type=protocol_type, protocol_name=protocol_name,
@@ -107,7 +107,8 @@ class Ctx:
 
     def heartbeat(self, member_id: str, generation_id: int, group_id: str = GROUP,
                   instance_id: Optional[str] = None) -> ErrorCode:
-        return self.call(HeartbeatRequest(group_id, generation_id, member_id, group_instance_id=instance_id)).error_code
+        request = HeartbeatRequest(group_id, generation_id, member_id, group_instance_id=instance_id)
+        return self.call(request).error_code
 
     def leave(self, *members: tuple, group_id: str = GROUP):
         idents = tuple(MemberIdentity(m, i) for m, i in members)
@@ -174,15 +175,18 @@ class Ctx:
         assert leader.error_code is E.NONE and follower.error_code is E.NONE
         assert leader.generation_id == follower.generation_id == 1
         assert self.state(group_id) is S.CompletingRebalance
-        leader_sync = self.result(self.sync(leader.member_id, 1, group_id=group_id, instance_id=leader_instance,
-                                            assignments={leader.member_id: b"\x01", follower.member_id: b"\x02"}))
+        assignments = {leader.member_id: b"\x01", follower.member_id: b"\x02"}
+        leader_sync = self.result(self.sync(leader.member_id, 1, group_id=group_id,
+                                            instance_id=leader_instance, assignments=assignments))
         assert leader_sync.error_code is E.NONE and self.state(group_id) is S.Stable
         follower_sync = self.result(self.sync(follower.member_id, 1, group_id=group_id,
                                               instance_id=follower_instance))
         assert follower_sync.error_code is E.NONE
-        return Rebalance(1, leader.member_id, leader_sync.assignment, follower.member_id, follower_sync.assignment)
+        return Rebalance(1, leader.member_id, leader_sync.assignment, follower.member_id,
+                         follower_sync.assignment)
 
-    def join_with_n_members(self, n: int, group_id: str = GROUP, rebalance_ms: int = 10_000, session_ms: int = 5_000):
+    def join_with_n_members(self, n: int, group_id: str = GROUP, rebalance_ms: int = 10_000,
+                            session_ms: int = 5_000):
         """Kafka's joinWithNMembers: n dynamic members join; the initial delay, then the rebalance
         timeout, complete the join."""
         ids = [self.call(self.join_request(group_id=group_id, rebalance_ms=rebalance_ms,

@@ -131,7 +131,8 @@ def test_testClassicGroupJoinInconsistentProtocolType():
 def test_testJoinGroupWithEmptyProtocolType():
     ctx = Ctx()
     ctx.create_group()
-    assert ctx.call(ctx.join_request(protocol_type="", api_version=3)).error_code is E.INCONSISTENT_GROUP_PROTOCOL
+    empty_type = ctx.join_request(protocol_type="", api_version=3)
+    assert ctx.call(empty_type).error_code is E.INCONSISTENT_GROUP_PROTOCOL
     static = ctx.join_request(protocol_type="", instance_id="group-instance-id")
     assert ctx.call(static).error_code is E.INCONSISTENT_GROUP_PROTOCOL
 
@@ -147,7 +148,8 @@ def test_testJoinGroupInconsistentGroupProtocol():
     ctx.create_group()
     first = ctx.join(api_version=3)
     assert ctx.result(first) is None
-    assert ctx.call(ctx.join_request(protocols=ROUNDROBIN, api_version=3)).error_code is E.INCONSISTENT_GROUP_PROTOCOL
+    other = ctx.join_request(protocols=ROUNDROBIN, api_version=3)
+    assert ctx.call(other).error_code is E.INCONSISTENT_GROUP_PROTOCOL
     ctx.sleep(ctx.delay_ms)
     assert ctx.result(first).error_code is E.NONE
 

@@ -25,8 +25,8 @@ def _loaded_single_member_group(state: str) -> Ctx:
     """Kafka replays a GroupMetadataValue with one member; here the same records are loaded."""
     records = [
         GroupMetadataRecord("group-id", state, 1, "consumer", "range", "member-id"),
-        MemberMetadataRecord("group-id", "member-id", "group-instance-id", "client-id", "client-host", 5_000, 10_000,
-                             (JoinGroupProtocol("range", b"\x00\x01\x02"),), b"\x00"),
+        MemberMetadataRecord("group-id", "member-id", "group-instance-id", "client-id", "client-host",
+                             5_000, 10_000, (JoinGroupProtocol("range", b"\x00\x01\x02"),), b"\x00"),
     ]
     ctx = Ctx()
     ctx.coordinator = GroupCoordinator.load(records, 0, ctx.config)
@@ -49,7 +49,8 @@ def test_testDescribeGroupRebalancing():
     # Kafka calls prepareRebalance; a new member's join does the same here.
     ctx.join(api_version=3)
     [group] = ctx.describe("group-id")
-    assert (group.group_state, group.protocol_type, group.protocol_data) == ("PreparingRebalance", "consumer", "")
+    assert group.group_state == "PreparingRebalance"
+    assert (group.protocol_type, group.protocol_data) == ("consumer", "")
     member = next(m for m in group.members if m.member_id == "member-id")
     assert (member.member_metadata, member.member_assignment) == (b"", b"\x00")
 
@@ -124,7 +125,8 @@ def test_testLeaveGroupUnknownMemberIdExistingGroup():
     ctx.create_group()
     ctx.join_dynamic_and_complete_join()
     leave = ctx.leave(("unknown-member-id", None))
-    assert leave.error_code is E.NONE and _members(leave) == [("unknown-member-id", None, E.UNKNOWN_MEMBER_ID)]
+    assert leave.error_code is E.NONE
+    assert _members(leave) == [("unknown-member-id", None, E.UNKNOWN_MEMBER_ID)]
 
 
 def test_testLeaveDeadGroup():
@@ -209,7 +211,8 @@ def test_testJoinedMemberPendingMemberBatchLeaveGroup():
     ctx.create_group()
     leader_id, follower_id, pending_id = setup_group_with_pending_member(ctx)
     leave = ctx.leave((leader_id, None), (follower_id, None), (pending_id, None))
-    assert _members(leave) == [(leader_id, None, E.NONE), (follower_id, None, E.NONE), (pending_id, None, E.NONE)]
+    assert _members(leave) == [(leader_id, None, E.NONE), (follower_id, None, E.NONE),
+                               (pending_id, None, E.NONE)]
 
 
 def test_testJoinedMemberPendingMemberBatchLeaveGroupWithUnknownMember():
@@ -217,8 +220,8 @@ def test_testJoinedMemberPendingMemberBatchLeaveGroupWithUnknownMember():
     ctx.create_group()
     leader_id, follower_id, pending_id = setup_group_with_pending_member(ctx)
     leave = ctx.leave((leader_id, None), (follower_id, None), (pending_id, None), ("unknown-member-id", None))
-    assert _members(leave) == [(leader_id, None, E.NONE), (follower_id, None, E.NONE), (pending_id, None, E.NONE),
-                               ("unknown-member-id", None, E.UNKNOWN_MEMBER_ID)]
+    assert _members(leave) == [(leader_id, None, E.NONE), (follower_id, None, E.NONE),
+                               (pending_id, None, E.NONE), ("unknown-member-id", None, E.UNKNOWN_MEMBER_ID)]
 
 
 # -- DeleteGroups ----------------------------------------------------------------------------------------

@@ -23,7 +23,8 @@ LEADER, FOLLOWER = "leader-instance-id", "follower-instance-id"
     pytest.param("consumer", "range", E.NONE, "consumer", "range",
                  id="testSyncGroupSucceedWhenProtocolTypeAndNameAreConsistent"),
 ])
-def test_testSyncGroupProtocolTypeAndNameWith(protocol_type, protocol_name, code, expected_type, expected_name):
+def test_testSyncGroupProtocolTypeAndNameWith(protocol_type, protocol_name, code, expected_type,
+                                              expected_name):
     ctx = Ctx()
     ctx.create_group()
     leader = ctx.join(instance_id=LEADER, protocols=SUPERSET)
@@ -105,7 +106,8 @@ def test_testSyncGroupLeaderAfterFollower():
     leader_id, follower_id, generation = _leader_and_follower_in_generation_2(ctx)
     follower_sync = ctx.sync(follower_id, generation)
     assert ctx.result(follower_sync) is None
-    leader_sync = ctx.result(ctx.sync(leader_id, generation, assignments={leader_id: b"\x00", follower_id: b"\x01"}))
+    assignments = {leader_id: b"\x00", follower_id: b"\x01"}
+    leader_sync = ctx.result(ctx.sync(leader_id, generation, assignments=assignments))
     assert leader_sync.error_code is E.NONE and leader_sync.assignment == b"\x00"
     assert ctx.result(follower_sync).error_code is E.NONE and ctx.result(follower_sync).assignment == b"\x01"
     assert ctx.state() is S.Stable
