@@ -10,7 +10,7 @@ import threading
 
 from coord_harness import Client, Driver, make_stable
 
-from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
+from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
     DeleteGroupsRequest, DescribeGroupsRequest, HeartbeatRequest, JoinGroupProtocol, JoinGroupRequest,
@@ -329,3 +329,23 @@ def test_describe_outside_stable_shows_assignments_but_no_metadata():
     by_id = {m.member_id: m for m in described.members}
     assert by_id[c1.member_id].member_assignment == c1.assignment != b""
     assert by_id[c2.member_id].member_metadata == b""
+
+
+def test_a_request_that_raises_leaves_no_answer_behind_for_a_later_call():
+    """The host answers a failed request itself (UNKNOWN_SERVER_ERROR); a response the coordinator
+    queued for it before raising must not be released with a later call (a second answer)."""
+    from kgroup.core.messages import JoinGroupResponse
+
+    coordinator = GroupCoordinator(NO_DELAY)
+
+    def deliver_then_fail(key, group, req):
+        coordinator._deliver(key, JoinGroupResponse(E.NONE))
+        raise RuntimeError("coordinator bug")
+
+    coordinator._join_new_member = deliver_then_fail
+    try:
+        coordinator.handle("failed", JoinGroupRequest("g", protocols=(JoinGroupProtocol("range", b""),)), 0)
+    except RuntimeError:
+        pass
+    later = coordinator.handle("later-2", DescribeGroupsRequest(("g",)), 0)
+    assert [d.request_key for d in later.deliveries] == ["later-2"]

@@ -77,7 +77,13 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         if handler is None:
             raise TypeError(f"GroupCoordinator cannot handle {type(request).__name__}")
         self._now_ms = now_ms
-        handler(request_key, request)
+        try:
+            handler(request_key, request)
+        except Exception:
+            # The host answers a request that raised (an InProcessHub with UNKNOWN_SERVER_ERROR):
+            # nothing queued for it may be released later as a second answer.
+            self._deliveries = [d for d in self._deliveries if d.request_key != request_key]
+            raise
         return self._flush()
 
     def on_timers(self, now_ms: int) -> CoordinatorResult:
