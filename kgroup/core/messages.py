@@ -292,3 +292,35 @@ class DeletedGroup:
 @attrs.frozen
 class DeleteGroupsResponse:
     results: tuple[DeletedGroup, ...] = attrs.field(converter=_tuple)
+
+
+# -- Error answers -----------------------------------------------------------
+
+
+def error_response(request: object, code: ErrorCode) -> Optional[object]:
+    """The response that answers ``request`` with ``code`` alone, or None for an unknown request type.
+
+    Used by hosts that must answer a request they failed to handle (e.g. with
+    UNKNOWN_SERVER_ERROR, as a Kafka broker does for an unexpected exception).
+    """
+    if isinstance(request, JoinGroupRequest):
+        return JoinGroupResponse(code, member_id=request.member_id)
+    if isinstance(request, SyncGroupRequest):
+        return SyncGroupResponse(code)
+    if isinstance(request, HeartbeatRequest):
+        return HeartbeatResponse(code)
+    if isinstance(request, LeaveGroupRequest):
+        return LeaveGroupResponse(code)
+    if isinstance(request, OffsetCommitRequest):
+        return OffsetCommitResponse(tuple(PartitionError(c.topic_partition, code) for c in request.offsets))
+    if isinstance(request, OffsetFetchRequest):
+        return OffsetFetchResponse(code)
+    if isinstance(request, FindCoordinatorRequest):
+        return FindCoordinatorResponse(code)
+    if isinstance(request, DescribeGroupsRequest):
+        return DescribeGroupsResponse(tuple(DescribedGroup(code, gid, "") for gid in request.groups))
+    if isinstance(request, ListGroupsRequest):
+        return ListGroupsResponse(code)
+    if isinstance(request, DeleteGroupsRequest):
+        return DeleteGroupsResponse(tuple(DeletedGroup(gid, code) for gid in request.groups))
+    return None

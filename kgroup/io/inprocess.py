@@ -11,6 +11,7 @@ coordinator, or the in-memory cluster's coordinators
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from typing import Callable, Hashable, Optional, Protocol
 
@@ -21,6 +22,7 @@ from kgroup.io.runner import monotonic_ms
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError
 
 Clock = Callable[[], int]
+log = logging.getLogger(__name__)
 
 
 class Backend(Protocol):
@@ -70,7 +72,8 @@ class InProcessHub:
         self._transports: dict[int, "InProcessTransport"] = {}
         self._thread: Optional[threading.Thread] = None
         if run_timers if run_timers is not None else clock is None:
-            self._thread = threading.Thread(target=self._run_timers, name="kgroup-inprocess-timers", daemon=True)
+            self._thread = threading.Thread(target=self._run_timers, name="kgroup-inprocess-timers",
+                                            daemon=True)
             self._thread.start()
 
     def transport(self) -> "InProcessTransport":
@@ -88,7 +91,16 @@ class InProcessHub:
 
     def send(self, tid: int, correlation_id: int, request: object, node_id: NodeId) -> None:
         with self._lock:
-            deliveries = self.backend.send(node_id, (tid, correlation_id), request, self.clock())
+            try:
+                deliveries = self.backend.send(node_id, (tid, correlation_id), request, self.clock())
+            except Exception:
+                # One bad request must not take down the hub that serves every other group: like
+                # a Kafka broker, answer it UNKNOWN_SERVER_ERROR and carry on.
+                log.exception("in-process backend failed on %s", type(request).__name__)
+                response = m.error_response(request, ErrorCode.UNKNOWN_SERVER_ERROR)
+                if response is None:
+                    response = TransportError(f"backend failed on {type(request).__name__}")
+                deliveries = [((tid, correlation_id), response)]
             self._route(deliveries)
             self._timer_wake.notify()  # the coordinator's next deadline may have moved
 
@@ -128,7 +140,11 @@ class InProcessHub:
     def _run_timers(self) -> None:
         with self._lock:
             while not self._stopped:
-                self._route(self.backend.tick(self.clock()))
+                try:
+                    self._route(self.backend.tick(self.clock()))
+                except Exception:
+                    # This thread fires the timers of every group the hub hosts: log and keep going.
+                    log.exception("in-process backend failed while firing timers")
                 deadline = self.backend.next_deadline_ms()
                 wait_ms = 1000 if deadline is None else min(1000, max(1, deadline - self.clock()))
                 self._timer_wake.wait(wait_ms / 1000)

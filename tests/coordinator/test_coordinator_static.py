@@ -61,12 +61,15 @@ def test_static_leader_replacement_gets_members_but_skips_assignment():
     assert follower.heartbeat().error_code is E.NONE
 
 
-def test_static_restart_with_changed_metadata_triggers_a_rebalance():
+def test_static_restart_that_changes_the_selected_protocol_triggers_a_rebalance():
+    # Kafka updateStaticMemberThenRebalanceOrCompleteJoin: metadata bytes alone do not rebalance a
+    # Stable group, a change of the protocol the group would select does.
     d = Driver(NO_DELAY)
-    leader, s = Client(d, "c1"), Client(d, "s", instance_id="inst-s")
+    both = ("range", "roundrobin")
+    leader, s = Client(d, "c1", protocols=both), Client(d, "s", instance_id="inst-s", protocols=both)
     make_stable(d, leader, s)
     old_id = _restart(s)
-    changed = (JoinGroupProtocol("range", b"s:t,u"),)
+    changed = (JoinGroupProtocol("roundrobin", b"s:t,u"),)
     assert d.send(s.join_request(protocols=changed))[0] is None
     assert d.coordinator.group_state("g") is S.PreparingRebalance
     leader.join()

@@ -20,16 +20,16 @@ class AdminHandlers:
         self._deliver(key, DescribeGroupsResponse(tuple(self._describe_one(gid) for gid in req.groups)))
 
     def _describe_one(self, group_id: str) -> DescribedGroup:
-        if not group_id:
-            return DescribedGroup(E.INVALID_GROUP_ID, group_id, "")
         group = self._groups.get(group_id)
         if group is None or group.is_(S.Dead):
             return DescribedGroup(E.NONE, group_id, S.Dead.value)
+        # Kafka's describeGroups: member metadata and the protocol only when Stable (the selected
+        # protocol is final then); the assignment as stored, whatever the state.
         stable = group.is_(S.Stable)
         protocol = group.protocol_name
         members = tuple(
             DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                            m.metadata_for(protocol) if stable else b"", m.assignment if stable else b"")
+                            m.metadata_for(protocol) if stable else b"", m.assignment)
             for m in group.members.values()
         )
         return DescribedGroup(E.NONE, group_id, group.state.value, group.protocol_type or "",
@@ -45,11 +45,10 @@ class AdminHandlers:
         self._deliver(key, ListGroupsResponse(E.NONE, listed))
 
     def _delete(self, key: Hashable, req: DeleteGroupsRequest) -> None:
-        self._deliver(key, DeleteGroupsResponse(tuple(DeletedGroup(gid, self._delete_one(gid)) for gid in req.groups)))
+        results = tuple(DeletedGroup(gid, self._delete_one(gid)) for gid in req.groups)
+        self._deliver(key, DeleteGroupsResponse(results))
 
     def _delete_one(self, group_id: str) -> ErrorCode:
-        if not group_id:
-            return E.INVALID_GROUP_ID
         group = self._groups.get(group_id)
         if group is None or group.is_(S.Dead):
             return E.GROUP_ID_NOT_FOUND

@@ -13,10 +13,15 @@ class GroupCoordinatorConfig:
     #: Delay before the first generation of a new (Empty) group; 0 disables it.
     group_initial_rebalance_delay_ms: int = 3_000
     group_max_size: int = 2**31 - 1
+    #: How long a new member's first JoinGroup may stay parked before the member is dropped
+    #: (Kafka's classic-group new member join timeout, 5 minutes).
+    group_new_member_join_timeout_ms: int = 300_000
 
     def __attrs_post_init__(self) -> None:
         if self.group_min_session_timeout_ms < 0:
-            raise ConfigError(f"group_min_session_timeout_ms must be >= 0, got {self.group_min_session_timeout_ms}")
+            raise ConfigError(
+                f"group_min_session_timeout_ms must be >= 0, got {self.group_min_session_timeout_ms}"
+            )
         if self.group_max_session_timeout_ms < self.group_min_session_timeout_ms:
             raise ConfigError(
                 f"group_max_session_timeout_ms ({self.group_max_session_timeout_ms}) is below "
@@ -25,6 +30,10 @@ class GroupCoordinatorConfig:
         if self.group_initial_rebalance_delay_ms < 0:
             raise ConfigError(
                 f"group_initial_rebalance_delay_ms must be >= 0, got {self.group_initial_rebalance_delay_ms}"
+            )
+        if self.group_new_member_join_timeout_ms < 1:
+            raise ConfigError(
+                f"group_new_member_join_timeout_ms must be >= 1, got {self.group_new_member_join_timeout_ms}"
             )
         if self.group_max_size < 1:
             raise ConfigError(f"group_max_size must be >= 1, got {self.group_max_size}")

@@ -8,7 +8,7 @@ call (another member's request or a timer).
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Hashable, Iterable, Optional
+from typing import Callable, Hashable, Iterable, Optional, cast
 
 from kgroup.core.coordinator.admin import AdminHandlers
 from kgroup.core.coordinator.config import GroupCoordinatorConfig
@@ -47,7 +47,7 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         self._new_member_id = member_id_factory or _uuid_member_id
         self._observer = on_transition
         self._groups: dict[str, Group] = {}
-        # ("join", group_id) and ("session", group_id, member_id) deadlines.
+        # ("join", group_id), ("sync", group_id) and ("session", group_id, member_id) deadlines.
         self._timers = KeyedTimers()
         self._deliveries: list[Delivery] = []
         self._records: list[Record] = []
@@ -71,12 +71,19 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         if type(request) is HeartbeatRequest:
             # Hot path: a heartbeat changes no persisted state, so it skips the record flush.
             self._now_ms = now_ms
-            return CoordinatorResult((Delivery(request_key, _HEARTBEAT_RESPONSES[self._heartbeat_code(request)]),))
+            response = _HEARTBEAT_RESPONSES[self._heartbeat_code(request)]
+            return CoordinatorResult((Delivery(request_key, response),))
         handler = self._handlers.get(type(request))
         if handler is None:
             raise TypeError(f"GroupCoordinator cannot handle {type(request).__name__}")
         self._now_ms = now_ms
-        handler(request_key, request)
+        try:
+            handler(request_key, request)
+        except Exception:
+            # The host answers a request that raised (an InProcessHub with UNKNOWN_SERVER_ERROR):
+            # nothing queued for it may be released later as a second answer.
+            self._deliveries = [d for d in self._deliveries if d.request_key != request_key]
+            raise
         return self._flush()
 
     def on_timers(self, now_ms: int) -> CoordinatorResult:
@@ -85,12 +92,15 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             due = self._timers.pop_due(now_ms)
             if not due:
                 break
-            for key in due:
+            for due_key in due:
                 # A key re-armed by an earlier callback in this batch is no longer due.
-                if key in self._timers:
+                if due_key in self._timers:
                     continue
+                key = cast(tuple, due_key)  # every key this coordinator schedules is a tuple
                 if key[0] == "join":
                     self._on_join_timer(key[1])
+                elif key[0] == "sync":
+                    self._on_sync_timer(key[1])
                 else:
                     self._on_session_timer(key[1], key[2])
         return self._flush()
@@ -156,6 +166,16 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             if group.is_(S.PreparingRebalance):
                 # Nobody's join is parked any more: give members a rebalance timeout to rejoin.
                 coordinator._schedule_join(group, now_ms + group.rebalance_timeout_ms(), initial=False)
+            elif group.is_(S.CompletingRebalance):
+                # Nobody has synced with this coordinator yet.
+                coordinator._await_syncs(group)
+            over_capacity = len(group.members) > config.group_max_size
+            if over_capacity and (group.is_(S.Stable) or group.is_(S.CompletingRebalance)):
+                # The limit was lowered: rebalance so the last rejoiners are kicked out (Kafka's
+                # GroupMetadataManager replay: "Freshly-loaded group ... is over capacity").
+                coordinator._prepare_rebalance(group)
+        # A group that changed state while loading stays touched: its new header is emitted by the
+        # next call's flush.
         return coordinator
 
     def resign(self, code: ErrorCode = E.NOT_COORDINATOR) -> CoordinatorResult:
@@ -169,7 +189,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         for group in self._groups.values():
             for member in group.members.values():
                 if member.join_key is not None:
-                    deliveries.append(Delivery(member.join_key, JoinGroupResponse(code, member_id=member.member_id)))
+                    response = JoinGroupResponse(code, member_id=member.member_id)
+                    deliveries.append(Delivery(member.join_key, response))
                     member.join_key = None
                 if member.sync_key is not None:
                     deliveries.append(Delivery(member.sync_key, SyncGroupResponse(code)))
@@ -236,11 +257,17 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         def fail(code: ErrorCode) -> None:
             self._deliver(key, JoinGroupResponse(code, member_id=req.member_id))
 
+        # Every check that needs no group state comes first, so a bad request changes nothing.
         cfg = self.config
         if not req.group_id:
             return fail(E.INVALID_GROUP_ID)
         if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
             return fail(E.INVALID_SESSION_TIMEOUT)
+        names = tuple(p.name for p in req.protocols)
+        if len(set(names)) != len(names):
+            # Kafka does not validate this and later fails to select a protocol; a member listing
+            # an assignor twice cannot agree with the group on one, hence this code.
+            return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         unknown = req.member_id == UNKNOWN_MEMBER_ID
         group = self._groups.get(req.group_id)
         if group is None or (group.is_(S.Dead) and unknown):
@@ -248,10 +275,15 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                 return fail(E.UNKNOWN_MEMBER_ID)
             # A deleted group's id is free again: a new member creates a new group.
             group = self._create_group(req.group_id)
-        elif group.is_(S.Dead):
-            return fail(E.COORDINATOR_NOT_AVAILABLE)
         self._touched.add(group.group_id)
-        names = tuple(p.name for p in req.protocols)
+        if not self._accepts_joining(group, None if unknown else req.member_id):
+            # Kafka's classicGroupJoinToClassicGroup: the member (pending or not) is removed and told
+            # so with no member id; a retry with the old id is judged the same way.
+            self._reject_over_max_size(group, req.member_id)
+            self._deliver(key, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED))
+            return
+        if group.is_(S.Dead):
+            return fail(E.COORDINATOR_NOT_AVAILABLE)
         if not group.supports_protocols(req.protocol_type, names):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         if unknown:
@@ -267,13 +299,24 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return True
         member = group.members.get(member_id) if member_id is not None else None
         if state is S.PreparingRebalance:
+            # Counting members awaiting the join (not all members) kicks out the last rejoiners
+            # of a group that is over a lowered limit.
             return (member is not None and member.join_key is not None) or group.num_awaiting_join < limit
         return member is not None or len(group.members) < limit
 
+    def _reject_over_max_size(self, group: Group, member_id: str) -> None:
+        if member_id in group.pending_members:
+            self._drop_pending(group, member_id)
+        else:
+            member = group.members.get(member_id)
+            if member is None:
+                return
+            self._remove_member(group, member)
+        if group.is_(S.PreparingRebalance):
+            # The members left may all have joined already.
+            self._maybe_complete_join(group)
+
     def _join_new_member(self, key: Hashable, group: Group, req: JoinGroupRequest) -> None:
-        if not self._accepts_joining(group, None):
-            self._deliver(key, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED))
-            return
         instance_id = req.group_instance_id
         new_id = self._new_member_id(instance_id if instance_id is not None else req.client_id)
         if instance_id is not None:
@@ -286,51 +329,68 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         else:
             self._add_member_and_rebalance(key, group, req, new_id)
 
-    def _join_new_static_member(self, key: Hashable, group: Group, req: JoinGroupRequest, new_id: str) -> None:
+    def _join_new_static_member(self, key: Hashable, group: Group, req: JoinGroupRequest,
+                                new_id: str) -> None:
+        """Kafka's updateStaticMemberThenRebalanceOrCompleteJoin (KIP-345, KIP-814)."""
         instance_id = req.group_instance_id
         old_id = group.static_members.get(instance_id)
         if old_id is None:
             self._add_member_and_rebalance(key, group, req, new_id)
             return
         old = group.members[old_id]
-        new = Member(group.group_id, new_id, instance_id, req.client_id, req.client_host, req.session_timeout_ms,
-                     req.rebalance_timeout_ms, old.protocols)
+        previous_leader_id = group.leader_id
+        new = Member(group.group_id, new_id, instance_id, old.client_id, old.client_host,
+                     req.session_timeout_ms, req.rebalance_timeout_ms, req.protocols)
         group.replace_static_member(instance_id, old_id, new)
         self._cancel(old.session_key)
         # The old incarnation is fenced: its parked requests are answered so.
         if old.join_key is not None:
             self._deliver(old.join_key, JoinGroupResponse(E.FENCED_INSTANCE_ID, member_id=old_id))
+            old.join_key = None
         if old.sync_key is not None:
             self._deliver(old.sync_key, SyncGroupResponse(E.FENCED_INSTANCE_ID))
+            old.sync_key = None
         self._schedule_session(new)
-        if group.is_(S.Stable) and old.protocols == req.protocols:
-            # Same metadata in a Stable group: no rebalance, the member keeps its
-            # assignment.  A replaced leader gets the members but must not reassign.
-            is_leader = group.leader_id == new_id
-            self._deliver(key, self._join_response(group, new, is_leader, skip_assignment=is_leader))
+        if group.is_(S.Stable) and group.select_protocol() == group.protocol_name:
+            # A restarted process cannot reproduce its subscription bytes (owned partitions,
+            # generation), so only a change of the selected protocol forces a rebalance; the
+            # member gets its stored assignment back through SyncGroup.
+            if req.api_version >= 9:
+                # KIP-814: a replaced leader gets the members but must not reassign.
+                is_leader = group.leader_id == new_id
+                self._deliver(key, self._join_response(group, new, is_leader, skip_assignment=is_leader))
+            else:
+                # Before v9 the client cannot skip the assignment: it is told the old leader
+                # id, so it acts as a follower.
+                self._deliver(key, JoinGroupResponse(
+                    E.NONE, generation_id=group.generation_id, protocol_type=group.protocol_type,
+                    protocol_name=group.protocol_name, leader=previous_leader_id or "", member_id=new_id))
+            return
+        group.set_join_key(new, key)
+        if group.is_(S.Stable) or group.is_(S.CompletingRebalance):
+            # In CompletingRebalance the leader may already be assigning with the old member id.
+            self._prepare_rebalance(group)
         else:
-            self._update_member_and_rebalance(key, group, new, req)
+            self._maybe_complete_join(group)
 
     def _join_existing_member(self, key: Hashable, group: Group, req: JoinGroupRequest) -> None:
         mid = req.member_id
         if mid in group.pending_members:
-            if not self._accepts_joining(group, mid):
-                self._drop_pending(group, mid)
-                self._deliver(key, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED, member_id=mid))
-                if group.is_(S.PreparingRebalance):
-                    self._maybe_complete_join(group)
+            if req.group_instance_id is not None:
+                # Kafka: "pending member cannot be a static member" (an IllegalStateException, which
+                # the broker answers UNKNOWN_SERVER_ERROR); joining would map one instance id to two
+                # members.
+                self._deliver(key, JoinGroupResponse(E.UNKNOWN_SERVER_ERROR, member_id=mid))
                 return
             group.pending_members.discard(mid)
             self._cancel(session_key(group.group_id, mid))
             self._add_member_and_rebalance(key, group, req, mid)
             return
-        if group.is_static_member_fenced(mid, req.group_instance_id):
-            self._deliver(key, JoinGroupResponse(E.FENCED_INSTANCE_ID, member_id=mid))
+        code = group.validate_member(mid, req.group_instance_id)
+        if code is not E.NONE:
+            self._deliver(key, JoinGroupResponse(code, member_id=mid))
             return
-        member = group.members.get(mid)
-        if member is None:
-            self._deliver(key, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=mid))
-            return
+        member = group.members[mid]
         state = group.state
         if state is S.PreparingRebalance:
             self._update_member_and_rebalance(key, group, member, req)
@@ -364,7 +424,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             members=members, skip_assignment=skip_assignment,
         )
 
-    def _add_member_and_rebalance(self, key: Hashable, group: Group, req: JoinGroupRequest, member_id: str) -> None:
+    def _add_member_and_rebalance(self, key: Hashable, group: Group, req: JoinGroupRequest,
+                                  member_id: str) -> None:
         member = Member(group.group_id, member_id, req.group_instance_id, req.client_id, req.client_host,
                         req.session_timeout_ms, req.rebalance_timeout_ms, req.protocols)
         if not group.members:
@@ -372,23 +433,30 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         group.add(member, key)
         if group.is_(S.PreparingRebalance) and group.previous_state is S.Empty:
             group.new_member_added = True
-        self._schedule_session(member)
+        # A client that gave up on its parked first JoinGroup retries with a new member id; the
+        # abandoned member would hold the rebalance forever, so a new member's join times out
+        # (Kafka's addMemberThenRebalanceOrCompleteJoin, new member join timeout).
+        member.is_new = True
+        self._timers.schedule(member.session_key, self._now_ms + self.config.group_new_member_join_timeout_ms)
         self._maybe_prepare_rebalance_or_complete_join(group)
 
     def _update_member_and_rebalance(self, key: Hashable, group: Group, member: Member,
                                      req: JoinGroupRequest) -> None:
         if member.join_key is not None and member.join_key != key:
             # Kafka drops the superseded callback; we answer it so no caller waits forever.
-            self._deliver(member.join_key, JoinGroupResponse(E.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+            superseded = JoinGroupResponse(E.REBALANCE_IN_PROGRESS, member_id=member.member_id)
+            self._deliver(member.join_key, superseded)
         if not member.matches(req.protocols):
             group.update_protocols(member, req.protocols)
-        if (member.session_timeout_ms, member.rebalance_timeout_ms) != (req.session_timeout_ms,
-                                                                          req.rebalance_timeout_ms):
+        timeouts = (req.session_timeout_ms, req.rebalance_timeout_ms)
+        if (member.session_timeout_ms, member.rebalance_timeout_ms) != timeouts:
             member.session_timeout_ms = req.session_timeout_ms
             member.rebalance_timeout_ms = req.rebalance_timeout_ms
             group.dirty_members.add(member.member_id)
         group.set_join_key(member, key)
-        self._schedule_session(member)
+        if not member.is_new:
+            # A new member keeps its join timeout (Kafka does not reschedule it here either).
+            self._schedule_session(member)
         self._maybe_prepare_rebalance_or_complete_join(group)
 
     def _maybe_prepare_rebalance_or_complete_join(self, group: Group) -> None:
@@ -400,10 +468,14 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
     def _prepare_rebalance(self, group: Group) -> None:
         if group.is_(S.CompletingRebalance):
             self._reset_assignments(group, E.REBALANCE_IN_PROGRESS)
+        group.pending_sync_members.clear()
+        self._cancel(group.sync_key)
         initial = group.is_(S.Empty)
         if initial:
             rebalance_timeout_ms = group.rebalance_timeout_ms()
-            delay_ms = min(self.config.group_initial_rebalance_delay_ms, rebalance_timeout_ms)
+            # Kafka's prepareRebalance: the first wait is the whole configured delay; only the
+            # extensions while members keep arriving are capped by the rebalance timeout.
+            delay_ms = self.config.group_initial_rebalance_delay_ms
             group.new_member_added = False
             group.initial_delay_ms = delay_ms
             group.initial_remaining_ms = max(rebalance_timeout_ms - delay_ms, 0)
@@ -423,6 +495,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             if member.sync_key is not None:
                 self._deliver(member.sync_key, SyncGroupResponse(code))
                 member.sync_key = None
+                # Kafka's propagateAssignment: answering a sync (with an error too) restarts the
+                # session, so a follower does not expire together with a leader that never synced.
+                self._schedule_session(member)
 
     def _maybe_complete_join(self, group: Group) -> None:
         # The initial delay is never cut short (Kafka's InitialDelayedJoin).
@@ -447,7 +522,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
 
     def _complete_join(self, group: Group) -> None:
         if group.num_awaiting_join < len(group.members):
-            for member in [m for m in group.members.values() if m.join_key is None and m.group_instance_id is None]:
+            not_rejoined = [m for m in group.members.values()
+                            if m.join_key is None and m.group_instance_id is None]
+            for member in not_rejoined:
                 self._remove_member(group, member)
         if group.members and group.num_awaiting_join == 0:
             # Only static members that did not rejoin remain: wait for them (or their session expiry).
@@ -455,7 +532,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return
         leader = group.members.get(group.leader_id) if group.leader_id is not None else None
         if leader is None or leader.join_key is None:
-            group.leader_id = next((m.member_id for m in group.members.values() if m.join_key is not None), None)
+            rejoined = (m.member_id for m in group.members.values() if m.join_key is not None)
+            group.leader_id = next(rejoined, None)
         group.generation_id += 1
         self._touched.add(group.group_id)
         if not group.members:
@@ -467,9 +545,37 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         leader_id = group.leader_id
         for member in group.members.values():
             if member.join_key is not None:
-                self._deliver(member.join_key, self._join_response(group, member, member.member_id == leader_id))
+                is_leader = member.member_id == leader_id
+                self._deliver(member.join_key, self._join_response(group, member, is_leader))
                 group.set_join_key(member, None)
+            member.is_new = False
             self._schedule_session(member)
+        self._await_syncs(group)
+
+    def _await_syncs(self, group: Group) -> None:
+        """Every member must sync within the rebalance timeout (Kafka's schedulePendingSync)."""
+        group.pending_sync_members = set(group.members)
+        self._timers.schedule(group.sync_key, self._now_ms + group.rebalance_timeout_ms())
+
+    def _on_sync_timer(self, group_id: str) -> None:
+        """Kafka's expirePendingSync: members that never synced are removed and the group rebalances."""
+        group = self._groups.get(group_id)
+        if group is None or not (group.is_(S.CompletingRebalance) or group.is_(S.Stable)):
+            return
+        if not group.pending_sync_members:
+            return
+        self._touched.add(group_id)
+        for member_id in list(group.pending_sync_members):
+            member = group.members.get(member_id)
+            if member is not None:
+                self._remove_member(group, member)
+        group.pending_sync_members.clear()
+        self._prepare_rebalance(group)
+
+    def _synced(self, group: Group, member_id: str) -> None:
+        group.pending_sync_members.discard(member_id)
+        if not group.pending_sync_members:
+            self._cancel(group.sync_key)
 
     # -- membership removal ----------------------------------------------------
 
@@ -481,7 +587,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         group.remove(member.member_id)
         self._cancel(member.session_key)
         if member.join_key is not None:
-            self._deliver(member.join_key, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=member.member_id))
+            # Kafka's removeMemberAndUpdateClassicGroup answers with no member id: the client
+            # must join again as a new member.
+            self._deliver(member.join_key, JoinGroupResponse(E.UNKNOWN_MEMBER_ID))
             member.join_key = None
         if member.sync_key is not None:
             self._deliver(member.sync_key, SyncGroupResponse(E.UNKNOWN_MEMBER_ID))
@@ -507,8 +615,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         member = group.members.get(member_id)
         if member is None:
             return
-        if member.join_key is not None or member.sync_key is not None:
-            # Awaiting a response counts as alive (seed 003's shouldKeepMemberAlive).
+        if not member.is_new and (member.join_key is not None or member.sync_key is not None):
+            # Awaiting a response counts as alive (Kafka's ClassicGroupMember.hasSatisfiedHeartbeat),
+            # except for a new member, whose join timeout this deadline is.
             # Re-armed strictly later so on_timers cannot spin on a zero timeout.
             self._timers.schedule(member.session_key, self._now_ms + max(member.session_timeout_ms, 1))
             return
@@ -528,11 +637,10 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return fail(E.UNKNOWN_MEMBER_ID)
         if group.is_(S.Dead):
             return fail(E.COORDINATOR_NOT_AVAILABLE)
-        if group.is_static_member_fenced(req.member_id, req.group_instance_id):
-            return fail(E.FENCED_INSTANCE_ID)
-        member = group.members.get(req.member_id)
-        if member is None:
-            return fail(E.UNKNOWN_MEMBER_ID)
+        code = group.validate_member(req.member_id, req.group_instance_id)
+        if code is not E.NONE:
+            return fail(code)
+        member = group.members[req.member_id]
         if req.generation_id != group.generation_id:
             return fail(E.ILLEGAL_GENERATION)
         if ((req.protocol_type is not None and req.protocol_type != group.protocol_type)
@@ -542,14 +650,17 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         if state is S.PreparingRebalance:
             return fail(E.REBALANCE_IN_PROGRESS)
         if state is S.Stable:
+            self._synced(group, member.member_id)
             self._schedule_session(member)
-            self._deliver(key, SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name, member.assignment))
+            self._deliver(key, SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name,
+                                                 member.assignment))
             return
         if state is not S.CompletingRebalance:
             return fail(E.UNKNOWN_MEMBER_ID)
         if member.sync_key is not None and member.sync_key != key:
             self._deliver(member.sync_key, SyncGroupResponse(E.REBALANCE_IN_PROGRESS))
         member.sync_key = key
+        self._synced(group, member.member_id)
         self._schedule_session(member)
         if req.member_id != group.leader_id:
             return
@@ -582,11 +693,10 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         state = group.fsm.state
         if state is S.Dead:
             return E.COORDINATOR_NOT_AVAILABLE
-        if req.group_instance_id is not None and group.is_static_member_fenced(req.member_id, req.group_instance_id):
-            return E.FENCED_INSTANCE_ID
-        member = group.members.get(req.member_id)
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
+        code = group.validate_member(req.member_id, req.group_instance_id)
+        if code is not E.NONE:
+            return code
+        member = group.members[req.member_id]
         if req.generation_id != group.generation_id:
             return E.ILLEGAL_GENERATION
         if state is S.Empty:

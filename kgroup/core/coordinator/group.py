@@ -11,6 +11,7 @@ from typing import Callable, Hashable, Optional
 
 from kgroup.core.coordinator.records import GroupMetadataRecord, MemberMetadataRecord
 from kgroup.core.coordinator.state import LEGAL_PREVIOUS, GroupState
+from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import StateMachine
 from kgroup.core.messages import JoinGroupProtocol
 
@@ -21,7 +22,7 @@ class Member:
     __slots__ = (
         "member_id", "group_instance_id", "client_id", "client_host", "session_timeout_ms",
         "rebalance_timeout_ms", "protocols", "protocol_names", "assignment", "join_key", "sync_key",
-        "session_key",
+        "session_key", "is_new",
     )
 
     def __init__(self, group_id: str, member_id: str, group_instance_id: Optional[str], client_id: str,
@@ -40,6 +41,9 @@ class Member:
         self.join_key: Optional[Hashable] = None
         self.sync_key: Optional[Hashable] = None
         self.session_key = session_key(group_id, member_id)
+        #: Joined but not yet through a completed join: its parked JoinGroup does not keep it
+        #: alive, it expires after the new-member join timeout (Kafka's ClassicGroupMember.isNew).
+        self.is_new = False
 
     def metadata_for(self, protocol_name: Optional[str]) -> bytes:
         for protocol in self.protocols:
@@ -53,8 +57,9 @@ class Member:
     def record(self, group_id: str) -> MemberMetadataRecord:
         return MemberMetadataRecord(
             group_id=group_id, member_id=self.member_id, group_instance_id=self.group_instance_id,
-            client_id=self.client_id, client_host=self.client_host, session_timeout_ms=self.session_timeout_ms,
-            rebalance_timeout_ms=self.rebalance_timeout_ms, protocols=self.protocols, assignment=self.assignment,
+            client_id=self.client_id, client_host=self.client_host,
+            session_timeout_ms=self.session_timeout_ms, rebalance_timeout_ms=self.rebalance_timeout_ms,
+            protocols=self.protocols, assignment=self.assignment,
         )
 
 
@@ -66,6 +71,11 @@ def session_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def join_key(group_id: str) -> tuple[str, str]:
     return ("join", group_id)
+
+
+def sync_key(group_id: str) -> tuple[str, str]:
+    """Deadline for every member of a new generation to send SyncGroup (Kafka's classicGroupSyncKey)."""
+    return ("sync", group_id)
 
 
 class Group:
@@ -84,6 +94,8 @@ class Group:
         self.members: dict[str, Member] = {}
         self.pending_members: set[str] = set()
         self.static_members: dict[str, str] = {}
+        #: Members of the current generation that have not sent SyncGroup yet (Kafka's pendingSyncMembers).
+        self.pending_sync_members: set[str] = set()
         self.num_awaiting_join = 0
         self.supported_protocols: Counter = Counter()
         #: Initial-delay join: extend while new members arrive (Kafka's InitialDelayedJoin).
@@ -93,6 +105,7 @@ class Group:
         #: Whether the armed join timer is the initial delay (or the rebalance timeout).
         self.join_is_initial = False
         self.join_key = join_key(group_id)
+        self.sync_key = sync_key(group_id)
         #: Dirty tracking for record emission.
         self.dirty_members: set[str] = set()
         self.persisted_header: Optional[GroupMetadataRecord] = None
@@ -137,10 +150,12 @@ class Group:
         if member is None:
             return None
         self.supported_protocols.subtract(member.protocol_names)
+        self.pending_sync_members.discard(member_id)
         if member.join_key is not None:
             self.num_awaiting_join -= 1
-        if member.group_instance_id is not None and self.static_members.get(member.group_instance_id) == member_id:
-            del self.static_members[member.group_instance_id]
+        instance_id = member.group_instance_id
+        if instance_id is not None and self.static_members.get(instance_id) == member_id:
+            del self.static_members[instance_id]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         self.dirty_members.add(member_id)
@@ -165,6 +180,18 @@ class Group:
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def validate_member(self, member_id: str, group_instance_id: Optional[str]) -> ErrorCode:
+        """Kafka's ClassicGroup.validateMember: the instance id (if any) must map to this member id."""
+        if group_instance_id is not None:
+            current = self.static_members.get(group_instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
 
     def is_static_member_fenced(self, member_id: str, group_instance_id: Optional[str]) -> bool:
         if group_instance_id is None:
@@ -206,6 +233,9 @@ class Group:
         self.members[new_member.member_id] = new_member
         self.supported_protocols.update(new_member.protocol_names)
         self.static_members[instance_id] = new_member.member_id
+        if old_id in self.pending_sync_members:
+            self.pending_sync_members.discard(old_id)
+            self.pending_sync_members.add(new_member.member_id)
         if self.leader_id == old_id:
             self.leader_id = new_member.member_id
         self.dirty_members.add(old_id)

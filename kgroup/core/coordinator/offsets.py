@@ -28,11 +28,11 @@ class OffsetHandlers:
             for commit in req.offsets:
                 group.offsets[commit.topic_partition] = commit.committed
                 self._records.append(OffsetCommitRecord(gid, commit.topic_partition, commit.committed))
-        self._deliver(key, OffsetCommitResponse(tuple(PartitionError(c.topic_partition, code) for c in req.offsets)))
+        errors = tuple(PartitionError(c.topic_partition, code) for c in req.offsets)
+        self._deliver(key, OffsetCommitResponse(errors))
 
     def _offset_commit_check(self, req: OffsetCommitRequest) -> tuple[ErrorCode, Optional[Group]]:
-        if not req.group_id:
-            return E.INVALID_GROUP_ID, None
+        # The empty group id is a valid group here, as in Kafka ("for backwards compatibility").
         group = self._groups.get(req.group_id)
         if group is None or group.is_(S.Dead):
             if group is not None and (req.generation_id >= 0 or req.member_id or req.group_instance_id):
@@ -45,11 +45,10 @@ class OffsetHandlers:
             # A simple (manually assigned) consumer or an admin tool storing offsets.
             return E.NONE, group
         if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            if group.is_static_member_fenced(req.member_id, req.group_instance_id):
-                return E.FENCED_INSTANCE_ID, None
-            member = group.members.get(req.member_id)
-            if member is None:
-                return E.UNKNOWN_MEMBER_ID, None
+            code = group.validate_member(req.member_id, req.group_instance_id)
+            if code is not E.NONE:
+                return code, None
+            member = group.members[req.member_id]
             if req.generation_id != group.generation_id:
                 return E.ILLEGAL_GENERATION, None
             if group.is_(S.CompletingRebalance):
@@ -60,15 +59,11 @@ class OffsetHandlers:
         return E.UNKNOWN_MEMBER_ID, None
 
     def _offset_fetch(self, key: Hashable, req: OffsetFetchRequest) -> None:
-        if not req.group_id:
-            return self._deliver(key, OffsetFetchResponse(E.INVALID_GROUP_ID))
         group = self._groups.get(req.group_id)
-        if group is not None and group.is_(S.Dead):
-            return self._deliver(key, OffsetFetchResponse(E.COORDINATOR_NOT_AVAILABLE))
-        offsets = group.offsets if group is not None else {}
+        # A deleted group has no offsets: Kafka answers -1 per partition, not a retriable error.
+        offsets = group.offsets if group is not None and not group.is_(S.Dead) else {}
         if req.partitions is None:
             partitions = tuple(PartitionOffset(tp, committed) for tp, committed in offsets.items())
         else:
             partitions = tuple(PartitionOffset(tp, offsets.get(tp)) for tp in req.partitions)
         self._deliver(key, OffsetFetchResponse(E.NONE, partitions))
-
