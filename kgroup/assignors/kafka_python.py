@@ -80,6 +80,20 @@ def subscription_from_member(member) -> Subscription:
     )
 
 
+def assigned_partitions(assignment) -> list[TopicPartition]:
+    """The partitions of a kafka-python ``ConsumerProtocolAssignment``, however it was built.
+
+    Entries are decoded structs, structs built without a version (which
+    only answer by attribute) or stock assignors' ``(topic, partitions)``
+    tuples.
+    """
+    partitions = []
+    for entry in assignment.assigned_partitions or ():
+        topic, numbers = (entry.topic, entry.partitions) if hasattr(entry, "topic") else entry
+        partitions.extend(TopicPartition(topic, p) for p in numbers)
+    return partitions
+
+
 class KafkaPythonAssignor(AbstractPartitionAssignor):
     """kafka-python's assignor interface around one kgroup :class:`Assignor`."""
 
@@ -111,7 +125,7 @@ class KafkaPythonAssignor(AbstractPartitionAssignor):
             topics=topics,
             user_data=user_data,
             owned_partitions=[
-                ConsumerProtocolSubscription.TopicPartition(topic=topic, partitions=numbers)
+                ConsumerProtocolSubscription.TopicPartition(version=PROTOCOL_VERSION, topic=topic, partitions=numbers)
                 for topic, numbers in _group_by_topic(owned)
             ],
             generation_id=self._generation_id,
@@ -133,7 +147,10 @@ class KafkaPythonAssignor(AbstractPartitionAssignor):
             member_id: ConsumerProtocolAssignment(
                 version=PROTOCOL_VERSION,
                 assigned_partitions=[
-                    ConsumerProtocolAssignment.TopicPartition(topic=topic, partitions=numbers)
+                    # The entries carry the version so they iterate as (topic, partitions)
+                    # and ``partitions()`` works before encoding, like stock's tuples.
+                    ConsumerProtocolAssignment.TopicPartition(version=PROTOCOL_VERSION, topic=topic,
+                                                              partitions=numbers)
                     for topic, numbers in _group_by_topic(assignment.partitions)
                 ],
                 user_data=assignment.user_data,
@@ -142,10 +159,7 @@ class KafkaPythonAssignor(AbstractPartitionAssignor):
         }
 
     def on_assignment(self, assignment, generation) -> None:
-        # read entries by attribute: works for decoded and freshly built structs
-        self._owned = [
-            TopicPartition(entry.topic, p) for entry in assignment.assigned_partitions for p in entry.partitions
-        ]
+        self._owned = assigned_partitions(assignment)
         self._generation_id = generation
 
 
