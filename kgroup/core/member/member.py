@@ -465,6 +465,10 @@ class GroupMember:
         if response.error_code is ErrorCode.NONE and response.node_id >= 0:
             self._coordinator_id = response.node_id
             self._hb.reset_session(now_ms)
+        elif response.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            # Not retriable (Java AbstractCoordinator.FindCoordinatorResponseHandler raises
+            # GroupAuthorizationException): retrying would hide the denial forever.
+            self._fail(GroupMemberError("find coordinator: GROUP_AUTHORIZATION_FAILED", response.error_code))
         else:
             self._find_not_before_ms = now_ms + self.config.retry_backoff_ms
 
