@@ -417,14 +417,20 @@ class GroupMember:
         if item.kind == "commit":
             pending = self._commits[item.token]
             gen = pending.generation or self._generation
-            if not gen.is_valid:
+            manual = not self._subscription and not gen.is_valid
+            if manual:
+                # No group management (manual assignment): Java ConsumerCoordinator.sendOffsetCommitRequest
+                # commits with Generation.NO_GENERATION and no instance id, which the coordinator
+                # accepts for a group without members.
+                gen = NO_GENERATION_VALUE
+            elif not gen.is_valid:
                 self._finish_commit(item.token, CommitFailedError(
                     "commit failed: the member has no generation (it is rebalancing or left the group)"))
                 return None
             request = m.OffsetCommitRequest(
                 self.config.group_id,
                 tuple(m.PartitionOffsetCommit(tp, om) for tp, om in sorted(pending.offsets.items())),
-                gen.generation_id, gen.member_id, self.config.group_instance_id)
+                gen.generation_id, gen.member_id, None if manual else self.config.group_instance_id)
         elif item.kind == "fetch":
             gen = self._generation
             request = m.OffsetFetchRequest(self.config.group_id, item.payload, require_stable=True)
