@@ -600,7 +600,8 @@ class GroupMember:
                                         ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
         try:
-            new = frozenset(codec.decode_assignment(response.assignment).partitions) if response.assignment else frozenset()
+            decoded = codec.decode_assignment(response.assignment) if response.assignment else Assignment()
+            new = frozenset(decoded.partitions)
         except KGroupError as exc:
             self._fail(exc)
             return
@@ -618,7 +619,7 @@ class GroupMember:
             self._request_rejoin("partitions were revoked (KIP-429 second round)")
         self._owned = new
         self._last_assignment = (new, self._generation.generation_id)
-        self._events.append(PartitionsAssigned(added, new, self._generation))
+        self._events.append(PartitionsAssigned(added, new, self._generation, decoded.user_data))
         if self._joined_topics != self._subscription:
             self._request_rejoin("subscription changed during the rebalance")
         elif any(tp.topic not in self._subscription for tp in new):
