@@ -106,7 +106,7 @@ def assigned_partitions(assignment) -> list[TopicPartition]:
     only answer by attribute) or stock assignors' ``(topic, partitions)``
     tuples.
     """
-    partitions = []
+    partitions: list[TopicPartition] = []
     for entry in assignment.assigned_partitions or ():
         topic, numbers = (entry.topic, entry.partitions) if hasattr(entry, "topic") else entry
         partitions.extend(TopicPartition(topic, p) for p in numbers)
@@ -144,7 +144,8 @@ class KafkaPythonAssignor(AbstractPartitionAssignor):
             topics=topics,
             user_data=user_data,
             owned_partitions=[
-                ConsumerProtocolSubscription.TopicPartition(version=PROTOCOL_VERSION, topic=topic, partitions=numbers)
+                ConsumerProtocolSubscription.TopicPartition(
+                    version=PROTOCOL_VERSION, topic=topic, partitions=numbers)
                 for topic, numbers in _group_by_topic(owned)
             ],
             generation_id=self._generation_id,
@@ -235,7 +236,8 @@ def _subscription_struct(subscription: Subscription) -> ConsumerProtocolSubscrip
         topics=sorted(subscription.topics),
         user_data=subscription.user_data,
         owned_partitions=[
-            ConsumerProtocolSubscription.TopicPartition(version=PROTOCOL_VERSION, topic=topic, partitions=numbers)
+            ConsumerProtocolSubscription.TopicPartition(
+                    version=PROTOCOL_VERSION, topic=topic, partitions=numbers)
             for topic, numbers in _group_by_topic(subscription.owned_partitions)
         ],
         generation_id=subscription.generation_id,
@@ -249,7 +251,8 @@ def kafka_python_assignment(partitions, user_data: Optional[bytes] = None) -> Co
     struct = ConsumerProtocolAssignment(
         version=PROTOCOL_VERSION,
         assigned_partitions=[
-            ConsumerProtocolAssignment.TopicPartition(version=PROTOCOL_VERSION, topic=topic, partitions=numbers)
+            ConsumerProtocolAssignment.TopicPartition(
+                version=PROTOCOL_VERSION, topic=topic, partitions=numbers)
             for topic, numbers in _group_by_topic(partitions)
         ],
         user_data=user_data,
@@ -325,7 +328,8 @@ def _kafka_python_builtins() -> dict:
     from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
     from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-    classes = (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor, CooperativeStickyAssignor)
+    classes = (RangePartitionAssignor, RoundRobinPartitionAssignor, StickyPartitionAssignor,
+               CooperativeStickyAssignor)
     return {cls: cls.name for cls in classes}
 
 

@@ -20,7 +20,8 @@ def _resolve(value: Sequence[Union[str, Assignor]]) -> tuple[Assignor, ...]:
     try:
         entries = tuple(value)
     except TypeError:
-        raise ConfigError(f"assignors must be a sequence of assignor names or instances, got {value!r}") from None
+        raise ConfigError(
+            f"assignors must be a sequence of assignor names or instances, got {value!r}") from None
     resolved = []
     for entry in entries:
         if isinstance(entry, str):
@@ -72,7 +73,8 @@ class MemberConfig:
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.group_id, str) or not self.group_id:
-            raise ConfigError(f"group_id must be a non-empty string for group management, got {self.group_id!r}")
+            raise ConfigError(
+                f"group_id must be a non-empty string for group management, got {self.group_id!r}")
         for name in _MS_SETTINGS:
             if not _is_int(getattr(self, name)):
                 raise ConfigError(f"{name} must be an int (milliseconds), got {getattr(self, name)!r}")

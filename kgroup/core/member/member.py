@@ -417,13 +417,14 @@ class GroupMember:
         if item.kind == "commit":
             pending = self._commits[item.token]
             gen = pending.generation or self._generation
-            manual = not self._subscription and not gen.is_valid
+            valid = gen.is_valid
+            manual = not self._subscription and not valid
             if manual:
                 # No group management (manual assignment): Java ConsumerCoordinator.sendOffsetCommitRequest
                 # commits with Generation.NO_GENERATION and no instance id, which the coordinator
                 # accepts for a group without members.
                 gen = NO_GENERATION_VALUE
-            elif not gen.is_valid:
+            elif not valid:
                 self._finish_commit(item.token, CommitFailedError(
                     "commit failed: the member has no generation (it is rebalancing or left the group)"))
                 return None

@@ -42,7 +42,8 @@ class KafkaConsumer(kafka.KafkaConsumer):
     DEFAULT_CONFIG = dict(kafka.KafkaConsumer.DEFAULT_CONFIG)
 
     def __init__(self, *topics, **configs):
-        strategy = configs.get("partition_assignment_strategy", self.DEFAULT_CONFIG["partition_assignment_strategy"])
+        strategy = configs.get("partition_assignment_strategy",
+                               self.DEFAULT_CONFIG["partition_assignment_strategy"])
         # Fail on bad settings before any thread or socket exists (KafkaConfigurationError, as stock).
         try:
             self._check_group_settings(strategy, configs)

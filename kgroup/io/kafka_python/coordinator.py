@@ -295,11 +295,12 @@ class ConsumerCoordinator:
         ``on_partitions_revoked`` only for partitions taken away and
         ``on_partitions_assigned`` with the added ones, even if none (Java).
         """
-        failure = None
+        failure: Optional[BaseException] = None
         wrapped = kafka_python_assignor(self._member_config.assignors, event.generation.protocol_name)
         if wrapped is not None:
             try:
-                wrapped.on_assignment(sorted(event.assignment), event.user_data, event.generation.generation_id)
+                wrapped.on_assignment(sorted(event.assignment), event.user_data,
+                                      event.generation.generation_id)
             except Exception as exc:  # the app's assignor: raised from poll() like a listener's error
                 log.exception("assignor %s failed in on_assignment", wrapped.name)
                 failure = exc

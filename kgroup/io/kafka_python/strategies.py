@@ -35,7 +35,8 @@ def resolve_assignor(entry: object, cluster=None) -> Assignor:
             isinstance(entry, type) and issubclass(entry, AbstractPartitionAssignor)):
         return from_kafka_python(entry, cluster)
     if not isinstance(entry, str):
-        raise ConfigError(f"{OPTION} entry {entry!r} is neither an assignor (kafka-python or kgroup) nor a name")
+        raise ConfigError(
+            f"{OPTION} entry {entry!r} is neither an assignor (kafka-python or kgroup) nor a name")
     try:
         return get_assignor(entry)
     except UnknownAssignorError as exc:
@@ -70,7 +71,8 @@ def check_strategy(entries: object) -> None:
         raise ConfigError(f"{OPTION} must be a list of assignors, got {entries!r}")
 
 
-def kafka_python_assignor(assignors: Iterable[Assignor], name: Optional[str]) -> Optional[WrappedKafkaPythonAssignor]:
+def kafka_python_assignor(assignors: Iterable[Assignor],
+                          name: Optional[str]) -> Optional[WrappedKafkaPythonAssignor]:
     """The wrapped kafka-python assignor the group chose (``name``), if it is one."""
     for assignor in assignors:
         if assignor.name == name and isinstance(assignor, WrappedKafkaPythonAssignor):
@@ -86,5 +88,6 @@ def common_protocol(assignors: Iterable[Assignor]) -> RebalanceProtocol:
         common &= set(assignor.supported_protocols)
     if not common:
         names = ", ".join(a.name for a in assignors)
-        raise ConfigError(f"assignors {names} share no rebalance protocol (mixing EAGER-only and COOPERATIVE-only)")
+        raise ConfigError(
+            f"assignors {names} share no rebalance protocol (mixing EAGER-only and COOPERATIVE-only)")
     return max(common)

@@ -54,9 +54,13 @@ class ScriptedTransport(InProcessTransport):
 
 
 def fake_client(partitions: dict):
-    """What the coordinator uses of kafka-python's client: cluster metadata (``partitions``: topic -> count)."""
+    """What the coordinator uses of kafka-python's client: its cluster metadata.
+
+    ``partitions``: topic -> partition count.
+    """
     cluster = ClusterMetadata()
-    cluster.partitions_for_topic = lambda topic: set(range(partitions[topic])) if topic in partitions else None
+    cluster.partitions_for_topic = (
+        lambda topic: set(range(partitions[topic])) if topic in partitions else None)
     return types.SimpleNamespace(cluster=cluster, _manager=types.SimpleNamespace(_net=None))
 
 

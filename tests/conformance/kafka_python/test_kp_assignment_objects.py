@@ -24,7 +24,8 @@ def _cluster(counts):
 
 
 def _members(adapter, topics_by_member):
-    return [types.SimpleNamespace(member_id=member_id, group_instance_id=None, metadata=adapter.metadata(topics))
+    return [types.SimpleNamespace(member_id=member_id, group_instance_id=None,
+                                  metadata=adapter.metadata(topics))
             for member_id, topics in topics_by_member.items()]
 
 

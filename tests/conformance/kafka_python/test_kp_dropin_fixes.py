@@ -22,7 +22,6 @@ from kp_harness import RecordingListener, poll_until, poll_until_stable, subscri
 
 import kgroup.errors as kg
 from kgroup.core import messages as m
-from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import MemberConfig
 from kgroup.io.kafka_python.convert import error_code
 
@@ -55,15 +54,16 @@ class EverythingToFirst(AbstractPartitionAssignor):
         self.assign_calls.append({mb.member_id: mb.metadata.user_data for mb in members})
         first = min(mb.member_id for mb in members)
         topics = sorted({t for mb in members for t in mb.metadata.topics})
+        everything = [(t, sorted(cluster.partitions_for_topic(t))) for t in topics]
         return {
             mb.member_id: ConsumerProtocolAssignment(
-                0, [(t, sorted(cluster.partitions_for_topic(t))) for t in topics] if mb.member_id == first else [],
-                b"for-" + mb.member_id.encode()[:4])
+                0, everything if mb.member_id == first else [], b"for-" + mb.member_id.encode()[:4])
             for mb in members
         }
 
     def on_assignment(self, assignment, generation):
-        self.assignments.append((sorted(assignment.partitions()), bytes(assignment.user_data or b""), generation))
+        self.assignments.append(
+            (sorted(assignment.partitions()), bytes(assignment.user_data or b""), generation))
 
 
 def test_user_assignor_class_is_accepted_like_stock():
@@ -73,13 +73,15 @@ def test_user_assignor_class_is_accepted_like_stock():
 
 
 def test_user_assignor_runs_assign_metadata_and_on_assignment(make_coordinator):
-    """kafka-python ConsumerCoordinator: metadata() on join, assign() when leading, on_assignment() after sync."""
+    """kafka-python ConsumerCoordinator: metadata() on join, assign() when leading,
+    on_assignment() after sync."""
     first, second = EverythingToFirst(), EverythingToFirst()
     a = make_coordinator(assignors=[first])
     b = make_coordinator(assignors=[second])
     poll_until_stable(a, b)
     poll_until(lambda: first.assignments and second.assignments
-               and a.group_metadata().generation_id == b.group_metadata().generation_id, a, b, what="both assigned")
+               and a.group_metadata().generation_id == b.group_metadata().generation_id,
+               a, b, what="both assigned")
     assign_calls = first.assign_calls + second.assign_calls
     assert assign_calls and all(set(c.values()) == {b"user-bytes"} for c in assign_calls)
     owners = {c: set(c._subscription.assigned_partitions()) for c in (a, b)}
@@ -93,7 +95,8 @@ def test_user_assignor_runs_assign_metadata_and_on_assignment(make_coordinator):
 
 
 def test_kafka_pythons_own_assignor_gets_on_assignment(make_coordinator):
-    """Stock calls on_assignment on every assignor it uses, its own classes included (sticky keeps state there)."""
+    """Stock calls on_assignment on the chosen assignor, its own classes included
+    (StickyPartitionAssignor keeps its state there)."""
     sticky = StickyPartitionAssignor()
     c = make_coordinator(assignors=[sticky])
     poll_until_stable(c)
@@ -115,7 +118,8 @@ def test_eager_first_join_calls_revoked_with_nothing_then_assigned(make_coordina
 def test_eager_member_assigned_nothing_still_hears_of_the_rebalance(make_coordinator):
     """Java onJoinComplete / kafka-python _on_join_complete: on_partitions_assigned even when empty."""
     listeners = [RecordingListener(), RecordingListener()]
-    a, b = (make_coordinator(subscription=subscribed_state(listener=x), partitions={"t": 1}) for x in listeners)
+    a, b = (make_coordinator(subscription=subscribed_state(listener=x), partitions={"t": 1})
+            for x in listeners)
     poll_until(lambda: all(any(k == "assigned" for k, _ in x.calls) for x in listeners)
                and a.poll(timeout_ms=0) and b.poll(timeout_ms=0), a, b, what="both members assigned")
     last = [x.calls[-2:] for x in listeners]
@@ -161,7 +165,8 @@ def test_commit_authorization_failure_is_raised_as_stock(make_coordinator, code,
 
 
 def test_find_coordinator_group_authorization_failure_is_raised_from_poll(make_coordinator):
-    """Java FindCoordinatorResponseHandler / kafka-python: GroupAuthorizationFailedError, not endless retries."""
+    """Java FindCoordinatorResponseHandler / kafka-python: GroupAuthorizationFailedError,
+    not endless retries."""
     c = make_coordinator(answers={
         m.FindCoordinatorRequest: lambda request: m.FindCoordinatorResponse(error_code(30), -1, "", -1)})
     with pytest.raises(Errors.GroupAuthorizationFailedError):
@@ -181,7 +186,8 @@ def test_join_group_authorization_failure_is_raised_from_poll(make_coordinator):
 
 def test_offset_fetch_group_authorization_failure_is_raised(make_coordinator):
     """kafka-python _handle_offset_fetch_response: GroupAuthorizationFailedError."""
-    c = make_coordinator(answers={m.OffsetFetchRequest: lambda request: m.OffsetFetchResponse(error_code(30), [])})
+    c = make_coordinator(answers={
+        m.OffsetFetchRequest: lambda request: m.OffsetFetchResponse(error_code(30), [])})
     with pytest.raises(Errors.GroupAuthorizationFailedError):
         c.fetch_committed_offsets([T0], timeout_ms=3_000)
 
