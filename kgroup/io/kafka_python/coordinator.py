@@ -276,9 +276,11 @@ class ConsumerCoordinator:
             elif isinstance(event, FatalError):
                 failure = event.error
             if failure is not None and error is None:
-                error = failure if isinstance(event, FatalError) else Errors.KafkaError(
-                    "User rebalance callback throws an error")
-                error.__cause__ = failure if error is not failure else None
+                if isinstance(event, FatalError):
+                    error = failure  # keeps its own __cause__ (e.g. a failing assignor's exception)
+                else:
+                    error = Errors.KafkaError("User rebalance callback throws an error")
+                    error.__cause__ = failure
         return error
 
     def _assigned(self, event: PartitionsAssigned) -> Optional[BaseException]:

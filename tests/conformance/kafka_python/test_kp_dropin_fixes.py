@@ -104,6 +104,21 @@ def test_kafka_pythons_own_assignor_gets_on_assignment(make_coordinator):
     assert sticky.generation == c.group_metadata().generation_id
 
 
+def test_failing_user_assignor_is_raised_from_poll(make_coordinator):
+    """A leader whose assignor raises cannot complete the rebalance: raised from poll()
+    (kgroup: the member fails for good, see docs "Departures from stock kafka-python")."""
+
+    class Broken(EverythingToFirst):
+        def assign(self, cluster, members):
+            raise RuntimeError("assignor bug")
+
+    c = make_coordinator(assignors=[Broken()])
+    with pytest.raises(Errors.KafkaError, match="assignor bug") as info:
+        poll_until(lambda: False, c, timeout_s=3.0)
+    assert isinstance(info.value, kg.GroupMemberError)
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
 # -- 26: listener calls once per rebalance, empty or not -------------------------
 
 
