@@ -105,3 +105,18 @@ def test_group_metadata_with_group_id_delegates_to_coordinator():
         assert (gm.group_id, gm.generation_id, gm.member_id) == ("grp", -1, "")
     finally:
         consumer.close()
+
+
+def test_failure_after_the_parent_started_its_thread_stops_it(monkeypatch):
+    """Whatever fails once kafka-python's IO thread runs (here: building kgroup's coordinator),
+    the consumer closes its client before the error propagates: no thread is left behind."""
+    from kgroup.io.kafka_python import consumer as module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("coordinator construction failed")
+
+    monkeypatch.setattr(module, "ConsumerCoordinator", broken)
+    before = set(threading.enumerate())
+    with pytest.raises(RuntimeError, match="coordinator construction failed"):
+        KafkaConsumer(group_id="g", **NOWHERE)
+    assert {t for t in threading.enumerate() if t.is_alive()} == before
