@@ -544,3 +544,98 @@ def test_metadata_growth_triggers_rejoin_end_to_end(make_coordinator):
     poll_until(lambda: TopicPartition("t", 2) in c._subscription.assigned_partitions(), c,
                what="the new partition")
     assert len(sent(c, m.JoinGroupRequest)) >= 2
+
+
+# -- membership errors after the group is stable (KIP-429 ports) -----------------------
+
+
+def _answer_next(coordinator, kind, response):
+    """From now on, answer the next ``kind`` request with ``response`` (once); return its index in sent."""
+    mark = len(coordinator.transport.sent)
+    coordinator.transport.answers[kind] = once(response)
+    return mark
+
+
+def _next_join_after(coordinator, mark):
+    scripted = next(i for i, r in enumerate(coordinator.transport.sent) if i >= mark
+                    and type(r) in coordinator.transport.answers)
+    return next(r for r in coordinator.transport.sent[scripted:] if isinstance(r, m.JoinGroupRequest))
+
+
+@pytest.mark.parametrize("code, keeps_member_id", [(22, True), (25, False)])
+def test_heartbeat_membership_error_marks_generation_lost(make_coordinator, code, keeps_member_id):
+    """kafka-python TestKip429OnPartitionsLost.test_heartbeat_illegal_generation_marks_generation_lost /
+    test_heartbeat_unknown_member_id_marks_generation_lost and TestKip429MemberIdPreservation.
+    test_heartbeat_illegal_generation_preserves_member_id / test_heartbeat_unknown_member_id_resets_member_id:
+    the partitions are reported lost; ILLEGAL_GENERATION rejoins with the same member id,
+    UNKNOWN_MEMBER_ID with none."""
+    listener = RecordingListener()
+    c = make_coordinator(subscription=subscribed_state(listener=listener))
+    poll_until_stable(c)
+    member_id = c.group_metadata().member_id
+    mark = _answer_next(c, m.HeartbeatRequest, m.HeartbeatResponse(error_code(code)))
+    poll_until(lambda: ("lost", {T0, T1}) in listener.calls and c.poll(timeout_ms=0), c,
+               what="the loss and the rejoin")
+    assert _next_join_after(c, mark).member_id == (member_id if keeps_member_id else "")
+    assert listener.calls[-1] == ("assigned", {T0, T1})
+
+
+def test_heartbeat_rebalance_in_progress_keeps_generation(make_coordinator):
+    """kafka-python TestKip429OnPartitionsLost.test_heartbeat_rebalance_in_progress_keeps_generation:
+    a rejoin that revokes (eager), never reports a loss."""
+    listener = RecordingListener()
+    c = make_coordinator(subscription=subscribed_state(listener=listener))
+    poll_until_stable(c)
+    mark = _answer_next(c, m.HeartbeatRequest, m.HeartbeatResponse(error_code(27)))
+    poll_until(lambda: len(listener.calls) >= 4 and c.poll(timeout_ms=0), c, what="the rejoin")
+    assert listener.calls[2:4] == [("revoked", {T0, T1}), ("assigned", {T0, T1})]
+    assert _next_join_after(c, mark).member_id == c.group_metadata().member_id
+
+
+@pytest.mark.parametrize("code, keeps_member_id", [(22, True), (25, False)])
+def test_commit_response_membership_error(make_coordinator, code, keeps_member_id):
+    """kafka-python TestKip429OnPartitionsLost.test_commit_response_illegal_generation_marks_generation_lost
+    and TestKip429MemberIdPreservation.test_commit_response_illegal_generation_preserves_member_id /
+    test_commit_response_unknown_member_id_resets_member_id."""
+    c = make_coordinator()
+    poll_until_stable(c)
+    member_id = c.group_metadata().member_id
+    mark = _answer_next(c, m.OffsetCommitRequest,
+                        m.OffsetCommitResponse([m.PartitionError(T0, error_code(code))]))
+    with pytest.raises(Errors.CommitFailedError):
+        c.commit_offsets_sync(OFFSETS)
+    assert c.group_metadata().generation_id == -1
+    poll_until_stable(c)
+    assert _next_join_after(c, mark).member_id == (member_id if keeps_member_id else "")
+
+
+@pytest.mark.parametrize("code, keeps_member_id", [(22, True), (25, False)])
+def test_sync_group_membership_error(make_coordinator, code, keeps_member_id):
+    """kafka-python TestKip429OnPartitionsLost.test_sync_group_illegal_generation_marks_generation_lost and
+    TestKip429MemberIdPreservation.test_sync_group_illegal_generation_preserves_member_id /
+    test_sync_group_unknown_member_id_resets_member_id."""
+    c = make_coordinator()
+    poll_until_stable(c)
+    member_id = c.group_metadata().member_id
+    mark = _answer_next(c, m.SyncGroupRequest, m.SyncGroupResponse(error_code(code)))
+    c.request_rejoin()
+    poll_until(lambda: len([r for r in c.transport.sent[mark:] if isinstance(r, m.JoinGroupRequest)]) >= 2
+               and c.poll(timeout_ms=0), c, what="the rejoin after the failed sync")
+    joins = [r for r in c.transport.sent[mark:] if isinstance(r, m.JoinGroupRequest)]
+    assert joins[1].member_id == (member_id if keeps_member_id else "")
+
+
+def test_send_heartbeat_transport_failure_marks_coordinator_dead(make_coordinator):
+    """kafka-python test_send_heartbeat_transport_failure_marks_coordinator_dead /
+    test_heartbeat_coordinator_not_available_recovers: the coordinator is looked up again and the
+    member stays in its generation."""
+    from kgroup.io.transport import TransportError
+
+    c = make_coordinator()
+    poll_until_stable(c)
+    generation = c.group_metadata().generation_id
+    finds = len(sent(c, m.FindCoordinatorRequest))
+    c.transport.answers[m.HeartbeatRequest] = once(TransportError("connection lost"))
+    poll_until(lambda: len(sent(c, m.FindCoordinatorRequest)) > finds and not c.coordinator_unknown()
+               and c.poll(timeout_ms=0), c, what="the coordinator to be found again")
+    assert c.group_metadata().generation_id == generation
