@@ -532,6 +532,11 @@ class GroupMember:
             self._fail(GroupMemberError(f"join failed: {code.name}", code))
 
     def _join_succeeded(self, response: m.JoinGroupResponse, now_ms: int) -> None:
+        if response.protocol_type not in (None, m.CONSUMER_PROTOCOL_TYPE):
+            # KIP-559, Java AbstractCoordinator.JoinGroupResponseHandler: another protocol type's group.
+            self._fail(GroupMemberError(f"join answered with protocol type {response.protocol_type!r}",
+                                        ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
         self._generation = Generation(response.generation_id, response.member_id, response.protocol_name)
         self._is_leader = response.leader == response.member_id
         self._fsm.transition_to(_STATE.COMPLETING_REBALANCE)
@@ -596,7 +601,8 @@ class GroupMember:
 
     def _sync_succeeded(self, response: m.SyncGroupResponse, now_ms: int) -> None:
         if (response.protocol_name and self._generation.protocol_name
-                and response.protocol_name != self._generation.protocol_name):
+                and response.protocol_name != self._generation.protocol_name
+                or response.protocol_type not in (None, m.CONSUMER_PROTOCOL_TYPE)):  # KIP-559, as the join
             self._fail(GroupMemberError("sync answered with a different protocol than the join",
                                         ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
