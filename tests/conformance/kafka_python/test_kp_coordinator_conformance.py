@@ -639,3 +639,44 @@ def test_send_heartbeat_transport_failure_marks_coordinator_dead(make_coordinato
     poll_until(lambda: len(sent(c, m.FindCoordinatorRequest)) > finds and not c.coordinator_unknown()
                and c.poll(timeout_ms=0), c, what="the coordinator to be found again")
     assert c.group_metadata().generation_id == generation
+
+
+def test_leader_and_follower_on_metadata_change(make_coordinator):
+    """kafka-python test_leader_rejoins_when_metadata_changes_after_assignment /
+    test_follower_does_not_rejoin_on_metadata_change: only the leader watches partition counts."""
+    counts_a, counts_b = {"t": 2}, {"t": 2}
+    a = make_coordinator(partitions=counts_a)
+    b = make_coordinator(partitions=counts_b)
+    poll_until(lambda: a.poll(timeout_ms=0) and b.poll(timeout_ms=0)
+               and a.group_metadata().generation_id == b.group_metadata().generation_id,
+               a, b, what="a stable group of two")
+    leader, follower = (a, b) if a._member.is_leader else (b, a)
+    follower_counts = counts_b if follower is b else counts_a
+    follower_counts["t"] = 3
+    follower._handle_metadata_update(follower._cluster)
+    assert follower.need_rejoin() is False
+    leader_counts = counts_a if leader is a else counts_b
+    leader_counts["t"] = 3
+    leader._handle_metadata_update(leader._cluster)
+    assert leader.need_rejoin() is True
+
+
+@pytest.mark.parametrize("field", ["protocol_name", "protocol_type"])
+def test_do_join_and_sync_async_sync_protocol_mismatch(make_coordinator, field):
+    """kafka-python test_do_join_and_sync_async_sync_protocol_name_mismatch /
+    test_do_join_and_sync_async_sync_protocol_type_mismatch (KIP-559)."""
+    answer = {"protocol_name": "roundrobin", "protocol_type": "consumer"}
+    if field == "protocol_type":
+        answer = {"protocol_name": "range", "protocol_type": "not-consumer"}
+    c = make_coordinator(answers={m.SyncGroupRequest: lambda request: m.SyncGroupResponse(
+        error_code(0), assignment=b"", **answer)})
+    with pytest.raises(Errors.InconsistentGroupProtocolError):
+        poll_until(lambda: False, c, timeout_s=3.0)
+
+
+def test_do_join_and_sync_async_join_protocol_type_mismatch(make_coordinator):
+    """kafka-python test_do_join_and_sync_async_join_protocol_type_mismatch (KIP-559)."""
+    c = make_coordinator(answers={m.JoinGroupRequest: lambda request: m.JoinGroupResponse(
+        error_code(0), 1, "not-consumer", "range", "member-1", "member-1", ())})
+    with pytest.raises(Errors.InconsistentGroupProtocolError):
+        poll_until(lambda: False, c, timeout_s=3.0)
