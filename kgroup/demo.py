@@ -9,8 +9,9 @@ cooperative-sticky the two rounds of each rebalance.
 """
 from __future__ import annotations
 
+import argparse
 import sys
-from typing import Mapping, Optional, TextIO
+from typing import Mapping, Optional, Sequence, TextIO
 
 import attrs
 
@@ -173,7 +174,15 @@ def _member_table(subscriptions, counts: dict[str, dict]) -> str:
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-def main(out: TextIO = sys.stdout) -> int:
+def _argument_parser() -> argparse.ArgumentParser:
+    summary, _, details = (__doc__ or "").partition("\n\n")
+    return argparse.ArgumentParser(prog="python -m kgroup.demo", description=summary, epilog=details,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def main(out: TextIO = sys.stdout, argv: Sequence[str] = ()) -> int:
+    """Run the demo; ``argv`` are command-line arguments (``--help`` prints usage and exits 0)."""
+    _argument_parser().parse_args(list(argv))
     partitions_per_topic, subscriptions, _ = demo_group()
     out.write(
         f"kgroup demo: {len(subscriptions)} consumers on {len(RACKS)} racks, "
@@ -192,4 +201,4 @@ def main(out: TextIO = sys.stdout) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(argv=sys.argv[1:]))

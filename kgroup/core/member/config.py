@@ -11,13 +11,43 @@ from typing import Optional, Sequence, Union
 import attrs
 
 from kgroup.assignors import Assignor, RebalanceProtocol, get_assignor
-from kgroup.errors import ConfigError
+from kgroup.errors import ConfigError, UnknownAssignorError
 
 
 def _resolve(value: Sequence[Union[str, Assignor]]) -> tuple[Assignor, ...]:
     if isinstance(value, (str, Assignor)):
         value = (value,)
-    return tuple(get_assignor(a) if isinstance(a, str) else a for a in value)
+    try:
+        entries = tuple(value)
+    except TypeError:
+        raise ConfigError(
+            f"assignors must be a sequence of assignor names or instances, got {value!r}") from None
+    resolved = []
+    for entry in entries:
+        if isinstance(entry, str):
+            try:
+                entry = get_assignor(entry)
+            except UnknownAssignorError as exc:
+                raise ConfigError(f"assignors: no assignor is registered under {exc.name!r} "
+                                  f"(known: {', '.join(exc.known)})") from exc
+        elif not isinstance(entry, Assignor):
+            raise ConfigError(f"assignors: {entry!r} is neither an assignor name nor a kgroup Assignor")
+        resolved.append(entry)
+    return tuple(resolved)
+
+
+#: Settings that are whole milliseconds; a float such as 6000.5 would reach
+#: the wire as a value JoinGroup's INT32 cannot carry.
+_MS_SETTINGS = ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms",
+                "retry_backoff_ms", "auto_commit_interval_ms")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_optional_str(value: object) -> bool:
+    return value is None or isinstance(value, str)
 
 
 @attrs.frozen
@@ -42,14 +72,24 @@ class MemberConfig:
     rack_id: Optional[str] = None
 
     def __attrs_post_init__(self) -> None:
-        if not self.group_id:
-            raise ConfigError("group_id must be a non-empty string for group management")
-        for name in ("session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms",
-                     "retry_backoff_ms", "auto_commit_interval_ms"):
+        if not isinstance(self.group_id, str) or not self.group_id:
+            raise ConfigError(
+                f"group_id must be a non-empty string for group management, got {self.group_id!r}")
+        for name in _MS_SETTINGS:
+            if not _is_int(getattr(self, name)):
+                raise ConfigError(f"{name} must be an int (milliseconds), got {getattr(self, name)!r}")
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.rebalance_timeout_ms is not None and not _is_int(self.rebalance_timeout_ms):
+            raise ConfigError(f"rebalance_timeout_ms must be None or an int (milliseconds), "
+                              f"got {self.rebalance_timeout_ms!r}")
         if self.rebalance_timeout_ms is not None and self.rebalance_timeout_ms <= 0:
             raise ConfigError(f"rebalance_timeout_ms must be positive, got {self.rebalance_timeout_ms}")
+        for name in ("group_instance_id", "rack_id"):
+            if not _is_optional_str(getattr(self, name)):
+                raise ConfigError(f"{name} must be None or a string, got {getattr(self, name)!r}")
+        if not isinstance(self.client_id, str):
+            raise ConfigError(f"client_id must be a string, got {self.client_id!r}")
         if self.heartbeat_interval_ms >= self.session_timeout_ms:
             raise ConfigError(
                 f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be lower than "

@@ -54,6 +54,9 @@ class PartitionsAssigned:
     partitions: frozenset = attrs.field(converter=_frozen_tps)
     assignment: frozenset = attrs.field(converter=_frozen_tps)
     generation: Generation
+    #: The assignment's user data from the leader's assignor (what Kafka's
+    #: ConsumerPartitionAssignor.onAssignment receives along with the partitions).
+    user_data: Optional[bytes] = None
 
 
 @attrs.frozen

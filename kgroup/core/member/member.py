@@ -433,15 +433,21 @@ class GroupMember:
     def _send_due_commits(self, now_ms: int) -> list[Outbound]:
         out = []
         for commit in self._commits.due(now_ms):
-            gen = commit.generation
-            error = self._commit_generation_error(gen)
-            if error is not None:
-                self._finish_commit(commit.token, error)
-                continue
+            gen, instance_id = commit.generation, self.config.group_instance_id
+            if not gen.is_valid and not self._subscription:
+                # No group management (manual assignment): Java ConsumerCoordinator.sendOffsetCommitRequest
+                # commits with Generation.NO_GENERATION and no instance id, which the coordinator
+                # accepts for a group without members.
+                gen, instance_id = NO_GENERATION_VALUE, None
+            else:
+                error = self._commit_generation_error(gen)
+                if error is not None:
+                    self._finish_commit(commit.token, error)
+                    continue
             request = m.OffsetCommitRequest(
                 self.config.group_id,
                 tuple(m.PartitionOffsetCommit(tp, om) for tp, om in sorted(commit.offsets.items())),
-                gen.generation_id, gen.member_id, self.config.group_instance_id)
+                gen.generation_id, gen.member_id, instance_id)
             self._commits.mark_sent(commit.token)
             self._in_flight[commit.token] = _Sent("commit", None, gen)
             out.append(Outbound(commit.token, request, self._coordinator_id))
@@ -500,6 +506,10 @@ class GroupMember:
         if response.error_code is ErrorCode.NONE and response.node_id >= 0:
             self._coordinator_id = response.node_id
             self._hb.reset_session(now_ms)
+        elif response.error_code is ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            # Not retriable (Java AbstractCoordinator.FindCoordinatorResponseHandler raises
+            # GroupAuthorizationException): retrying would hide the denial forever.
+            self._fail(GroupMemberError("find coordinator: GROUP_AUTHORIZATION_FAILED", response.error_code))
         else:
             self._find_not_before_ms = now_ms + self.config.retry_backoff_ms
 
@@ -565,6 +575,11 @@ class GroupMember:
             self._fail(GroupMemberError(f"join failed: {code.name}", code))
 
     def _join_succeeded(self, response: m.JoinGroupResponse, now_ms: int) -> None:
+        if response.protocol_type not in (None, m.CONSUMER_PROTOCOL_TYPE):
+            # KIP-559, Java AbstractCoordinator.JoinGroupResponseHandler: another protocol type's group.
+            self._fail(GroupMemberError(f"join answered with protocol type {response.protocol_type!r}",
+                                        ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
         self._generation = Generation(response.generation_id, response.member_id, response.protocol_name)
         self._is_leader = response.leader == response.member_id
         self._fsm.transition_to(_STATE.COMPLETING_REBALANCE)
@@ -651,12 +666,14 @@ class GroupMember:
 
     def _sync_succeeded(self, response: m.SyncGroupResponse, now_ms: int) -> None:
         if (response.protocol_name and self._generation.protocol_name
-                and response.protocol_name != self._generation.protocol_name):
+                and response.protocol_name != self._generation.protocol_name
+                or response.protocol_type not in (None, m.CONSUMER_PROTOCOL_TYPE)):  # KIP-559, as the join
             self._fail(GroupMemberError("sync answered with a different protocol than the join",
                                         ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
         try:
-            new = frozenset(codec.decode_assignment(response.assignment).partitions) if response.assignment else frozenset()
+            decoded = codec.decode_assignment(response.assignment) if response.assignment else Assignment()
+            new = frozenset(decoded.partitions)
         except KGroupError as exc:
             self._fail(exc)
             return
@@ -674,7 +691,7 @@ class GroupMember:
             self._request_rejoin("partitions were revoked (KIP-429 second round)")
         self._owned = new
         self._last_assignment = (new, self._generation.generation_id)
-        self._events.append(PartitionsAssigned(added, new, self._generation))
+        self._events.append(PartitionsAssigned(added, new, self._generation, decoded.user_data))
         if self._joined_topics != self._subscription:
             self._request_rejoin("subscription changed during the rebalance")
         elif any(tp.topic not in self._subscription for tp in new):

@@ -6,6 +6,9 @@ inline in ``__init__`` (no factory config), so this subclass lets the parent
 build everything else (network client and IO thread, fetcher, subscription
 state), then replaces the stock coordinator - which has not sent anything
 yet at that point - with :class:`~kgroup.io.kafka_python.coordinator.ConsumerCoordinator`.
+
+The group settings are checked first, before the parent starts any thread
+or opens any socket, so a rejected configuration leaves nothing running.
 """
 from __future__ import annotations
 
@@ -14,27 +17,36 @@ from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.util import WeakMethod
 
 from kgroup.errors import KGroupError
-from kgroup.io.kafka_python.coordinator import ConsumerCoordinator
+from kgroup.io.kafka_python import errors as kerr
+from kgroup.io.kafka_python.coordinator import ConsumerCoordinator, member_config
 from kgroup.io.kafka_python.errors import to_kafka_error
 from kgroup.io.kafka_python.strategies import resolve_assignors
 
 __all__ = ["KafkaConsumer"]
+
+#: kafka-python's names for the settings kgroup's member takes.
+_GROUP_SETTINGS = ("group_id", "session_timeout_ms", "heartbeat_interval_ms", "max_poll_interval_ms",
+                   "retry_backoff_ms", "group_instance_id", "client_id", "enable_auto_commit",
+                   "auto_commit_interval_ms")
 
 
 class KafkaConsumer(kafka.KafkaConsumer):
     """Drop-in :class:`kafka.KafkaConsumer` whose group membership is kgroup's.
 
     ``partition_assignment_strategy`` accepts kafka-python assignor classes
-    (mapped by name to kgroup's assignors), kgroup assignors and names.
+    and instances (kafka-python's own are mapped by name to kgroup's
+    assignors, an application's own run as they are), kgroup assignors and
+    names.
     """
 
     DEFAULT_CONFIG = dict(kafka.KafkaConsumer.DEFAULT_CONFIG)
 
     def __init__(self, *topics, **configs):
-        strategy = configs.get("partition_assignment_strategy", self.DEFAULT_CONFIG["partition_assignment_strategy"])
-        # Fail on a bad strategy before any socket opens (KafkaConfigurationError, as stock).
+        strategy = configs.get("partition_assignment_strategy",
+                               self.DEFAULT_CONFIG["partition_assignment_strategy"])
+        # Fail on bad settings before any thread or socket exists (KafkaConfigurationError, as stock).
         try:
-            resolve_assignors(strategy)
+            self._check_group_settings(strategy, configs)
         except KGroupError as exc:
             raise to_kafka_error(exc).with_traceback(exc.__traceback__) from exc.__cause__
         # The stock coordinator built by the parent only understands
@@ -42,13 +54,48 @@ class KafkaConsumer(kafka.KafkaConsumer):
         # discarded below before it does any group work.
         stock_configs = dict(configs, partition_assignment_strategy=(RangePartitionAssignor,))
         super().__init__(*topics, **stock_configs)
-        self.config["partition_assignment_strategy"] = strategy
-        self._discard_stock_coordinator()
-        self._coordinator = ConsumerCoordinator(
-            self._client, self._subscription, metrics=self._metrics, assignors=strategy, **self.config
-        )
+        try:
+            self.config["partition_assignment_strategy"] = strategy
+            self._discard_stock_coordinator()
+            self._coordinator = ConsumerCoordinator(
+                self._client, self._subscription, metrics=self._metrics, assignors=strategy, **self.config
+            )
+        except BaseException:
+            self._close_after_failed_construction()
+            raise
+
+    def _check_group_settings(self, strategy, configs: dict) -> None:
+        assignors = resolve_assignors(strategy)
+        settings = {name: configs.get(name, self.DEFAULT_CONFIG[name]) for name in _GROUP_SETTINGS}
+        if settings["group_id"] is not None:
+            member_config(dict(settings, assignors=assignors))
 
     def _discard_stock_coordinator(self) -> None:
         stock = self._coordinator
         self._cluster.remove_listener(WeakMethod(stock._handle_metadata_update))
         stock._close_heartbeat()
+
+    def _close_after_failed_construction(self) -> None:
+        # Stop the parent's IO thread; nothing of the group was started.
+        self._closed = True
+        if self._metrics:
+            self._metrics.close()
+        self._client.close()
+
+    # -- calls after close raise, as poll() does in stock --------------------
+
+    def _check_not_closed(self) -> None:
+        if self._closed:
+            raise kerr.MemberClosedError("KafkaConsumer is closed")
+
+    def commit(self, offsets=None, timeout_ms=None):
+        self._check_not_closed()
+        return super().commit(offsets, timeout_ms=timeout_ms)
+
+    def commit_async(self, offsets=None, callback=None):
+        self._check_not_closed()
+        return super().commit_async(offsets, callback=callback)
+
+    def committed(self, partition, metadata=False, timeout_ms=None):
+        self._check_not_closed()
+        return super().committed(partition, metadata=metadata, timeout_ms=timeout_ms)

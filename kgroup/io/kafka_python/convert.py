@@ -35,9 +35,11 @@ MAX_OFFSET_FETCH_VERSION = 8
 
 
 def error_code(value: int) -> ErrorCode:
-    """Kafka error code as kgroup's enum; codes kgroup has no name for
-    (authorization failures and the like) become UNKNOWN_SERVER_ERROR, which
-    the member treats as a fatal, non-retriable answer."""
+    """Kafka error code as kgroup's enum.  ``ErrorCode`` names every code the
+    group APIs answer with (authorization failures included, so they reach
+    the app as kafka-python's ``TopicAuthorizationFailedError`` /
+    ``GroupAuthorizationFailedError``); anything else becomes
+    UNKNOWN_SERVER_ERROR."""
     try:
         return ErrorCode(value)
     except ValueError:

@@ -27,6 +27,7 @@ from kafka.structs import MemberState as KMemberState
 from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.util import WeakMethod
 
+from kgroup.assignors import RebalanceProtocol
 from kgroup.core.member import (
     CommitCompleted,
     CommittedFetched,
@@ -42,7 +43,7 @@ from kgroup.errors import KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
 from kgroup.io.kafka_python.errors import to_kafka_error
 from kgroup.io.kafka_python.offsets import to_commits
-from kgroup.io.kafka_python.strategies import resolve_assignors
+from kgroup.io.kafka_python.strategies import kafka_python_assignor, resolve_assignors
 from kgroup.io.kafka_python.subscription import SubscriptionBridge
 from kgroup.io.kafka_python.transport import KafkaPythonTransport
 from kgroup.io.runner import MemberRunner, monotonic_ms
@@ -69,6 +70,26 @@ def _kafka_errors(method):
             raise dual.with_traceback(exc.__traceback__) from exc.__cause__
 
     return wrapper
+
+
+def member_config(config: dict, cluster=None) -> MemberConfig:
+    """kgroup's member settings from kafka-python's (names are the same).
+
+    Pure: raises ``ConfigError`` naming the bad option, so ``KafkaConsumer``
+    can check its settings before any thread or socket exists.
+    """
+    return MemberConfig(
+        group_id=config["group_id"],
+        session_timeout_ms=config["session_timeout_ms"],
+        heartbeat_interval_ms=config["heartbeat_interval_ms"],
+        max_poll_interval_ms=config["max_poll_interval_ms"],
+        retry_backoff_ms=config["retry_backoff_ms"],
+        group_instance_id=config["group_instance_id"],
+        client_id=config["client_id"],
+        assignors=tuple(resolve_assignors(config["assignors"], cluster)),
+        enable_auto_commit=config["enable_auto_commit"],
+        auto_commit_interval_ms=config["auto_commit_interval_ms"],
+    )
 
 
 class ConsumerCoordinator:
@@ -107,19 +128,9 @@ class ConsumerCoordinator:
         self._member: Optional[GroupMember] = None
         if self.config["group_id"] is None:
             return
-        assignors = resolve_assignors(self.config["assignors"])
-        self._member_config = MemberConfig(
-            group_id=self.config["group_id"],
-            session_timeout_ms=self.config["session_timeout_ms"],
-            heartbeat_interval_ms=self.config["heartbeat_interval_ms"],
-            max_poll_interval_ms=self.config["max_poll_interval_ms"],
-            retry_backoff_ms=self.config["retry_backoff_ms"],
-            group_instance_id=self.config["group_instance_id"],
-            client_id=self.config["client_id"],
-            assignors=tuple(assignors),
-            enable_auto_commit=self.config["enable_auto_commit"],
-            auto_commit_interval_ms=self.config["auto_commit_interval_ms"],
-        )
+        self._member_config = member_config(self.config, self._cluster)
+        #: A revocation (or loss) reached the app since the last assignment (eager listener contract).
+        self._revocation_delivered = False
         self._member = GroupMember(self._member_config, monotonic_ms())
         transport = KafkaPythonTransport(client, request_timeout_ms=self.config["request_timeout_ms"])
         self._runner = MemberRunner(self._member, transport)
@@ -250,11 +261,13 @@ class ConsumerCoordinator:
         for event in events:
             failure = None
             if isinstance(event, PartitionsRevoked):
+                self._revocation_delivered = True
                 failure = self._bridge.revoke(event.partitions)
             elif isinstance(event, PartitionsLost):
+                self._revocation_delivered = True
                 failure = self._bridge.revoke(event.partitions, lost=True)
             elif isinstance(event, PartitionsAssigned):
-                failure = self._bridge.assign(event.assignment)
+                failure = self._assigned(event)
             elif isinstance(event, CommittedFetched):
                 self._results[event.token] = event
                 self._seek_committed(event)
@@ -263,10 +276,43 @@ class ConsumerCoordinator:
             elif isinstance(event, FatalError):
                 failure = event.error
             if failure is not None and error is None:
-                error = failure if isinstance(event, FatalError) else Errors.KafkaError(
-                    "User rebalance callback throws an error")
-                error.__cause__ = failure if error is not failure else None
+                if isinstance(event, FatalError):
+                    error = failure  # keeps its own __cause__ (e.g. a failing assignor's exception)
+                else:
+                    error = Errors.KafkaError("User rebalance callback throws an error")
+                    error.__cause__ = failure
         return error
+
+    def _assigned(self, event: PartitionsAssigned) -> Optional[BaseException]:
+        """A rebalance completed: the assignor's ``on_assignment``, then the listener.
+
+        Listener contract (kafka-python 3.0 ``ConsumerCoordinator._on_join_prepare`` /
+        ``_on_join_complete``; Java ``ConsumerCoordinator.onJoinPrepare`` /
+        ``onJoinComplete``): EAGER calls ``on_partitions_revoked`` and then
+        ``on_partitions_assigned`` (the whole assignment) once per rebalance,
+        even with nothing to revoke or nothing assigned - unless the old
+        partitions were lost, which ``on_partitions_lost`` reported.  The
+        member emits no event for an empty revocation, so it is delivered
+        here, just before the assignment.  COOPERATIVE calls
+        ``on_partitions_revoked`` only for partitions taken away and
+        ``on_partitions_assigned`` with the added ones, even if none (Java).
+        """
+        failure: Optional[BaseException] = None
+        wrapped = kafka_python_assignor(self._member_config.assignors, event.generation.protocol_name)
+        if wrapped is not None:
+            try:
+                wrapped.on_assignment(sorted(event.assignment), event.user_data,
+                                      event.generation.generation_id)
+            except Exception as exc:  # the app's assignor: raised from poll() like a listener's error
+                log.exception("assignor %s failed in on_assignment", wrapped.name)
+                failure = exc
+        eager = self._member_config.protocol is RebalanceProtocol.EAGER
+        if eager and not self._revocation_delivered:
+            revoke_failure = self._bridge.revoke_nothing()
+            failure = failure or revoke_failure
+        self._revocation_delivered = False
+        assign_failure = self._bridge.assign(event.assignment, notify_empty=True, report_all=eager)
+        return failure or assign_failure  # the first one, as Java's firstException
 
     def _seek_committed(self, event: CommittedFetched) -> None:
         if event.error is not None:
@@ -388,6 +434,7 @@ class ConsumerCoordinator:
             member.unsubscribe(self._runner.clock())
             events = member.take_events()
         self._dispatch(events)
+        self._revocation_delivered = False  # a later subscription starts a new rebalance
 
     @_kafka_errors
     def close(self, autocommit=True, timeout_ms=None) -> None:

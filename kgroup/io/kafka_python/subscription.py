@@ -37,18 +37,26 @@ class SubscriptionBridge:
         self._subscription.assign_from_subscribed(sorted(self.owned() - partitions))
         return error
 
-    def assign(self, partitions: Iterable) -> Optional[BaseException]:
+    def assign(self, partitions: Iterable, notify_empty: bool = False,
+               report_all: bool = False) -> Optional[BaseException]:
         """The member now owns exactly ``partitions``: apply, then tell the app
-        about the ones it did not own before."""
+        about the ones it did not own before (``report_all``: about all of
+        them, as eager rebalances do).  ``notify_empty``: call the listener
+        even when that is no partition (a completed rebalance, Java's
+        ``onPartitionsAssigned`` contract)."""
         # A partition of a topic the app unsubscribed meanwhile is dropped:
         # kafka-python refuses it, and the member rejoins for the new topics.
         subscribed = self._subscription.subscription or set()
         partitions = {tp for tp in partitions if tp.topic in subscribed}
-        added = partitions - self.owned()
+        added = partitions if report_all else partitions - self.owned()
         self._subscription.assign_from_subscribed(sorted(partitions))
-        if not added:
+        if not added and not notify_empty:
             return None
         return self._invoke("on_partitions_assigned", added)
+
+    def revoke_nothing(self) -> Optional[BaseException]:
+        """An eager rebalance with nothing owned: ``on_partitions_revoked(set())``, as stock calls it."""
+        return self._invoke("on_partitions_revoked", set())
 
     def _invoke(self, method: str, partitions: set) -> Optional[BaseException]:
         listener = self._subscription.rebalance_listener
