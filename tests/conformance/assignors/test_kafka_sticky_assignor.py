@@ -33,8 +33,9 @@ def member_data(subscription: Subscription):
 
 
 def v0(topics, owned, generation_id, rack_id=None):
-    """StickyAssignorTest.buildSubscriptionV0: user data only, no owned partitions field."""
-    return Subscription(list(topics), user_data=encode_sticky_user_data(owned, generation_id), rack_id=rack_id)
+    """StickyAssignorTest.buildSubscriptionV0: user data only, no owned partitions."""
+    user_data = encode_sticky_user_data(owned, generation_id)
+    return Subscription(list(topics), user_data=user_data, rack_id=rack_id)
 
 
 def v1(topics, owned, generation_id):
@@ -170,7 +171,8 @@ def test_assignment_with_conflicting_previous_generations(rack_config, all_equal
     c1_topics = all_topics if all_equal else ["topic"]
     c2_topics = all_topics if all_equal else ["topic", "topic2"]
     if all_equal:
-        c1_owned = [tp("topic", 0), tp("topic", 1), tp("topic", 2), tp("topic2", 2), tp("topic2", 3), tp("topic3", 0)]
+        c1_owned = [tp("topic", 0), tp("topic", 1), tp("topic", 2)]
+        c1_owned += [tp("topic2", 2), tp("topic2", 3), tp("topic3", 0)]
     else:
         c1_owned = [tp("topic", p) for p in range(4)]
     c2_owned = [tp("topic", 0), tp("topic", 1)] + [tp("topic2", p) for p in range(4)]
