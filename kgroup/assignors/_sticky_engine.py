@@ -213,11 +213,12 @@ def _pool(topic: str, count: int, owner_by_topic) -> list[TopicPartition]:
 class _Racks:
     """Rack metadata of one assignment (KIP-881)."""
 
-    __slots__ = ("partition_racks", "member_racks", "racks_by_topic")
+    __slots__ = ("partition_racks", "member_racks", "all_member_racks", "racks_by_topic")
 
     def __init__(self, partition_racks: Mapping[str, Sequence[frozenset]], member_racks: list) -> None:
         self.partition_racks = partition_racks
         self.member_racks = member_racks  # rack id per member index (None when unknown)
+        self.all_member_racks = frozenset(r for r in member_racks if r is not None)
         # topic -> racks of the members subscribed to it (general path; None: every member's)
         self.racks_by_topic: Optional[dict] = None
 
@@ -246,14 +247,10 @@ class _Racks:
         if not self.mismatch(tp, member):
             return False
         if self.racks_by_topic is None:
-            local = self.member_racks_set
+            local = self.all_member_racks
         else:
             local = self.racks_by_topic.get(tp[0], _NO_RACKS)
         return not local.isdisjoint(self.racks_of(tp))
-
-    @property
-    def member_racks_set(self) -> frozenset:
-        return frozenset(r for r in self.member_racks if r is not None)
 
 
 _NO_RACKS: frozenset = frozenset()
@@ -404,30 +401,40 @@ def _deal_rack_aware(result, pool, under, at_min, at_max, min_quota, max_quota, 
         return sum(rack_members.get(r, 0) for r in racks.racks_of(tp))
 
     pool = sorted(pool, key=rack_consumers)  # stable: fewest rack-local members first
+    member_racks = racks.member_racks
+    # How many candidates of each list sit on each rack: a partition with no
+    # candidate on its racks is skipped without scanning the list.
+    under_racks = _rack_counts(under, member_racks)
+    at_min_racks = _rack_counts(at_min, member_racks)
     left = []
     next_index = 0
     for tp in pool:
         chosen = None
-        index = _next_rack_member(tp, under, next_index, racks)
+        partition_racks = racks.racks_of(tp)
+        index = _next_rack_member(partition_racks, under, under_racks, next_index, member_racks)
         if index >= 0:
             chosen = under[index]
             count = len(result[chosen]) + 1
             if count >= min_quota:
                 del under[index]
+                under_racks[member_racks[chosen]] -= 1
                 if count < max_quota and at_max < extras:
                     at_min.append(chosen)
+                    at_min_racks[member_racks[chosen]] = at_min_racks.get(member_racks[chosen], 0) + 1
             else:
                 index += 1
             next_index = index % len(under) if under else 0
         elif at_min:
-            index = _next_rack_member(tp, at_min, 0, racks)
+            index = _next_rack_member(partition_racks, at_min, at_min_racks, 0, member_racks)
             if index >= 0:
                 chosen = at_min[index]
                 if len(result[chosen]) + 1 == max_quota:
                     del at_min[index]
+                    at_min_racks[member_racks[chosen]] -= 1
                     at_max += 1
                     if at_max == extras:
                         at_min.clear()
+                        at_min_racks.clear()
         if chosen is None:
             left.append(tp)
         else:
@@ -435,12 +442,20 @@ def _deal_rack_aware(result, pool, under, at_min, at_max, min_quota, max_quota, 
     return left, at_max
 
 
-def _next_rack_member(tp, candidates, first, racks) -> int:
-    """Index of the first candidate from ``first`` on (cyclically) on a rack of ``tp``, else -1."""
-    partition_racks = racks.racks_of(tp)
-    if not partition_racks:
+def _rack_counts(candidates, member_racks) -> dict:
+    counts: dict = {}
+    for idx in candidates:
+        rack = member_racks[idx]
+        if rack is not None:
+            counts[rack] = counts.get(rack, 0) + 1
+    return counts
+
+
+def _next_rack_member(partition_racks, candidates, rack_counts, first, member_racks) -> int:
+    """Java's ``RackInfo.nextRackConsumer``: index of the first candidate from ``first`` on
+    (cyclically) whose rack holds a replica, else -1."""
+    if not any(rack_counts.get(r) for r in partition_racks):
         return -1
-    member_racks = racks.member_racks
     n = len(candidates)
     for step in range(n):
         index = (first + step) % n
