@@ -110,7 +110,9 @@ def sticky_assign(
     if not member_ids:
         return {}
     # Only claims can make a partition unsafe to hand out: skip the bookkeeping without any.
-    claims = _Claims(owner_by_topic, contested) if cooperative and (owner_by_topic or contested) else None
+    claims = None
+    if contested is not None and (owner_by_topic or contested):  # contested is a dict iff cooperative
+        claims = _Claims(owner_by_topic, contested)
     first = subs[0]
     if all(s is first or s == first for s in subs):
         result = _constrained(partitions_per_topic, sorted(subs[0]), kept, owner_by_topic, racks, claims)

@@ -13,7 +13,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 
 from kgroup.assignors import get_assignor
 from kgroup.testing.conformance import check_balance, check_cooperative_safety, check_validity, claimed_owners
-from kgroup.values import NO_GENERATION, Subscription, TopicPartition as TP
+from kgroup.values import NO_GENERATION, Assignment, Subscription, TopicPartition as TP
 from kgroup.wire.sticky_user_data import encode_sticky_user_data
 
 ALL_RACKS = ("a", "b", "c", "d", "e", "f")
@@ -68,12 +68,6 @@ def topic_count(partitions: Iterable[TP], topic: str) -> int:
 def is_fully_balanced(assignment: Mapping) -> bool:
     sizes = [len(parts) for parts in assignment.values()]
     return not sizes or max(sizes) - min(sizes) <= 1
-
-
-def withheld_in_round_one(subscriptions: Mapping[str, Subscription], first: Mapping) -> set:
-    """What the cooperative assignor held back this round: claimed by someone, assigned to nobody."""
-    assigned = {tp for parts in first.values() for tp in parts}
-    return {tp for tp in claimed_owners(subscriptions) if tp not in assigned}
 
 
 class KafkaAssignorGroup:
@@ -170,8 +164,6 @@ class KafkaAssignorGroup:
         Java).  Returns the final assignment and leaves the subscriptions as
         the last round's (Java mutates both).
         """
-        from kgroup.values import Assignment
-
         rebalances = 0
         while self.cooperative:
             as_assignment = {m: Assignment(partitions=tuple(p)) for m, p in assignment.items()}
