@@ -17,7 +17,10 @@ data and ignore any.
 A partition is withheld from a member that does not claim it when *any*
 other member claims it, whatever the claim's generation: a stale or
 conflicting claimer may still be consuming it, and only its revocation makes
-the hand-over safe.  A member that itself claims the partition keeps it.
+the hand-over safe.  A member that itself claims the partition keeps it,
+unless another member claims it in the same generation: then, as in Java
+(``partitionsWithMultiplePreviousOwners`` are transferring ownership), nobody
+gets it until both claimers have revoked it.
 """
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ class RoundRobinAssignor(Assignor):
         # subscribers of each topic, as positions in the cycle (ascending)
         positions_by_topic: dict[str, list[int]] = {}
         for position, member_id in enumerate(members):
-            for topic in set(subscriptions[member_id].topics):
+            for topic in dict.fromkeys(subscriptions[member_id].topics):  # ordered, deduplicated
                 positions_by_topic.setdefault(topic, []).append(position)
 
         # Consecutive topics (in sorted order) with the same subscribers form

@@ -99,6 +99,10 @@ def _decode(view: memoryview) -> tuple[list[TopicPartition], Optional[int]]:
         if count < 0 or count * 4 > end - pos:
             raise InvalidProtocolMetadata(_WHAT, f"bad partition count {count} for topic {topic!r}")
         ids = struct.unpack_from(f">{count}i", view, pos)
+        if ids and min(ids) < 0:
+            # A partition id is never negative; accepting one would hand the
+            # assignor a claim on a partition that cannot exist.
+            raise InvalidProtocolMetadata(_WHAT, f"negative partition id {min(ids)} for topic {topic!r}")
         pos += 4 * count
         partitions.extend(TopicPartition(topic, p) for p in ids)
     left = end - pos

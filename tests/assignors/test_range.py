@@ -174,57 +174,5 @@ def test_2000_members_1m_partitions():
     assert {len(a.partitions) for a in result.values()} == {500}
 
 
-# ------------------------------------------- cases from Java's RangeAssignorTest
-# Replica placement as in Kafka's AbstractPartitionAssignorTest: one broker
-# per listed rack, replica j of partition i on broker (i + j + offset) % brokers,
-# where offset counts the partitions of the topics listed before.
-
-def java_partition_racks(topics, replication_factor, broker_racks):
-    racks, offset = {}, 0
-    for topic, count in topics.items():
-        racks[topic] = [
-            frozenset(broker_racks[(i + j + offset) % len(broker_racks)] for j in range(replication_factor))
-            for i in range(count)
-        ]
-        offset += count
-    return racks
-
-
-def java_case(topics, consumer_topics, consumer_racks, replication_factor, broker_racks):
-    subs = {f"consumer{i}": Subscription(t, rack_id=r) for i, (t, r) in enumerate(zip(consumer_topics, consumer_racks))}
-    result = RangeAssignor().assign(topics, subs, java_partition_racks(topics, replication_factor, broker_racks))
-    return [", ".join(sorted(f"{tp.topic}-{tp.partition}" for tp in result[f"consumer{i}"].partitions))
-            for i in range(len(consumer_topics))]
-
-
-CO_TOPICS = {"t1": 6, "t2": 6, "t3": 2, "t4": 2}
-RACKS_AB = ["a", "b"]
-RACKS_ABC = ["a", "b", "c"]
-
-
-def test_java_co_partitioning_split_subscriptions():
-    consumer_topics = [["t1", "t2"], ["t1", "t2"], ["t3", "t4"], ["t3", "t4"]]
-    racks = ["a", "b", "b", "a"]
-    assert java_case(CO_TOPICS, consumer_topics, racks, 1, RACKS_AB) == [
-        "t1-0, t1-2, t1-4, t2-0, t2-2, t2-4", "t1-1, t1-3, t1-5, t2-1, t2-3, t2-5", "t3-1, t4-1", "t3-0, t4-0"]
-    assert java_case(CO_TOPICS, consumer_topics, racks, 2, RACKS_AB) == [
-        "t1-0, t1-1, t1-2, t2-0, t2-1, t2-2", "t1-3, t1-4, t1-5, t2-3, t2-4, t2-5", "t3-0, t4-0", "t3-1, t4-1"]
-
-
-def test_java_co_partitioning_same_subscriptions():
-    consumer_topics = [list(CO_TOPICS)] * 4
-    racks = ["a", "b", "b", "a"]
-    assert java_case(CO_TOPICS, consumer_topics, racks, 1, RACKS_AB) == [
-        "t1-0, t1-2, t2-0, t2-2, t3-0, t4-0", "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1", "t1-5, t2-5", "t1-4, t2-4"]
-    assert java_case(CO_TOPICS, consumer_topics, racks, 1, RACKS_ABC) == [
-        "t1-0, t1-3, t2-0, t2-3, t3-0, t4-0", "t1-1, t1-4, t2-1, t2-4, t3-1, t4-1", "t1-2, t2-2", "t1-5, t2-5"]
-
-
-def test_java_co_partitioned_assignment_with_same_subscription():
-    topics = {"t1": 6, "t2": 6, "t3": 2, "t4": 2, "t5": 4, "t6": 4}
-    consumer_topics = [["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"]] * 3
-    assert java_case(topics, consumer_topics, ["a", "b", "c"], 2, RACKS_ABC) == [
-        "t1-0, t1-2, t2-0, t2-2, t3-0, t4-0, t5-1, t6-1",
-        "t1-1, t1-3, t2-1, t2-3, t3-1, t4-1, t5-2, t6-2",
-        "t1-4, t1-5, t2-4, t2-5, t5-0, t5-3, t6-0, t6-3",
-    ]
+# Kafka RangeAssignorTest's cases (co-partitioning included) are ported in
+# tests/conformance/assignors/test_kafka_range_assignor.py.

@@ -56,6 +56,8 @@ def test_empty_assignment():
         (struct.pack(">ih", 1, 1) + b"t" + struct.pack(">i", 2**29) + b"\x00" * 4, "bad partition count"),
         (struct.pack(">ih", 1, 1) + b"\xff" + struct.pack(">i", 0), "not utf-8"),
         (encode_sticky_user_data([TP("t", 1)], 3) + b"\x00", "trailing"),
+        (struct.pack(">ih", 1, 1) + b"t" + struct.pack(">iiii", 2, 0, -1, 3), "negative partition id"),
+        (struct.pack(">ih", 1, 1) + b"t" + struct.pack(">ii", 1, -5), "negative partition id"),
         ("text", "expected bytes"),
     ],
 )
