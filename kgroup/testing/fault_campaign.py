@@ -480,6 +480,8 @@ class _Campaign:
         kafka = self.kafka
         node = kafka.coordinator_node(GROUP)
         members = [a.member for a in self.apps.values()]
+        if not members:
+            return kafka.group_state(GROUP) in (GroupState.Empty, GroupState.Dead, None)
         if not all(m.state is MemberState.STABLE and not m.rejoin_needed and m.coordinator_id == node
                    for m in members):
             return False
@@ -581,6 +583,8 @@ def run_scenario(scenario: Scenario, member_hooks: Optional[Callable[[GroupMembe
             generation_before = campaign.member_generations()
         end = max([f.at_ms for f in faults] + [FAULT_WINDOW_MS]) + 1_000
         campaign.run_until(end, faults)
+        for pending in faults:  # the undoing half of a fault that outlasted the window
+            campaign.apply(pending, [])
         campaign.finish()
         if scenario.family == "static-bounce":
             generation_after = campaign.member_generations()
