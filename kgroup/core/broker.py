@@ -72,7 +72,8 @@ class RequestContext:
             raise InvalidRequestContextError(
                 f"client_id and client_host must be strings, got {self.client_id!r}, {self.client_host!r}")
         if self.api_version is not None and (not isinstance(self.api_version, int) or self.api_version < 0):
-            raise InvalidRequestContextError(f"api_version must be a non-negative int, got {self.api_version!r}")
+            raise InvalidRequestContextError(
+                f"api_version must be a non-negative int, got {self.api_version!r}")
 
     @classmethod
     def of(cls, request: object, client_id: str = DEFAULT_CLIENT_ID,
@@ -159,7 +160,8 @@ class StandaloneCoordinator:
 
         if isinstance(request, m.FindCoordinatorRequest):
             host, port = self.listener
-            return [Delivery(request_key, m.FindCoordinatorResponse(ErrorCode.NONE, self.node_id, host, port))]
+            response = m.FindCoordinatorResponse(ErrorCode.NONE, self.node_id, host, port)
+            return [Delivery(request_key, response)]
         return list(self.coordinator.handle(request_key, with_context(request, context), now_ms).deliveries)
 
     def tick(self, now_ms: int) -> List["Delivery"]:

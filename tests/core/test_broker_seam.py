@@ -77,7 +77,8 @@ def test_every_in_process_request_carries_the_transports_context():
 def test_a_join_group_states_its_own_context():
     backend = _RecordingBackend()
     hub = InProcessHub(backend, clock=MockClock(0), run_timers=False)
-    hub.transport(client_id="ignored-for-join").send(_join(client_id="c1", client_host="/10.0.0.9", api_version=5))
+    join = _join(client_id="c1", client_host="/10.0.0.9", api_version=5)
+    hub.transport(client_id="ignored-for-join").send(join)
     [(_, context)] = backend.received
     assert context == RequestContext("c1", "/10.0.0.9", 5)
 
@@ -198,7 +199,7 @@ def test_standalone_coordinator_answers_its_listener():
 
 
 def test_topic_partition_values_are_kgroups_own_class():
-    """Subscriptions and assignments hold kgroup's TopicPartition even when given kafka-python's (or tuples)."""
+    """Subscriptions and assignments hold kgroup's TopicPartition, even given kafka-python's or tuples."""
     from kafka.structs import TopicPartition as KafkaTopicPartition
 
     from kgroup.values import Assignment, Subscription

@@ -1,7 +1,7 @@
 """Cluster-wide settings (frozen)."""
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Tuple, Union
+from typing import Any, Iterable, Mapping, Tuple, Union
 
 import attrs
 
@@ -17,7 +17,7 @@ Listeners = Tuple[Tuple[int, Tuple[str, int]], ...]
 
 def _listener_items(value: Union[Mapping[int, Tuple[str, int]], Iterable]) -> Listeners:
     """A {broker id: (host, port)} map as sorted pairs, so the frozen config stays hashable."""
-    items = value.items() if isinstance(value, Mapping) else value
+    items: Iterable[Any] = value.items() if isinstance(value, Mapping) else value
     out = []
     for entry in items:
         try:

@@ -86,7 +86,8 @@ class _Slot:
 
 
 class GroupHosting:
-    def __init__(self, cluster: Cluster, config: GroupHostingConfig = GroupHostingConfig(), now_ms: int = 0, *,
+    def __init__(self, cluster: Cluster, config: GroupHostingConfig = GroupHostingConfig(),
+                 now_ms: int = 0, *,
                  member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition=None) -> None:
         self.cluster = cluster
@@ -316,7 +317,8 @@ class GroupHosting:
             response = m.DeleteGroupsResponse(tuple(r for part in parts for r in part.results))
         held = _Held(tuple(w for w in waits if w is not None), (Delivery(request_key, response),))
         if any(w is None for w in waits):
-            return [Delivery(request_key, error_responses.for_response(response, E.COORDINATOR_NOT_AVAILABLE))]
+            refused = error_responses.for_response(response, E.COORDINATOR_NOT_AVAILABLE)
+            return [Delivery(request_key, refused)]
         self._multi_held.append(held)
         return []
 

@@ -23,7 +23,8 @@ def to_commits(offsets: Mapping[TopicPartition, KOffsetAndMetadata]) -> tuple[m.
     commits = []
     for tp, oam in offsets.items():
         # kgroup's own TopicPartition is accepted too: it was kafka-python's class before kgroup had one.
-        if not isinstance(tp, (TopicPartition, KGroupTopicPartition)) or not isinstance(oam, KOffsetAndMetadata):
+        is_partition = isinstance(tp, (TopicPartition, KGroupTopicPartition))
+        if not is_partition or not isinstance(oam, KOffsetAndMetadata):
             raise TypeError("offsets must be dict[TopicPartition, OffsetAndMetadata]")
         epoch = oam.leader_epoch if oam.leader_epoch is not None else -1
         commits.append(m.PartitionOffsetCommit(KGroupTopicPartition(*tp),
@@ -35,8 +36,8 @@ def to_kafka_offsets(partitions) -> dict[TopicPartition, KOffsetAndMetadata]:
     """Committed offsets (kgroup ``PartitionOffset``s) as kafka-python's dict;
     partitions with nothing committed are left out, as kafka-python does."""
     return {
-        to_kafka_partition(p.topic_partition): KOffsetAndMetadata(p.committed.offset, p.committed.metadata, p.committed.leader_epoch)
+        to_kafka_partition(p.topic_partition):
+            KOffsetAndMetadata(p.committed.offset, p.committed.metadata, p.committed.leader_epoch)
         for p in partitions
         if p.committed is not None and p.error_code is ErrorCode.NONE
     }
-

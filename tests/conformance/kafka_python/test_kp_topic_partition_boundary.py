@@ -38,7 +38,7 @@ def test_assignment_reaches_subscription_state_and_listener_as_kafka_python_part
 
 
 def test_auto_commit_of_consumed_positions_after_a_rebalance(make_coordinator):
-    """kafka-python test_maybe_auto_commit_offsets_sync path: SubscriptionState keys must pass its isinstance."""
+    """kafka-python test_maybe_auto_commit_offsets_sync path: SubscriptionState keys pass its isinstance."""
     c = make_coordinator(enable_auto_commit=True)
     poll_until_stable(c)
     c._subscription.seek(T0, 11)
@@ -69,7 +69,7 @@ def test_user_assignor_on_assignment_gets_kafka_python_partitions(make_coordinat
 
         @classmethod
         def on_assignment(cls, assignment, *args, **kwargs):
-            seen.append(list(assignment.partitions()) if hasattr(assignment, "partitions") else list(assignment))
+            seen.append(list(assignment.partitions()))
 
     c = make_coordinator(assignors=(SpyRange,))
     poll_until_stable(c)
@@ -97,11 +97,12 @@ def test_conversion_helpers_keep_kafka_python_partitions_and_convert_kgroups():
 
 
 def test_drop_in_kafka_consumer_accepts_kgroup_partitions(monkeypatch):
-    """The drop-in's partition-taking methods convert kgroup's TopicPartition before kafka-python checks it."""
+    """The drop-in's partition methods convert kgroup's TopicPartition before kafka-python checks it."""
     from kgroup.io.kafka_python.consumer import KafkaConsumer
 
     received = []
-    monkeypatch.setattr(kafka.KafkaConsumer, "seek", lambda self, partition, offset: received.append(partition))
+    monkeypatch.setattr(kafka.KafkaConsumer, "seek",
+                        lambda self, partition, offset: received.append(partition))
     monkeypatch.setattr(kafka.KafkaConsumer, "assign", lambda self, partitions: received.extend(partitions))
     monkeypatch.setattr(kafka.KafkaConsumer, "pause", lambda self, *partitions: received.extend(partitions))
     consumer = KafkaConsumer.__new__(KafkaConsumer)
