@@ -1,14 +1,18 @@
 """Frozen value types shared by the assignors, the member and the coordinator.
 
-``TopicPartition`` is kafka-python's own named tuple, so values flow between
-kgroup and a stock ``KafkaConsumer`` without conversion.
+``TopicPartition`` is kgroup's own named tuple with kafka-python's field
+names and order, so it compares equal to and hashes like
+``kafka.structs.TopicPartition``: dict keys and sets mix freely.  kgroup does
+not import kafka-python here (it would pull in ``socket``, ``ssl``,
+``selectors`` and ``threading``, about 150 modules); only the drop-in under
+``kgroup.io.kafka_python`` converts, where kafka-python code checks
+``isinstance(tp, kafka.structs.TopicPartition)``.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional
+from typing import Iterable, NamedTuple, Optional
 
 import attrs
-from kafka.structs import TopicPartition
 
 __all__ = ["TopicPartition", "Subscription", "Assignment", "NO_GENERATION"]
 
@@ -16,12 +20,20 @@ __all__ = ["TopicPartition", "Subscription", "Assignment", "NO_GENERATION"]
 NO_GENERATION = -1
 
 
+class TopicPartition(NamedTuple):
+    """One partition of one topic; equal to (and hashing like) kafka-python's ``TopicPartition``."""
+
+    topic: str
+    partition: int
+
+
 def _tuple_of_str(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
 def _tuple_of_tp(value: Iterable[TopicPartition]) -> tuple[TopicPartition, ...]:
-    return tuple(tp if isinstance(tp, TopicPartition) else TopicPartition(*tp) for tp in value)
+    # Any (topic, partition) pair, kafka-python's TopicPartition included, becomes kgroup's own.
+    return tuple(tp if type(tp) is TopicPartition else TopicPartition(*tp) for tp in value)
 
 
 @attrs.frozen

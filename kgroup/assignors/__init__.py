@@ -11,7 +11,6 @@ with the assignor's Kafka name as the entry-point name.
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 
 from kgroup.assignors.base import Assignor, PartitionRacks, RebalanceProtocol
 from kgroup.errors import UnknownAssignorError
@@ -41,6 +40,10 @@ def _load(target: str):
 
 
 def _plugin_entry_points() -> dict:
+    # Imported here, not at module level: importlib.metadata pulls in email.utils and with it
+    # socket and selectors, which the pure core must not load (tests/test_import_purity.py).
+    from importlib.metadata import entry_points
+
     return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 

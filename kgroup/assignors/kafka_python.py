@@ -32,6 +32,7 @@ from kafka.coordinator.assignors.abstract import RebalanceProtocol as KafkaRebal
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from kafka.protocol.consumer.group import JoinGroupResponse
+from kafka.structs import TopicPartition as KafkaTopicPartition
 
 from kgroup.assignors import get_assignor
 from kgroup.assignors.base import Assignor, PartitionRacks, RebalanceProtocol
@@ -67,7 +68,8 @@ def _partition_racks(cluster, partitions_per_topic) -> Optional[dict]:
         return None
     return {
         topic: [
-            frozenset(b.rack for b in brokers if cluster.is_replica_node(TopicPartition(topic, p), b.node_id))
+            frozenset(b.rack for b in brokers
+                      if cluster.is_replica_node(KafkaTopicPartition(topic, p), b.node_id))
             for p in range(count)
         ]
         for topic, count in partitions_per_topic.items()

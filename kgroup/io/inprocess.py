@@ -4,19 +4,23 @@ A :class:`InProcessHub` owns the coordinator behind one lock, routes each
 delivery back to the transport that sent the request, and fires the
 coordinator's timers (from its own thread on a real clock, or from
 ``tick()`` in tests on a MockClock).  The coordinator-facing side is the
-small :class:`Backend` protocol (send / tick / next deadline): a standalone
-coordinator, or the in-memory cluster's coordinators
-(:class:`kgroup.core.cluster.group_hosting.GroupHosting`).
+broker seam :class:`kgroup.core.broker.BrokerBackend` (send with a request
+context / tick / next deadline): a standalone coordinator, or the in-memory
+cluster's coordinators (:class:`kgroup.core.cluster.group_hosting.GroupHosting`).
+Every request travels with its :class:`~kgroup.core.broker.RequestContext`:
+the transport's client id and host, and the request's own header data where
+it states them (JoinGroup).
 """
 from __future__ import annotations
 
 import itertools
 import logging
 import threading
-from typing import Callable, Hashable, Optional, Protocol
+from typing import Callable, Optional
 
 from kgroup.core import messages as m
-from kgroup.core.cluster.group_hosting import BrokerUnreachable
+from kgroup.core.broker import (DEFAULT_CLIENT_HOST, DEFAULT_CLIENT_ID, BrokerBackend, BrokerUnreachable,
+                                RequestContext, StandaloneCoordinator)
 from kgroup.core.error_codes import ErrorCode
 from kgroup.io.runner import monotonic_ms
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError
@@ -25,36 +29,10 @@ Clock = Callable[[], int]
 log = logging.getLogger(__name__)
 
 
-class Backend(Protocol):
-    """What the hub drives: a standalone coordinator or the in-memory cluster.
+#: The broker seam's old name here; it lives in kgroup.core.broker now.
+Backend = BrokerBackend
 
-    ``send`` and ``tick`` return deliveries (``Delivery`` values or
-    ``(request_key, response)`` pairs) for requests sent with ``request_key``.
-    """
-
-    def send(self, node_id: NodeId, request_key: Hashable, request: object, now_ms: int) -> list: ...
-    def tick(self, now_ms: int) -> list: ...
-    def next_deadline_ms(self) -> Optional[int]: ...
-
-
-class StandaloneCoordinator:
-    """A single GroupCoordinator posing as broker ``node_id`` (it answers FindCoordinator itself)."""
-
-    def __init__(self, coordinator, node_id: int = 0) -> None:
-        self.coordinator = coordinator
-        self.node_id = node_id
-
-    def send(self, node_id: NodeId, request_key: Hashable, request: object, now_ms: int) -> list:
-        if isinstance(request, m.FindCoordinatorRequest):
-            return [(request_key, m.FindCoordinatorResponse(ErrorCode.NONE, self.node_id, "in-process", 0))]
-        result = self.coordinator.handle(request_key, request, now_ms)
-        return [(d.request_key, d.response) for d in result.deliveries]
-
-    def tick(self, now_ms: int) -> list:
-        return [(d.request_key, d.response) for d in self.coordinator.on_timers(now_ms).deliveries]
-
-    def next_deadline_ms(self) -> Optional[int]:
-        return self.coordinator.next_deadline_ms()
+__all__ = ["Backend", "InProcessHub", "InProcessTransport", "StandaloneCoordinator"]
 
 
 class InProcessHub:
@@ -76,8 +54,9 @@ class InProcessHub:
                                             daemon=True)
             self._thread.start()
 
-    def transport(self) -> "InProcessTransport":
-        return InProcessTransport(self)
+    def transport(self, client_id: str = DEFAULT_CLIENT_ID,
+                  client_host: str = DEFAULT_CLIENT_HOST) -> "InProcessTransport":
+        return InProcessTransport(self, client_id=client_id, client_host=client_host)
 
     def _register(self, transport: "InProcessTransport") -> int:
         with self._lock:
@@ -89,10 +68,14 @@ class InProcessHub:
         with self._lock:
             self._transports.pop(tid, None)
 
-    def send(self, tid: int, correlation_id: int, request: object, node_id: NodeId) -> None:
+    def send(self, tid: int, correlation_id: int, request: object, node_id: NodeId,
+             context: Optional[RequestContext] = None) -> None:
+        if context is None:
+            context = RequestContext.of(request)
         with self._lock:
             try:
-                deliveries = self.backend.send(node_id, (tid, correlation_id), request, self.clock())
+                deliveries = self.backend.send(node_id, (tid, correlation_id), request, self.clock(),
+                                               context=context)
             except Exception:
                 # One bad request must not take down the hub that serves every other group: like
                 # a Kafka broker, answer it UNKNOWN_SERVER_ERROR and carry on.
@@ -158,9 +141,18 @@ class InProcessHub:
 
 
 class InProcessTransport(Transport):
-    """A Transport to an :class:`InProcessHub` (or to a coordinator, with a private hub)."""
+    """A Transport to an :class:`InProcessHub` (or to a coordinator, with a private hub).
 
-    def __init__(self, hub_or_coordinator, clock: Optional[Clock] = None) -> None:
+    ``client_id`` and ``client_host`` are the request header data of every
+    request it sends (a JoinGroupRequest states its own).
+    """
+
+    def __init__(self, hub_or_coordinator, clock: Optional[Clock] = None, *,
+                 client_id: str = DEFAULT_CLIENT_ID, client_host: str = DEFAULT_CLIENT_HOST) -> None:
+        # Checked here so a bad value fails when the transport is built, not on its first send.
+        RequestContext(client_id, client_host)
+        self.client_id = client_id
+        self.client_host = client_host
         self._owns_hub = not isinstance(hub_or_coordinator, InProcessHub)
         if self._owns_hub:
             hub_or_coordinator = InProcessHub(hub_or_coordinator, clock)
@@ -181,7 +173,8 @@ class InProcessTransport(Transport):
         if isolated:
             self._deliver(Completion(correlation_id, TransportError("network partition: client is isolated")))
         else:
-            self.hub.send(self._tid, correlation_id, request, node_id)
+            context = RequestContext.of(request, self.client_id, self.client_host)
+            self.hub.send(self._tid, correlation_id, request, node_id, context)
         return correlation_id
 
     def _deliver(self, completion: Completion) -> None:

@@ -17,8 +17,9 @@ and route whatever the failover answers.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, Optional, Sequence
+from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
+from kgroup.core.broker import DEFAULT_CLIENT_ID
 from kgroup.core.cluster import Cluster, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinatorConfig
@@ -35,12 +36,16 @@ class InMemoryKafka:
                  clock: Optional[MockClock] = None, group_load_time_ms: int = 100,
                  coordinator_config: Optional[GroupCoordinatorConfig] = None,
                  cluster_config: Optional[ClusterConfig] = None,
-                 member_id_factory: Optional[Callable[[str], str]] = None) -> None:
+                 member_id_factory: Optional[Callable[[str], str]] = None,
+                 listeners: Optional[Mapping[int, Tuple[str, int]]] = None) -> None:
+        """``listeners`` ({broker id: (host, port)}) is what FindCoordinator answers; it applies when
+        ``cluster_config`` is not given (otherwise set ``ClusterConfig.listeners``)."""
         if brokers < 1:
             raise ConfigError(f"an in-memory cluster needs at least one broker, got {brokers}")
         if cluster_config is None:
             cluster_config = ClusterConfig(broker_ids=tuple(range(1, brokers + 1)),
-                                           default_replication_factor=min(replication_factor, brokers))
+                                           default_replication_factor=min(replication_factor, brokers),
+                                           listeners=listeners or ())
         self.clock = clock
         self.cluster = Cluster(cluster_config, now_ms=(clock or monotonic_ms)())
         hosting_config = GroupHostingConfig(
@@ -65,8 +70,9 @@ class InMemoryKafka:
     def partitions_per_topic(self) -> Dict[str, int]:
         return {t: len(ps) for t, ps in self.cluster.topics.items() if not t.startswith("__")}
 
-    def transport(self) -> InProcessTransport:
-        return self.hub.transport()
+    def transport(self, client_id: str = DEFAULT_CLIENT_ID) -> InProcessTransport:
+        """A connection to the cluster whose requests carry ``client_id`` in their context."""
+        return self.hub.transport(client_id)
 
     def consumer(self, group_id: str, topics: Sequence[str], **config):
         """A threaded :class:`GroupConsumer` on this cluster (real clock only)."""
@@ -74,7 +80,7 @@ class InMemoryKafka:
             raise ConfigError("consumer() needs the real clock; with a MockClock use member() and run()")
         from kgroup.io.group_consumer import GroupConsumer
 
-        consumer = GroupConsumer(self.transport(), group_id, topics,
+        consumer = GroupConsumer(self.transport(config.get("client_id", DEFAULT_CLIENT_ID)), group_id, topics,
                                  partitions_per_topic=self.partitions_per_topic(), **config)
         self._consumers.append(consumer)
         return consumer
@@ -88,7 +94,7 @@ class InMemoryKafka:
         member = GroupMember(MemberConfig(group_id=group_id, **config), self.clock())
         member.subscribe(list(topics), self.clock())
         member.update_metadata(self.partitions_per_topic(), self.clock())
-        self._runners[name] = MemberRunner(member, self.transport(), self.clock)
+        self._runners[name] = MemberRunner(member, self.transport(member.config.client_id), self.clock)
         return member
 
     def members(self) -> Dict[str, GroupMember]:

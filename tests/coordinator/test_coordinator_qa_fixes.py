@@ -146,7 +146,7 @@ class _ExplodingBackend:
         self.first_tick_raised = threading.Event()
         self.ticked_again = threading.Event()
 
-    def send(self, node_id, request_key, request, now_ms):
+    def send(self, node_id, request_key, request, now_ms, context=None):
         raise RuntimeError("coordinator bug")
 
     def tick(self, now_ms):

@@ -11,6 +11,8 @@ responses fail) and the new leader loads the partition's log; until the load
 completes it answers ``COORDINATOR_LOAD_IN_PROGRESS``.  Requests to a broker
 that does not lead the group's partition answer ``NOT_COORDINATOR``; requests
 to a dead or isolated broker complete as :class:`BrokerUnreachable`.
+GroupHosting is a :class:`kgroup.core.broker.BrokerBackend`: the seam a
+transport talks to.
 
 Sans-I/O like the rest of the core: every call takes ``now_ms`` and returns
 the deliveries that became ready.  The fault-injection methods wrap the
@@ -26,11 +28,14 @@ import attrs
 
 from kgroup.core import error_responses
 from kgroup.core import messages as m
+from kgroup.core.broker import BrokerUnreachable, RequestContext, UnsupportedRequestError, with_context
 from kgroup.core.cluster.cluster import Cluster
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, partition_for_group
 from kgroup.core.coordinator import CoordinatorResult, Delivery, GroupCoordinator, GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import ClusterError, ConfigError
+
+__all__ = ["BrokerUnreachable", "GroupHosting", "GroupHostingConfig", "records_of"]
 
 E = ErrorCode
 
@@ -58,12 +63,6 @@ class GroupHostingConfig:
             raise ConfigError(f"group_load_time_ms must be >= 0, got {self.group_load_time_ms}")
 
 
-@attrs.frozen
-class BrokerUnreachable:
-    """The answer for a request whose broker is dead or cut off: the connection failed."""
-    node_id: Optional[int]
-
-
 @attrs.define
 class _Held:
     """Responses released once every (slot, epoch) listed has committed up to its offset."""
@@ -87,7 +86,8 @@ class _Slot:
 
 
 class GroupHosting:
-    def __init__(self, cluster: Cluster, config: GroupHostingConfig = GroupHostingConfig(), now_ms: int = 0, *,
+    def __init__(self, cluster: Cluster, config: GroupHostingConfig = GroupHostingConfig(),
+                 now_ms: int = 0, *,
                  member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition=None) -> None:
         self.cluster = cluster
@@ -122,9 +122,10 @@ class GroupHosting:
         coordinator = self.coordinator_for(group_id)
         return None if coordinator is None else coordinator.group_state(group_id)
 
-    # -- the Backend protocol (kgroup.io.inprocess) --------------------------------
+    # -- the broker seam (kgroup.core.broker.BrokerBackend) ----------------------------
 
-    def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int) -> List[Delivery]:
+    def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int,
+             context: Optional[RequestContext] = None) -> List[Delivery]:
         out = self._advance(now_ms)
         if node_id is None:
             live = self.cluster.live_brokers()
@@ -144,9 +145,10 @@ class GroupHosting:
             if refusal is not None:
                 out.append(Delivery(request_key, error_responses.for_request(request, refusal)))
             else:
-                out.extend(self._apply(slot, slot.coordinator.handle(request_key, request, now_ms)))
+                handled = slot.coordinator.handle(request_key, with_context(request, context), now_ms)
+                out.extend(self._apply(slot, handled))
         else:
-            raise TypeError(f"the in-memory cluster cannot handle {type(request).__name__}")
+            raise UnsupportedRequestError(f"the in-memory cluster cannot handle {type(request).__name__}")
         out.extend(self._release())
         return out
 
@@ -281,7 +283,8 @@ class GroupHosting:
         leader = self.coordinator_node(request.key)
         if leader is None:
             return m.FindCoordinatorResponse(E.COORDINATOR_NOT_AVAILABLE)
-        return m.FindCoordinatorResponse(E.NONE, leader, f"broker-{leader}", 9092)
+        host, port = self.cluster.config.listener(leader)
+        return m.FindCoordinatorResponse(E.NONE, leader, host, port)
 
     def _list_groups(self, node_id: int, request: m.ListGroupsRequest, now_ms: int) -> m.ListGroupsResponse:
         groups: list = []
@@ -314,7 +317,8 @@ class GroupHosting:
             response = m.DeleteGroupsResponse(tuple(r for part in parts for r in part.results))
         held = _Held(tuple(w for w in waits if w is not None), (Delivery(request_key, response),))
         if any(w is None for w in waits):
-            return [Delivery(request_key, error_responses.for_response(response, E.COORDINATOR_NOT_AVAILABLE))]
+            refused = error_responses.for_response(response, E.COORDINATOR_NOT_AVAILABLE)
+            return [Delivery(request_key, refused)]
         self._multi_held.append(held)
         return []
 

@@ -20,6 +20,7 @@ from kgroup.errors import KGroupError
 from kgroup.io.kafka_python import errors as kerr
 from kgroup.io.kafka_python.coordinator import ConsumerCoordinator, member_config
 from kgroup.io.kafka_python.errors import to_kafka_error
+from kgroup.io.kafka_python.partitions import to_kafka_partition, to_kafka_partitions, with_kafka_keys
 from kgroup.io.kafka_python.strategies import resolve_assignors
 
 __all__ = ["KafkaConsumer"]
@@ -90,12 +91,56 @@ class KafkaConsumer(kafka.KafkaConsumer):
 
     def commit(self, offsets=None, timeout_ms=None):
         self._check_not_closed()
-        return super().commit(offsets, timeout_ms=timeout_ms)
+        return super().commit(_kafka_keys(offsets), timeout_ms=timeout_ms)
 
     def commit_async(self, offsets=None, callback=None):
         self._check_not_closed()
-        return super().commit_async(offsets, callback=callback)
+        return super().commit_async(_kafka_keys(offsets), callback=callback)
 
     def committed(self, partition, metadata=False, timeout_ms=None):
         self._check_not_closed()
-        return super().committed(partition, metadata=metadata, timeout_ms=timeout_ms)
+        return super().committed(to_kafka_partition(partition), metadata=metadata, timeout_ms=timeout_ms)
+
+    # -- kgroup's TopicPartition accepted where kafka-python checks for its own ----
+    # kgroup.TopicPartition (what GroupConsumer and the assignors hand out) equals and hashes like
+    # kafka.structs.TopicPartition but is another class; stock methods assert isinstance, so convert.
+
+    def assign(self, partitions):
+        return super().assign(to_kafka_partitions(partitions))
+
+    def position(self, partition, timeout_ms=None):
+        return super().position(to_kafka_partition(partition), timeout_ms=timeout_ms)
+
+    def highwater(self, partition):
+        return super().highwater(to_kafka_partition(partition))
+
+    def pause(self, *partitions):
+        return super().pause(*to_kafka_partitions(partitions))
+
+    def resume(self, *partitions):
+        return super().resume(*to_kafka_partitions(partitions))
+
+    def seek(self, partition, offset):
+        return super().seek(to_kafka_partition(partition), offset)
+
+    def seek_to_beginning(self, *partitions):
+        return super().seek_to_beginning(*to_kafka_partitions(partitions))
+
+    def seek_to_end(self, *partitions):
+        return super().seek_to_end(*to_kafka_partitions(partitions))
+
+    def offsets_for_times(self, timestamps, timeout_ms=None):
+        return super().offsets_for_times(_kafka_keys(timestamps), timeout_ms=timeout_ms)
+
+    def beginning_offsets(self, partitions, timeout_ms=None):
+        return super().beginning_offsets(to_kafka_partitions(partitions), timeout_ms=timeout_ms)
+
+    def end_offsets(self, partitions, timeout_ms=None):
+        return super().end_offsets(to_kafka_partitions(partitions), timeout_ms=timeout_ms)
+
+
+def _kafka_keys(offsets):
+    """A partition-keyed dict with kafka-python's TopicPartition keys (None and other values as they are)."""
+    if isinstance(offsets, dict):
+        return with_kafka_keys(offsets)
+    return offsets

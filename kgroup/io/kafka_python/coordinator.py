@@ -43,6 +43,7 @@ from kgroup.errors import KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
 from kgroup.io.kafka_python.errors import to_kafka_error
 from kgroup.io.kafka_python.offsets import to_commits
+from kgroup.io.kafka_python.partitions import to_kafka_partition
 from kgroup.io.kafka_python.strategies import kafka_python_assignor, resolve_assignors
 from kgroup.io.kafka_python.subscription import SubscriptionBridge
 from kgroup.io.kafka_python.transport import KafkaPythonTransport
@@ -320,7 +321,7 @@ class ConsumerCoordinator:
         missing = set(self._subscription.missing_fetch_positions())
         for tp, oam in event.offsets.items():
             if oam is not None and tp in missing:
-                self._subscription.seek(tp, oam.offset)
+                self._subscription.seek(to_kafka_partition(tp), oam.offset)
 
     # -- offsets ----------------------------------------------------------------
 
@@ -388,7 +389,7 @@ class ConsumerCoordinator:
         result = self._wait_for(token, timeout_ms)
         if result.error is not None:
             raise result.error
-        return {tp: KOffsetAndMetadata(o.offset, o.metadata, o.leader_epoch)
+        return {to_kafka_partition(tp): KOffsetAndMetadata(o.offset, o.metadata, o.leader_epoch)
                 for tp, o in result.offsets.items() if o is not None}
 
     @_kafka_errors

@@ -6,12 +6,17 @@ thread.  State first, listener second for assignments; listener first, state
 second for revocations (the app may still commit while it owns them) - the
 order kafka-python and Java use.  A listener exception is kept and returned,
 so the caller can raise it after protocol state is consistent.
+
+Partitions arrive as kgroup's ``TopicPartition`` and leave as kafka-python's:
+``SubscriptionState`` and the application's listener check that class.
 """
 from __future__ import annotations
 
 import inspect
 import logging
 from typing import Iterable, Optional
+
+from kgroup.io.kafka_python.partitions import to_kafka_partitions
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +34,7 @@ class SubscriptionBridge:
 
     def revoke(self, partitions: Iterable, lost: bool = False) -> Optional[BaseException]:
         """The member gives up ``partitions``: tell the app, then drop them."""
-        partitions = set(partitions) & self.owned()
+        partitions = set(to_kafka_partitions(partitions)) & self.owned()
         if not partitions:
             return None
         self._subscription.mark_pending_revocation(partitions)
@@ -47,7 +52,7 @@ class SubscriptionBridge:
         # A partition of a topic the app unsubscribed meanwhile is dropped:
         # kafka-python refuses it, and the member rejoins for the new topics.
         subscribed = self._subscription.subscription or set()
-        partitions = {tp for tp in partitions if tp.topic in subscribed}
+        partitions = {tp for tp in to_kafka_partitions(partitions) if tp.topic in subscribed}
         added = partitions if report_all else partitions - self.owned()
         self._subscription.assign_from_subscribed(sorted(partitions))
         if not added and not notify_empty:

@@ -1,0 +1,171 @@
+"""The broker seam: what a transport talks to on the broker side.
+
+A transport (the in-process hub today, a wire server tomorrow) hands each
+request to a :class:`BrokerBackend` together with the node it was sent to and
+the :class:`RequestContext` of its request header, and routes the
+:class:`~kgroup.core.coordinator.Delivery` values the backend answers back to
+whoever sent the request (matched by the caller's opaque ``request_key``).
+Implementations: the in-memory cluster's coordinators
+(:class:`kgroup.core.cluster.group_hosting.GroupHosting`) and a single
+coordinator posing as one broker (:class:`StandaloneCoordinator`).
+
+Sans-I/O like the rest of the core: every call takes ``now_ms``; the
+transport calls :meth:`BrokerBackend.tick` by ``next_deadline_ms``.
+
+The values a backend can answer besides protocol responses, and the errors it
+raises, are defined here so that a transport never reaches into a backend's
+internals:
+
+- :class:`BrokerUnreachable`, answered for a request whose broker is dead or
+  cut off (a transport turns it into its own connection error);
+- :class:`UnsupportedRequestError`, raised for a request type the backend
+  does not serve (a transport answers it like any failed request, Kafka's
+  UNKNOWN_SERVER_ERROR or a closed connection);
+- :class:`InvalidRequestContextError`, raised for a malformed context.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Hashable, List, Optional, Protocol, Tuple
+
+import attrs
+
+from kgroup.core import messages as m
+from kgroup.core.error_codes import ErrorCode
+from kgroup.errors import KGroupError
+
+if TYPE_CHECKING:  # the coordinator package is only needed for the type names
+    from kgroup.core.coordinator import Delivery, GroupCoordinator
+
+__all__ = [
+    "BrokerBackend",
+    "BrokerUnreachable",
+    "DEFAULT_CLIENT_HOST",
+    "DEFAULT_CLIENT_ID",
+    "InvalidRequestContextError",
+    "RequestContext",
+    "StandaloneCoordinator",
+    "UnsupportedRequestError",
+    "with_context",
+]
+
+#: Kafka's ``client.id`` default is empty; kgroup's members have always said "kgroup".
+DEFAULT_CLIENT_ID = "kgroup"
+#: How Kafka renders a client's address (``InetAddress.toString()``: "/" + address).
+DEFAULT_CLIENT_HOST = "/127.0.0.1"
+
+
+@attrs.frozen
+class RequestContext:
+    """Request-header data every request carries (Kafka's ``RequestContext``/``RequestHeader``).
+
+    ``api_version`` is the version the request was sent with; ``None`` means the
+    newest version kgroup implements for that API (an in-process client speaks
+    every version).  A wire server fills it from the request header.
+    """
+
+    client_id: str = DEFAULT_CLIENT_ID
+    client_host: str = DEFAULT_CLIENT_HOST
+    api_version: Optional[int] = None
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.client_id, str) or not isinstance(self.client_host, str):
+            raise InvalidRequestContextError(
+                f"client_id and client_host must be strings, got {self.client_id!r}, {self.client_host!r}")
+        if self.api_version is not None and (not isinstance(self.api_version, int) or self.api_version < 0):
+            raise InvalidRequestContextError(
+                f"api_version must be a non-negative int, got {self.api_version!r}")
+
+    @classmethod
+    def of(cls, request: object, client_id: str = DEFAULT_CLIENT_ID,
+           client_host: str = DEFAULT_CLIENT_HOST) -> "RequestContext":
+        """The context an in-process client sends ``request`` with.
+
+        A JoinGroupRequest already states its header data (the coordinator keeps
+        ``client_id``/``client_host`` per member and branches on ``api_version``),
+        so its context is what it says; any other request gets the transport's.
+        """
+        if isinstance(request, m.JoinGroupRequest):
+            return cls(request.client_id, request.client_host, request.api_version)
+        return cls(client_id, client_host)
+
+
+def with_context(request: object, context: Optional[RequestContext]) -> object:
+    """``request`` with the header data of ``context`` stamped on it where the coordinator reads it.
+
+    ``None`` (a caller that passed no context) keeps what the request says.
+
+    Only JoinGroup needs it today: the coordinator records the member's client id
+    and host (DescribeGroups shows them) and the JoinGroup version changes the
+    protocol (v4+ MEMBER_ID_REQUIRED, v9 static-member replacement).
+    """
+    if context is None or not isinstance(request, m.JoinGroupRequest):
+        return request
+    api_version = request.api_version if context.api_version is None else context.api_version
+    if (request.client_id, request.client_host, request.api_version) == (
+            context.client_id, context.client_host, api_version):
+        return request
+    return attrs.evolve(request, client_id=context.client_id, client_host=context.client_host,
+                        api_version=api_version)
+
+
+@attrs.frozen
+class BrokerUnreachable:
+    """The answer for a request whose broker is dead or cut off: the connection failed."""
+
+    node_id: Optional[int]
+
+
+class InvalidRequestContextError(KGroupError, ValueError):
+    """A request context with a malformed field (a wire server's header decoder should never build one)."""
+
+
+class UnsupportedRequestError(KGroupError, TypeError):
+    """The backend does not serve this request type.
+
+    Derives from ``TypeError`` too, which is what backends raised before the seam had its own error.
+    """
+
+
+class BrokerBackend(Protocol):
+    """The broker side of a transport: send a request to a node, fire timers, say when next.
+
+    ``send`` and ``tick`` return the deliveries that became ready, for any request
+    sent earlier (a JoinGroup parked until the rebalance completes is answered by a
+    later ``send`` or ``tick``).  ``node_id`` ``None`` means any live broker (bootstrap).
+    ``context`` ``None`` means the request states its own header data
+    (:meth:`RequestContext.of` with the defaults).
+    """
+
+    def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int,
+             context: Optional[RequestContext] = None) -> List["Delivery"]: ...
+
+    def tick(self, now_ms: int) -> List["Delivery"]: ...
+
+    def next_deadline_ms(self) -> Optional[int]: ...
+
+
+class StandaloneCoordinator:
+    """A single GroupCoordinator posing as broker ``node_id`` (it answers FindCoordinator itself)."""
+
+    def __init__(self, coordinator: "GroupCoordinator", node_id: int = 0,
+                 listener: Tuple[str, int] = ("in-process", 0)) -> None:
+        self.coordinator = coordinator
+        self.node_id = node_id
+        #: The (host, port) FindCoordinator answers.
+        self.listener = listener
+
+    def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int,
+             context: Optional[RequestContext] = None) -> List["Delivery"]:
+        from kgroup.core.coordinator import Delivery
+
+        if isinstance(request, m.FindCoordinatorRequest):
+            host, port = self.listener
+            response = m.FindCoordinatorResponse(ErrorCode.NONE, self.node_id, host, port)
+            return [Delivery(request_key, response)]
+        return list(self.coordinator.handle(request_key, with_context(request, context), now_ms).deliveries)
+
+    def tick(self, now_ms: int) -> List["Delivery"]:
+        return list(self.coordinator.on_timers(now_ms).deliveries)
+
+    def next_deadline_ms(self) -> Optional[int]:
+        return self.coordinator.next_deadline_ms()
