@@ -31,6 +31,14 @@ def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
+def wait_until_ms(deadline_ms: Optional[int], now_ms: int, cap_ms: int) -> int:
+    """How long a real-clock thread may sleep before ``deadline_ms`` (None: no deadline), at most
+    ``cap_ms`` and at least 1 ms (a deadline already passed is served on the next round)."""
+    if deadline_ms is None:
+        return max(1, cap_ms)
+    return max(1, min(cap_ms, deadline_ms - now_ms))
+
+
 class MemberRunner:
     def __init__(self, member: GroupMember, transport: Transport, clock: Optional[Clock] = None) -> None:
         self.member = member
@@ -90,10 +98,7 @@ class MemberRunner:
 
     def wait_ms(self, cap_ms: int) -> int:
         """How long the caller may wait before the member has something to do (>= 1 ms)."""
-        deadline = self.member.next_deadline_ms()
-        if deadline is None:
-            return max(1, cap_ms)
-        return max(1, min(cap_ms, deadline - self.clock()))
+        return wait_until_ms(self.member.next_deadline_ms(), self.clock(), cap_ms)
 
 
 def block_until(runner: MemberRunner, deadline_ms: Optional[int], done: Callable[[], bool], *,
