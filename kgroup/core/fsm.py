@@ -4,15 +4,56 @@ Each machine declares one enum and one table mapping every state to the set
 of states it may be entered from; :class:`StateMachine.transition_to` is the
 only way to move, and it rejects a move the table does not list with an
 :class:`~kgroup.errors.IllegalStateTransition` naming both states.
+
+Every transition is reported, after the state has changed, to the machine's
+own ``observer`` (``(machine name, old, new)``, the shape of the coordinator's
+``TransitionObserver``) and to every process-wide *transition sink*
+(:func:`add_transition_sink`).  The sinks let one trace see the members, the
+groups and the cluster's partitions and replicas without each owner
+threading a callback through its constructor; they run on whatever thread
+made the transition and must not raise.  The core stays sans-I/O: a sink gets
+no time, a test's sink stamps entries with its own mock clock
+(:class:`kgroup.testing.trace.Trace`).
 """
 from __future__ import annotations
 
+import contextlib
 import enum
-from typing import Generic, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterator, Mapping, Optional, TypeVar
 
 from kgroup.errors import IllegalStateTransition
 
 S = TypeVar("S", bound=enum.Enum)
+
+#: ``(machine name, old state, new state)``: a machine's own observer.
+TransitionObserver = Callable[[str, Any, Any], None]
+#: ``(machine, old state, new state)``: a process-wide sink (the machine itself, so a trace can
+#: tell apart two machines of one name, e.g. two members of one group).
+TransitionSink = Callable[["StateMachine", Any, Any], None]
+
+# A tuple, replaced whole: a transition on another thread reads one consistent set of sinks.
+_sinks: tuple = ()
+
+
+def add_transition_sink(sink: TransitionSink) -> None:
+    """Report every state machine's transitions to ``sink`` from now on."""
+    global _sinks
+    _sinks = _sinks + (sink,)
+
+
+def remove_transition_sink(sink: TransitionSink) -> None:
+    global _sinks
+    _sinks = tuple(s for s in _sinks if s is not sink)
+
+
+@contextlib.contextmanager
+def transition_sink(sink: TransitionSink) -> Iterator[TransitionSink]:
+    """``sink`` sees every transition made inside the ``with`` block."""
+    add_transition_sink(sink)
+    try:
+        yield sink
+    finally:
+        remove_transition_sink(sink)
 
 
 def check_table(states: type[enum.Enum], legal_previous: Mapping[enum.Enum, frozenset]) -> None:
@@ -29,13 +70,15 @@ def check_table(states: type[enum.Enum], legal_previous: Mapping[enum.Enum, froz
 class StateMachine(Generic[S]):
     """A current state plus the table that says where it may go."""
 
-    __slots__ = ("name", "state", "_legal_previous")
+    __slots__ = ("name", "state", "_legal_previous", "observer")
 
-    def __init__(self, name: str, initial: S, legal_previous: Mapping[S, frozenset]) -> None:
+    def __init__(self, name: str, initial: S, legal_previous: Mapping[S, frozenset],
+                 observer: Optional[TransitionObserver] = None) -> None:
         check_table(type(initial), legal_previous)
         self.name = name
         self.state = initial
         self._legal_previous = legal_previous
+        self.observer = observer
 
     def can_transition_to(self, target: S) -> bool:
         return self.state in self._legal_previous[target]
@@ -46,6 +89,10 @@ class StateMachine(Generic[S]):
         if previous not in self._legal_previous[target]:
             raise IllegalStateTransition(self.name, previous, target)
         self.state = target
+        if self.observer is not None:
+            self.observer(self.name, previous, target)
+        for sink in _sinks:
+            sink(self, previous, target)
         return previous
 
     def __repr__(self) -> str:

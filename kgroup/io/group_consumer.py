@@ -26,12 +26,9 @@ from kgroup.core.member import (
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.errors import KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
-from kgroup.io.runner import MemberRunner, monotonic_ms
+from kgroup.io.runner import MemberRunner, block_until, monotonic_ms
 from kgroup.io.transport import Transport
 from kgroup.values import TopicPartition
-
-#: Longest single blocking wait inside poll/commit (keeps the loop responsive).
-_STEP_MS = 50
 
 
 @attrs.frozen
@@ -98,32 +95,32 @@ class GroupConsumer:
         runner = self._runner
         deadline_ms = runner.clock() + max(0, timeout_ms)
         delivered: list = []
-        while True:
-            self._check_heartbeat_thread()
-            with runner.foreground() as member:
-                events = self._buffered + member.take_events()
-                self._buffered = []
-            error = self._dispatch(events) if events else None
-            delivered.extend(events)
-            with runner.foreground() as member:
-                now = runner.clock()
-                member.on_app_poll(now, self._owned_positions())
-                runner.step(0)
-                more = member.has_events()
-                settled = member.state is MemberState.STABLE and not member.rejoin_needed
-            if error is not None:
-                raise error
-            fatal = next((e for e in events if isinstance(e, FatalError)), None)
-            if fatal is not None:
-                raise fatal.error
-            if more:
-                continue
-            rebalanced = any(isinstance(e, (PartitionsAssigned, PartitionsRevoked, PartitionsLost)) for e in delivered)
-            remaining = deadline_ms - runner.clock()
-            if (settled and rebalanced) or remaining <= 0:
-                return PollResult(self._member.assignment, tuple(delivered))
-            with runner.foreground():
-                runner.step(min(remaining, _STEP_MS, runner.wait_ms(_STEP_MS)))
+
+        def settled_after_rebalance() -> bool:
+            while True:
+                self._check_heartbeat_thread()
+                with runner.foreground() as member:
+                    events = self._buffered + member.take_events()
+                    self._buffered = []
+                error = self._dispatch(events) if events else None
+                delivered.extend(events)
+                with runner.foreground() as member:
+                    now = runner.clock()
+                    member.on_app_poll(now, self._owned_positions())
+                    runner.step(0)
+                    more = member.has_events()
+                    settled = member.state is MemberState.STABLE and not member.rejoin_needed
+                if error is not None:
+                    raise error
+                fatal = next((e for e in events if isinstance(e, FatalError)), None)
+                if fatal is not None:
+                    raise fatal.error
+                if not more:
+                    rebalance_events = (PartitionsAssigned, PartitionsRevoked, PartitionsLost)
+                    return settled and any(isinstance(e, rebalance_events) for e in delivered)
+
+        block_until(runner, deadline_ms, settled_after_rebalance, wake_for_member=True)
+        return PollResult(self._member.assignment, tuple(delivered))
 
     def _owned_positions(self) -> dict:
         owned = self._member.assignment
@@ -186,19 +183,17 @@ class GroupConsumer:
 
     def _wait_for(self, results: dict, token: int, timeout_ms: int):
         runner = self._runner
-        deadline_ms = runner.clock() + timeout_ms
-        while token not in results:
-            self._check_heartbeat_thread()
-            remaining = deadline_ms - runner.clock()
-            if remaining <= 0:
-                raise KGroupError(f"no answer within {timeout_ms} ms")
-            with runner.foreground() as member:
-                runner.step(min(remaining, _STEP_MS))
-                for event in member.take_events():
-                    if isinstance(event, (CommitCompleted, CommittedFetched)):
-                        self._dispatch_one(event)
-                    else:
-                        self._buffered.append(event)  # rebalance callbacks run in poll()
+
+        def take_results(member: GroupMember) -> None:
+            for event in member.take_events():
+                if isinstance(event, (CommitCompleted, CommittedFetched)):
+                    self._dispatch_one(event)
+                else:
+                    self._buffered.append(event)  # rebalance callbacks run in poll()
+
+        if not block_until(runner, runner.clock() + timeout_ms, lambda: token in results,
+                           check=self._check_heartbeat_thread, after_step=take_results):
+            raise KGroupError(f"no answer within {timeout_ms} ms")
         return results.pop(token)
 
     # -- closing ---------------------------------------------------------------
@@ -212,17 +207,16 @@ class GroupConsumer:
         deadline_ms = runner.clock() + timeout_ms
         with runner.foreground() as member:
             member.close(runner.clock(), leave_group, self._owned_positions())
+
+        def closed() -> bool:
+            with runner.foreground() as member:
+                events = member.take_events()
+                done = member.closed
+            self._dispatch(events)
+            return done
+
         try:
-            while True:
-                with runner.foreground() as member:
-                    events = member.take_events()
-                    done = member.closed
-                self._dispatch(events)
-                remaining = deadline_ms - runner.clock()
-                if done or remaining <= 0:
-                    break
-                with runner.foreground():
-                    runner.step(min(remaining, _STEP_MS))
+            block_until(runner, deadline_ms, closed)
         finally:
             self._heartbeat.stop(timeout_s=max(0.1, (deadline_ms - runner.clock()) / 1000))
             runner.transport.close()

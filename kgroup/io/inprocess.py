@@ -22,7 +22,7 @@ from kgroup.core import messages as m
 from kgroup.core.broker import (DEFAULT_CLIENT_HOST, DEFAULT_CLIENT_ID, BrokerBackend, BrokerUnreachable,
                                 RequestContext, StandaloneCoordinator)
 from kgroup.core.error_codes import ErrorCode
-from kgroup.io.runner import monotonic_ms
+from kgroup.io.runner import monotonic_ms, wait_until_ms
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError
 
 Clock = Callable[[], int]
@@ -128,8 +128,7 @@ class InProcessHub:
                 except Exception:
                     # This thread fires the timers of every group the hub hosts: log and keep going.
                     log.exception("in-process backend failed while firing timers")
-                deadline = self.backend.next_deadline_ms()
-                wait_ms = 1000 if deadline is None else min(1000, max(1, deadline - self.clock()))
+                wait_ms = wait_until_ms(self.backend.next_deadline_ms(), self.clock(), 1000)
                 self._timer_wake.wait(wait_ms / 1000)
 
     def close(self, timeout_s: float = 2.0) -> None:

@@ -5,6 +5,10 @@ responses between the member and the transport.  Two threads use it - the
 polling thread (``foreground()``) and the heartbeat thread - and the
 foreground wins the lock promptly: it wakes a blocked ``transport.poll``
 and the heartbeat thread yields while a foreground caller waits.
+
+:func:`block_until` is the one blocking loop of the polling thread, shared by
+``GroupConsumer`` and the kafka-python ``ConsumerCoordinator`` (their poll,
+commit/fetch waits and close).
 """
 from __future__ import annotations
 
@@ -18,9 +22,21 @@ from kgroup.io.transport import Transport, TransportError
 
 Clock = Callable[[], int]
 
+#: Longest single blocking wait of the polling thread: it looks at its deadline, a wakeup and
+#: the heartbeat thread's health at least this often.
+BLOCKING_STEP_MS = 50
+
 
 def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
+
+
+def wait_until_ms(deadline_ms: Optional[int], now_ms: int, cap_ms: int) -> int:
+    """How long a real-clock thread may sleep before ``deadline_ms`` (None: no deadline), at most
+    ``cap_ms`` and at least 1 ms (a deadline already passed is served on the next round)."""
+    if deadline_ms is None:
+        return max(1, cap_ms)
+    return max(1, min(cap_ms, deadline_ms - now_ms))
 
 
 class MemberRunner:
@@ -82,8 +98,32 @@ class MemberRunner:
 
     def wait_ms(self, cap_ms: int) -> int:
         """How long the caller may wait before the member has something to do (>= 1 ms)."""
-        deadline = self.member.next_deadline_ms()
-        if deadline is None:
-            return max(1, cap_ms)
-        return max(1, min(cap_ms, deadline - self.clock()))
+        return wait_until_ms(self.member.next_deadline_ms(), self.clock(), cap_ms)
 
+
+def block_until(runner: MemberRunner, deadline_ms: Optional[int], done: Callable[[], bool], *,
+                check: Optional[Callable[[], None]] = None,
+                after_step: Optional[Callable[[GroupMember], None]] = None,
+                wake_for_member: bool = False) -> bool:
+    """The polling thread's blocking loop: True once ``done()``, False once ``deadline_ms`` passed.
+
+    Each round calls ``done()`` (which may do the round's work: take and dispatch events),
+    then ``check()`` (the heartbeat thread's health), then waits for completions for at most
+    :data:`BLOCKING_STEP_MS` and the time left, and calls ``after_step(member)`` under the lock.
+    With ``wake_for_member`` the wait also ends at the member's next deadline (a poll loop must
+    run the member's timers itself: it sends the JoinGroup the heartbeat thread does not).
+    ``deadline_ms=None`` waits for ever.
+    """
+    while True:
+        if done():
+            return True
+        if check is not None:
+            check()
+        remaining = None if deadline_ms is None else deadline_ms - runner.clock()
+        if remaining is not None and remaining <= 0:
+            return False
+        wait = BLOCKING_STEP_MS if remaining is None else min(remaining, BLOCKING_STEP_MS)
+        with runner.foreground() as member:
+            runner.step(min(wait, runner.wait_ms(BLOCKING_STEP_MS)) if wake_for_member else wait)
+            if after_step is not None:
+                after_step(member)

@@ -1,5 +1,6 @@
-"""Helpers for testing code that uses kgroup: a mock clock, the assignor
-conformance kit and (with the cluster) the pytest fixtures."""
+"""Helpers for testing code that uses kgroup: a mock clock and the scheduler
+that drives it, a transition trace, the assignor conformance kit and (with
+the cluster) the pytest fixtures."""
 from kgroup.testing.clock import MockClock
 from kgroup.testing.conformance import (
     AssignorProperties,
@@ -14,6 +15,8 @@ from kgroup.testing.conformance import (
     check_topic_balance,
     check_validity,
 )
+from kgroup.testing.scheduler import Scheduler
+from kgroup.testing.trace import Trace, TraceEntry
 
 __all__ = [
     "AssignorProperties",
@@ -21,6 +24,9 @@ __all__ = [
     "ConformanceError",
     "ConformanceReport",
     "MockClock",
+    "Scheduler",
+    "Trace",
+    "TraceEntry",
     "check_assignor",
     "check_balance",
     "check_convergence",

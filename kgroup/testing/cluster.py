@@ -9,8 +9,10 @@ from kgroup members to them.  Two ways to drive it:
   with its own heartbeat thread; the hub fires timers and replication
   rounds from a background thread.  Close consumers (or the cluster) at the end.
 - ``MockClock``: ``member(...)`` builds a pure member bound to the hub and
-  ``run(ms)`` steps every member, the cluster and the coordinators in
-  lock-step; nothing happens between calls, so tests are deterministic.
+  ``run(ms)`` drives every member, the cluster and the coordinators with a
+  :class:`~kgroup.testing.scheduler.Scheduler`, which jumps from deadline to
+  deadline; each member's application polls every ``step_ms``.  Nothing
+  happens between calls, so tests are deterministic.
 
 Faults (``kill_broker``, ``isolate_member``, ...) apply under the hub's lock
 and route whatever the failover answers.
@@ -29,6 +31,32 @@ from kgroup.errors import ConfigError
 from kgroup.io.inprocess import InProcessHub, InProcessTransport
 from kgroup.io.runner import MemberRunner, monotonic_ms
 from kgroup.testing.clock import MockClock
+from kgroup.testing.scheduler import HubTimers, Scheduler
+
+#: The application poll cadence of ``member()``s under ``run``: a member counts
+#: max.poll.interval.ms and moves on after its rebalance callbacks from these polls.
+DEFAULT_APP_POLL_MS = 10
+
+
+class _PollingApp:
+    """The application loop of one ``member()``: take events (to ``on_events``), then poll."""
+
+    def __init__(self, kafka: "InMemoryKafka", name: str, member: GroupMember, first_ms: int) -> None:
+        self.kafka = kafka
+        self.name = name
+        self.member = member
+        self.next_ms = first_ms
+
+    def next_poll_ms(self) -> Optional[int]:
+        return self.next_ms
+
+    def poll(self, now_ms: int) -> None:
+        self.next_ms = now_ms + self.kafka._app_poll_ms
+        events = self.member.take_events()
+        on_events = self.kafka._on_events
+        if on_events is not None and events:
+            on_events(self.name, events)
+        self.member.on_app_poll(now_ms)
 
 
 class InMemoryKafka:
@@ -61,6 +89,12 @@ class InMemoryKafka:
         self.hub = InProcessHub(self.hosting, clock=read_clock, run_timers=clock is None)
         self._runners: Dict[str, MemberRunner] = {}
         self._consumers: list = []
+        self._app_poll_ms = DEFAULT_APP_POLL_MS
+        self._on_events: Optional[Callable[[str, list], None]] = None
+        self.scheduler: Optional[Scheduler] = None
+        if clock is not None:
+            self.scheduler = Scheduler(clock)
+            self.scheduler.add_timers(HubTimers(self.hub))
 
     # -- topics and connections --------------------------------------------------
 
@@ -94,7 +128,10 @@ class InMemoryKafka:
         member = GroupMember(MemberConfig(group_id=group_id, **config), self.clock())
         member.subscribe(list(topics), self.clock())
         member.update_metadata(self.partitions_per_topic(), self.clock())
-        self._runners[name] = MemberRunner(member, self.transport(member.config.client_id), self.clock)
+        runner = MemberRunner(member, self.transport(member.config.client_id), self.clock)
+        self._runners[name] = runner
+        assert self.scheduler is not None
+        self.scheduler.add_member(name, runner, _PollingApp(self, name, member, self.clock()))
         return member
 
     def members(self) -> Dict[str, GroupMember]:
@@ -103,6 +140,7 @@ class InMemoryKafka:
     def remove_member(self, name: str, leave_group: Optional[bool] = None) -> None:
         """Close a pure member (leaving the group if dynamic) and stop driving it."""
         runner = self._runners.pop(name)
+        self._stop_driving(name)
         runner.member.close(self.clock(), leave_group)
         for _ in range(100):
             runner.step(0)
@@ -115,29 +153,34 @@ class InMemoryKafka:
     def crash_member(self, name: str) -> None:
         """The member stops without a word (its process died)."""
         self._runners.pop(name).transport.close()
+        self._stop_driving(name)
+
+    def _stop_driving(self, name: str) -> None:
+        if self.scheduler is not None:
+            self.scheduler.remove_member(name)
 
     # -- driving (MockClock) ---------------------------------------------------------
 
     def run(self, duration_ms: int, step_ms: int = 10,
             on_events: Optional[Callable[[str, list], None]] = None) -> None:
-        """Advance the mock clock by ``duration_ms``, stepping every member and the cluster."""
-        if self.clock is None:
+        """Advance the mock clock by ``duration_ms``, driving every member and the cluster at each
+        instant something is due; each member's application polls every ``step_ms``."""
+        if self.clock is None or self.scheduler is None:
             raise ConfigError("run() needs a MockClock; on the real clock time passes by itself")
-        end = self.clock() + duration_ms
-        while self.clock() < end:
-            for name, runner in list(self._runners.items()):
-                member = runner.member
-                events = member.take_events()
-                if on_events is not None and events:
-                    on_events(name, events)
-                member.on_app_poll(self.clock())
-                runner.step(0)
-            self.hub.tick()
-            self.clock.advance(min(step_ms, end - self.clock()))
+        if step_ms < 1:
+            raise ConfigError(f"run() needs an application poll cadence of at least 1 ms, got {step_ms}")
+        self._app_poll_ms = step_ms
+        self._on_events = on_events
+        try:
+            self.scheduler.run_for(duration_ms)
+        finally:
+            self._on_events = None
 
     def run_until(self, condition: Callable[[], bool], limit_ms: int = 60_000, step_ms: int = 10,
                   on_events: Optional[Callable[[str, list], None]] = None) -> int:
         """Run until ``condition()`` holds; return the mock time it took; raise if it never does."""
+        if self.clock is None:
+            raise ConfigError("run_until() needs a MockClock; on the real clock time passes by itself")
         start = self.clock()
         while not condition():
             if self.clock() - start >= limit_ms:

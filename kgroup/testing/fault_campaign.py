@@ -6,8 +6,9 @@ schedule (``Random("faults-<seed>")``) and the application's behaviour
 members do.  String seeds hash with SHA-512 in :mod:`random`, never with
 ``PYTHONHASHSEED``, so a seed replays bit for bit.
 
-The clock is a :class:`MockClock` that jumps to the next deadline of any
-member, coordinator, replication round, application poll or fault.  The
+The clock is a :class:`MockClock` that a :class:`~kgroup.testing.scheduler.Scheduler`
+moves to the next deadline of any member, coordinator, replication round,
+application poll or fault.  The
 members are kgroup's pure :class:`GroupMember`; the cluster, coordinators and
 ``__consumer_offsets`` replication are the real in-memory ones.
 
@@ -56,6 +57,7 @@ from kgroup.io.inprocess import InProcessTransport
 from kgroup.io.transport import Completion, Transport
 from kgroup.testing.clock import MockClock
 from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing.scheduler import HubTimers, Scheduler
 from kgroup.values import TopicPartition
 
 __all__ = ["FAMILIES", "Fault", "Scenario", "Verdict", "plan", "run_scenario", "run_seed"]
@@ -219,6 +221,37 @@ class _App:
     next_poll_ms: int = 0
     paused_until_ms: int = -1
 
+    def next_poll(self) -> int:
+        """When the application polls next: its own cadence, unless a slow poll holds it."""
+        return max(self.next_poll_ms, self.paused_until_ms)
+
+
+class _AppPolls:
+    """One application's polls as the scheduler sees them (a slow poll pauses them)."""
+
+    def __init__(self, app: _App, campaign: "_Campaign") -> None:
+        self.app = app
+        self.campaign = campaign
+
+    def next_poll_ms(self) -> Optional[int]:
+        return self.app.next_poll()
+
+    def poll(self, now_ms: int) -> None:
+        self.campaign.app_poll(self.app, now_ms)
+
+
+class _FaultEvent:
+    """A scheduled fault; applying it may schedule its undoing half."""
+
+    def __init__(self, fault: Fault, campaign: "_Campaign") -> None:
+        self.fault = fault
+        self.campaign = campaign
+
+    def __call__(self, now_ms: int) -> None:
+        undo: List[Fault] = []
+        self.campaign.apply(self.fault, undo)
+        self.campaign.schedule(undo)
+
 
 class _Campaign:
     def __init__(self, scenario: Scenario,
@@ -231,6 +264,9 @@ class _Campaign:
                                    coordinator_config=COORDINATOR,
                                    member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
         self.kafka.create_topic(TOPIC, scenario.partitions)
+        self.scheduler = Scheduler(self.clock)
+        self.scheduler.add_timers(HubTimers(self.kafka.hub))
+        self.scheduler.after_instant.append(lambda now_ms: self.check_ownership())
         self.member_hooks = member_hooks
         self.assignor_lists = _group_assignors(scenario.family, self.rng)
         self.apps: Dict[str, _App] = {}
@@ -266,12 +302,14 @@ class _Campaign:
         app = _App(name, instance_id, assignors, auto_commit, member, transport, runner,
                    next_poll_ms=now)
         self.apps[name] = app
+        self.scheduler.add_member(name, runner, _AppPolls(app, self))
         return app
 
     def stop(self, name: str, clean: bool) -> Optional[_App]:
         app = self.apps.pop(name, None)
         if app is None:
             return None
+        self.scheduler.remove_member(name)
         if clean:
             app.member.close(self.clock(), positions=self._positions(app))
             for _ in range(50):
@@ -424,41 +462,19 @@ class _Campaign:
             if not app.runner.step(0):
                 return
 
-    def step(self) -> None:
-        now = self.clock()
-        for app in list(self.apps.values()):
-            if now >= app.next_poll_ms and now >= app.paused_until_ms:
-                self.app_poll(app, now)
-        for app in list(self.apps.values()):
-            self._drain(app)
-        self.kafka.hub.tick()
-        for app in list(self.apps.values()):
-            self._drain(app)
-        self.check_ownership()
+    def schedule(self, faults: Sequence[Fault]) -> None:
+        """Faults at their times; at one instant, in the order given (a schedule is sorted)."""
+        for fault in faults:
+            self.scheduler.call_at(fault.at_ms, _FaultEvent(fault, self))
 
-    def next_instant(self, limit_ms: int) -> int:
-        now = self.clock()
-        candidates = [limit_ms]
-        cluster_deadline = self.kafka.hosting.next_deadline_ms()
-        if cluster_deadline is not None:
-            candidates.append(cluster_deadline)
-        for app in self.apps.values():
-            candidates.append(max(app.next_poll_ms, app.paused_until_ms))
-            deadline = app.member.next_deadline_ms()
-            if deadline is not None:
-                candidates.append(deadline)
-        return max(now + 1, min(candidates))
+    def pending_faults(self) -> List[Fault]:
+        """Take the faults not yet applied (the undoing halves of faults that outlast the window)."""
+        return [cast(_FaultEvent, event).fault for event in self.scheduler.pending_calls()]
 
-    def run_until(self, end_ms: int, faults: List[Fault]) -> None:
-        while self.clock() < end_ms:
-            while faults and faults[0].at_ms <= self.clock():
-                undo: List[Fault] = []
-                self.apply(faults.pop(0), undo)
-                faults.extend(undo)
-                faults.sort(key=lambda f: f.at_ms)
-            self.step()
-            limit = min(end_ms, faults[0].at_ms) if faults else end_ms
-            self.clock.advance(self.next_instant(limit) - self.clock())
+    def run_until(self, end_ms: int) -> None:
+        """Apply due faults, poll, step members and the cluster at every instant with something
+        due, up to ``end_ms`` (the scheduler's instant)."""
+        self.scheduler.run_until_ms(end_ms)
 
     # -- checks --------------------------------------------------------------------------
 
@@ -550,11 +566,11 @@ class _Campaign:
                                        f"fault: coordinator {self.kafka.group_state(GROUP)}, "
                                        f"members {states}")
                 return
-            self.run_until(self.clock() + 50, [])
+            self.run_until(self.clock() + 50)
         sizes = sorted(len(a.member.assignment) for a in self.apps.values())
         if sum(sizes) != self.scenario.partitions or sizes[-1] - sizes[0] > 1:
             self.violations.append(f"settled but not every partition owned once, balanced: sizes {sizes}")
-        self.run_until(self.clock() + 1_000, [])  # outstanding commits finish
+        self.run_until(self.clock() + 1_000)  # outstanding commits finish
         self.check_commit_generations()
         committed = self.committed_offsets()
         for tp, history in self.accepted.items():
@@ -577,13 +593,14 @@ def run_scenario(scenario: Scenario, member_hooks: Optional[Callable[[GroupMembe
             campaign.start(name, instance_id)
         faults = list(scenario.faults)
         if scenario.family == "static-bounce":
-            campaign.run_until(faults[0].at_ms - 500, [])
+            campaign.run_until(faults[0].at_ms - 500)
             if not campaign.settled():
                 campaign.violations.append("static-bounce: the group was not Stable before the first bounce")
             generation_before = campaign.member_generations()
         end = max([f.at_ms for f in faults] + [FAULT_WINDOW_MS]) + 1_000
-        campaign.run_until(end, faults)
-        for pending in faults:  # the undoing half of a fault that outlasted the window
+        campaign.schedule(faults)
+        campaign.run_until(end)
+        for pending in campaign.pending_faults():  # the undoing half of a fault that outlasted the window
             campaign.apply(pending, [])
         campaign.finish()
         if scenario.family == "static-bounce":

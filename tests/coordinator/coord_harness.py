@@ -15,6 +15,7 @@ from kgroup.core.messages import (
     SyncGroupRequest,
 )
 from kgroup.testing.clock import MockClock
+from kgroup.testing.scheduler import CoordinatorTimers, Scheduler
 
 PARTITIONS = ("t-0", "t-1", "t-2")
 
@@ -33,6 +34,8 @@ class Driver:
         self.responses: dict = {}
         self.records: list = []
         self._keys = itertools.count()
+        self.scheduler = Scheduler(self.clock)
+        self.scheduler.add_timers(CoordinatorTimers(lambda: self.coordinator, self._absorb))
 
     def _observe(self, group_id: str, old: GroupState, new: GroupState) -> None:
         self.transitions.append((group_id, old, new))
@@ -60,14 +63,7 @@ class Driver:
 
     def advance(self, delta_ms: int) -> None:
         """Move the clock, firing every deadline on the way at its own time."""
-        target = self.clock.now_ms + delta_ms
-        while True:
-            deadline = self.coordinator.next_deadline_ms()
-            if deadline is None or deadline > target:
-                break
-            self.clock.advance_to(deadline)
-            self._absorb(self.coordinator.on_timers(self.clock.now_ms))
-        self.clock.advance_to(target)
+        self.scheduler.advance_timers_to(self.clock.now_ms + delta_ms)
 
     def fire(self) -> None:
         self._absorb(self.coordinator.on_timers(self.clock.now_ms))

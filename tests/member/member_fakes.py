@@ -10,6 +10,7 @@ from kgroup.core.member import GroupMember, MemberConfig, MemberState, Partition
 from kgroup.io.inprocess import InProcessHub
 from kgroup.io.runner import MemberRunner
 from kgroup.testing import MockClock
+from kgroup.testing.scheduler import HubTimers, PollCadence, Scheduler
 from kgroup.values import Assignment
 
 
@@ -156,6 +157,9 @@ class InProcessGroup:
         ids = iter(range(1000))
         coordinator = GroupCoordinator(config, member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
         self.hub = InProcessHub(coordinator, clock=self.clock)
+        self.scheduler = Scheduler(self.clock)
+        self.scheduler.add_timers(HubTimers(self.hub))
+        self.poll_interval_ms = 10
         self.assignor_factory = assignor_factory
         self.runners = {}
         self.ownership = Ownership()
@@ -172,22 +176,31 @@ class InProcessGroup:
                              self.clock.now_ms)
         member.subscribe(["t"], self.clock.now_ms)
         member.update_metadata(TOPICS, self.clock.now_ms)
-        self.runners[name] = MemberRunner(member, self.hub.transport(), self.clock)
+        runner = MemberRunner(member, self.hub.transport(), self.clock)
+        self.runners[name] = runner
+        app = PollCadence(lambda now_ms: self._app_poll(name, member, now_ms), self.poll_interval_ms,
+                          first_ms=self.clock.now_ms)
+        self.scheduler.remove_member(name)  # a test may have popped it from runners
+        self.scheduler.add_member(name, runner, app)
         return member
 
+    def _app_poll(self, name, member, now_ms):
+        events = member.take_events()
+        self.ownership.apply(name, events)
+        for e in events:
+            if isinstance(e, PartitionsAssigned):
+                self.generations.append(e.generation.generation_id)
+        member.on_app_poll(now_ms)
+
     def run(self, ms, step_ms=10):
-        for _ in range(ms // step_ms):
-            for name, runner in list(self.runners.items()):
-                member = runner.member
-                events = member.take_events()
-                self.ownership.apply(name, events)
-                for e in events:
-                    if isinstance(e, PartitionsAssigned):
-                        self.generations.append(e.generation.generation_id)
-                member.on_app_poll(self.clock.now_ms)
-                runner.step(0)
-            self.hub.tick()
-            self.clock.advance(step_ms)
+        """Drive the members and the coordinator for ``ms`` of mock time (whole ``step_ms`` steps,
+        as before the scheduler); the applications poll every ``step_ms``."""
+        # Tests crash a member by popping it from ``runners``: drive exactly the ones left.
+        for name in [n for n in self.scheduler.members if n not in self.runners]:
+            self.scheduler.remove_member(name)
+        for driven in self.scheduler.members.values():
+            driven.app.interval_ms = step_ms
+        self.scheduler.run_for(ms // step_ms * step_ms)
 
     def settled(self):
         members = [r.member for r in self.runners.values()]

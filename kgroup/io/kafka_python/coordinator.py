@@ -47,12 +47,9 @@ from kgroup.io.kafka_python.partitions import to_kafka_partition
 from kgroup.io.kafka_python.strategies import kafka_python_assignor, resolve_assignors
 from kgroup.io.kafka_python.subscription import SubscriptionBridge
 from kgroup.io.kafka_python.transport import KafkaPythonTransport
-from kgroup.io.runner import MemberRunner, monotonic_ms
+from kgroup.io.runner import MemberRunner, block_until, monotonic_ms
 
 log = logging.getLogger(__name__)
-
-#: Longest single blocking wait inside a poll loop (keeps it responsive).
-_STEP_MS = 50
 
 _REBALANCING = (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
 
@@ -191,34 +188,30 @@ class ConsumerCoordinator:
         runner = self._runner
         self._sync_subscription()
         deadline = None if timeout_ms is None else runner.clock() + max(0, int(timeout_ms))
-        while True:
-            self._check_heartbeat_thread()
-            with runner.foreground() as member:
-                events = self._buffered + member.take_events()
-                self._buffered = []
-            error = self._dispatch(events)
-            with runner.foreground() as member:
-                member.on_app_poll(runner.clock(), self._positions())
-                runner.step(0)
-                more = member.has_events()
-                settled = member.state is MemberState.STABLE and not member.rejoin_needed
-                failed = member.state is MemberState.FATAL and not more
-            if error is not None:
-                raise error
-            if failed:
-                # The fatal error itself was raised by an earlier poll; a failed
-                # member never settles, so say so instead of polling in vain.
-                raise MemberClosedError(f"the group member failed: {member.last_error}")
-            if more:
-                continue
-            if settled:
-                return True
-            remaining = None if deadline is None else deadline - runner.clock()
-            if remaining is not None and remaining <= 0:
-                return False
-            step = _STEP_MS if remaining is None else min(remaining, _STEP_MS)
-            with runner.foreground():
-                runner.step(min(step, runner.wait_ms(_STEP_MS)))
+
+        def settled() -> bool:
+            while True:
+                self._check_heartbeat_thread()
+                with runner.foreground() as member:
+                    events = self._buffered + member.take_events()
+                    self._buffered = []
+                error = self._dispatch(events)
+                with runner.foreground() as member:
+                    member.on_app_poll(runner.clock(), self._positions())
+                    runner.step(0)
+                    more = member.has_events()
+                    stable = member.state is MemberState.STABLE and not member.rejoin_needed
+                    failed = member.state is MemberState.FATAL and not more
+                if error is not None:
+                    raise error
+                if failed:
+                    # The fatal error itself was raised by an earlier poll; a failed
+                    # member never settles, so say so instead of polling in vain.
+                    raise MemberClosedError(f"the group member failed: {member.last_error}")
+                if not more:
+                    return stable
+
+        return block_until(runner, deadline, settled, wake_for_member=True)
 
     def _sync_subscription(self) -> None:
         topics = set(self._subscription.subscription or ())
@@ -408,21 +401,19 @@ class ConsumerCoordinator:
 
     def _wait_for(self, token: int, timeout_ms: int):
         runner = self._runner
-        deadline = runner.clock() + timeout_ms
-        while token not in self._results:
-            self._check_heartbeat_thread()
-            remaining = deadline - runner.clock()
-            if remaining <= 0:
-                raise Errors.KafkaTimeoutError(f"no answer within {timeout_ms} ms")
-            with runner.foreground() as member:
-                runner.step(min(remaining, _STEP_MS))
-                for event in member.take_events():
-                    if isinstance(event, CommitCompleted):
-                        self._complete_commit(event)
-                    elif isinstance(event, CommittedFetched):
-                        self._results[event.token] = event
-                    else:
-                        self._buffered.append(event)  # rebalance callbacks run in poll()
+
+        def take_results(member: GroupMember) -> None:
+            for event in member.take_events():
+                if isinstance(event, CommitCompleted):
+                    self._complete_commit(event)
+                elif isinstance(event, CommittedFetched):
+                    self._results[event.token] = event
+                else:
+                    self._buffered.append(event)  # rebalance callbacks run in poll()
+
+        if not block_until(runner, runner.clock() + timeout_ms, lambda: token in self._results,
+                           check=self._check_heartbeat_thread, after_step=take_results):
+            raise Errors.KafkaTimeoutError(f"no answer within {timeout_ms} ms")
         return self._results.pop(token)
 
     # -- leaving and closing ---------------------------------------------------
@@ -448,23 +439,23 @@ class ConsumerCoordinator:
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
         deadline = runner.clock() + timeout_ms
         positions = self._positions() if autocommit else None
-        error = None
+        errors: list = []
         with runner.foreground() as member:
             member.close(runner.clock(), None, positions)
+
+        def closed() -> bool:
+            with runner.foreground() as member:
+                events = member.take_events()
+                done = member.closed and not member.has_in_flight()
+            errors.append(self._dispatch(events))
+            return done
+
         try:
-            while True:
-                with runner.foreground() as member:
-                    events = member.take_events()
-                    done = member.closed and not member.has_in_flight()
-                error = error or self._dispatch(events)
-                remaining = deadline - runner.clock()
-                if done or remaining <= 0:
-                    break
-                with runner.foreground():
-                    runner.step(min(remaining, _STEP_MS))
+            block_until(runner, deadline, closed)
         finally:
             self._heartbeat.stop(timeout_s=max(0.1, (deadline - runner.clock()) / 1000))
             runner.transport.close()
+        error = next((e for e in errors if e is not None), None)
         if error is not None:
             raise error
 

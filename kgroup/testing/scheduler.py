@@ -1,0 +1,245 @@
+"""One way to drive mock time: jump to the earliest deadline of everything driven.
+
+Every mock-clock driver (``InMemoryKafka.run``, the fault campaign, the member
+and coordinator test drivers) used to step the clock its own way, most in fixed
+10 ms steps.  :class:`Scheduler` instead asks everything it drives for its next
+deadline and moves the clock straight there, as trio's ``MockClock`` with
+``autojump_threshold=0`` does: nothing happens between two deadlines, so
+nothing is lost by skipping them.
+
+What it drives, in this order at every instant it visits:
+
+1. timed callbacks (``call_at``) that are due, earliest first, ties in the order
+   they were scheduled (fault events; a callback may schedule more);
+2. application polls: each member's ``poll(now_ms)`` when its
+   ``next_poll_ms()`` has come (the application's ``poll()`` loop; a member
+   counts ``max.poll.interval.ms`` from these, so a driver picks a cadence);
+3. every member's runner, stepped until its transport has nothing more;
+4. timer sources (the in-process hub, a coordinator): ``fire(now_ms)``;
+5. every member's runner again (the timers may have answered requests);
+6. ``after_instant`` hooks (invariant checks).
+
+The next instant is the earliest of: the members' ``next_deadline_ms()``, their
+next application polls, the timer sources' deadlines, the next timed callback
+and the caller's limit; at least 1 ms after this one.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+from typing import Callable, Iterable, List, Optional, Protocol, Tuple
+
+from kgroup.errors import ConfigError
+from kgroup.io.runner import MemberRunner
+from kgroup.testing.clock import MockClock
+
+__all__ = ["AppPoller", "CoordinatorTimers", "DrivenMember", "HubTimers", "PollCadence", "Scheduler",
+           "TimerSource"]
+
+#: How many transport rounds one member gets per phase before the scheduler moves on (an
+#: in-process answer can prompt a new request at once: join -> sync -> fetch offsets).
+DRAIN_ROUNDS = 20
+
+
+class TimerSource(Protocol):
+    """Something with timers of its own: the hub in front of the coordinators, or one coordinator."""
+
+    def next_deadline_ms(self) -> Optional[int]: ...
+    def fire(self, now_ms: int) -> None: ...
+
+
+class AppPoller(Protocol):
+    """The application side of one member: when it polls next and what a poll does."""
+
+    def next_poll_ms(self) -> Optional[int]: ...
+    def poll(self, now_ms: int) -> None: ...
+
+
+class HubTimers:
+    """An :class:`~kgroup.io.inprocess.InProcessHub` as a timer source (its backend's deadlines)."""
+
+    def __init__(self, hub) -> None:
+        self.hub = hub
+
+    def next_deadline_ms(self) -> Optional[int]:
+        return self.hub.backend.next_deadline_ms()
+
+    def fire(self, now_ms: int) -> None:
+        self.hub.tick()
+
+
+class CoordinatorTimers:
+    """A bare :class:`~kgroup.core.coordinator.GroupCoordinator`; ``absorb`` takes each result."""
+
+    def __init__(self, coordinator_of: Callable[[], object], absorb: Callable[[object], None]) -> None:
+        # A callable, not the coordinator: a test's failover replaces the coordinator.
+        self.coordinator_of = coordinator_of
+        self.absorb = absorb
+
+    def next_deadline_ms(self) -> Optional[int]:
+        return self.coordinator_of().next_deadline_ms()  # type: ignore[attr-defined]
+
+    def fire(self, now_ms: int) -> None:
+        self.absorb(self.coordinator_of().on_timers(now_ms))  # type: ignore[attr-defined]
+
+
+class PollCadence:
+    """An application that polls every ``interval_ms``: ``poll(now_ms)`` runs ``on_poll``."""
+
+    def __init__(self, on_poll: Callable[[int], None], interval_ms: int, first_ms: int) -> None:
+        if interval_ms < 1:
+            raise ConfigError(f"an application poll cadence must be at least 1 ms, got {interval_ms}")
+        self.on_poll = on_poll
+        self.interval_ms = interval_ms
+        self.next_ms = first_ms
+
+    def next_poll_ms(self) -> Optional[int]:
+        return self.next_ms
+
+    def poll(self, now_ms: int) -> None:
+        self.next_ms = now_ms + self.interval_ms
+        self.on_poll(now_ms)
+
+
+class DrivenMember:
+    """One member the scheduler drives: its runner and, optionally, its application's polls."""
+
+    __slots__ = ("key", "runner", "app")
+
+    def __init__(self, key: object, runner: MemberRunner, app: Optional[AppPoller]) -> None:
+        self.key = key
+        self.runner = runner
+        self.app = app
+
+    def drain(self) -> None:
+        """Step the runner until a round brings no completion (bounded)."""
+        for _ in range(DRAIN_ROUNDS):
+            if not self.runner.step(0):
+                return
+
+
+class Scheduler:
+    def __init__(self, clock: MockClock) -> None:
+        self.clock = clock
+        self.members: dict = {}
+        self.timers: List[TimerSource] = []
+        self.after_instant: List[Callable[[int], None]] = []
+        self._timed: List[Tuple[int, int, Callable[[int], None]]] = []
+        self._sequence = itertools.count()
+
+    # -- what it drives -------------------------------------------------------------------------
+
+    def add_member(self, key: object, runner: MemberRunner, app: Optional[AppPoller] = None) -> DrivenMember:
+        if key in self.members:
+            raise ConfigError(f"the scheduler already drives a member {key!r}")
+        driven = DrivenMember(key, runner, app)
+        self.members[key] = driven
+        return driven
+
+    def remove_member(self, key: object) -> Optional[DrivenMember]:
+        return self.members.pop(key, None)
+
+    def add_timers(self, source: TimerSource) -> None:
+        self.timers.append(source)
+
+    def call_at(self, when_ms: int, callback: Callable[[int], None]) -> None:
+        """Run ``callback(now_ms)`` at the first instant at or after ``when_ms``."""
+        heapq.heappush(self._timed, (when_ms, next(self._sequence), callback))
+
+    def pending_calls(self) -> List[Callable[[int], None]]:
+        """Take the callbacks not yet due, in the order they would have run."""
+        pending = [callback for _when, _seq, callback in sorted(self._timed)]
+        self._timed = []
+        return pending
+
+    def next_call_ms(self) -> Optional[int]:
+        return self._timed[0][0] if self._timed else None
+
+    # -- driving --------------------------------------------------------------------------------
+
+    def instant(self) -> None:
+        """Do everything due at the clock's current time (phases 1-6 of the module doc)."""
+        # A callback may move the clock itself (a clean leave waits for its LeaveGroup answer):
+        # read it again after each one, so later phases see the time it left.
+        while self._timed and self._timed[0][0] <= self.clock():
+            _when, _seq, callback = heapq.heappop(self._timed)
+            callback(self.clock())
+        now = self.clock()
+        for driven in list(self.members.values()):
+            app = driven.app
+            if app is None:
+                continue
+            due = app.next_poll_ms()
+            if due is not None and due <= now:
+                app.poll(now)
+        members = list(self.members.values())
+        for driven in members:
+            driven.drain()
+        for source in self.timers:
+            source.fire(now)
+        for driven in list(self.members.values()):
+            driven.drain()
+        for hook in self.after_instant:
+            hook(now)
+
+    def next_instant_ms(self, limit_ms: int) -> int:
+        """The earliest deadline of anything driven, capped at ``limit_ms``; at least 1 ms ahead."""
+        candidates = [limit_ms]
+        candidates.extend(self._deadlines())
+        return max(self.clock() + 1, min(candidates))
+
+    def _timer_deadlines(self) -> Iterable[int]:
+        for source in self.timers:
+            deadline = source.next_deadline_ms()
+            if deadline is not None:
+                yield deadline
+        if self._timed:
+            yield self._timed[0][0]
+
+    def _deadlines(self) -> Iterable[int]:
+        yield from self._timer_deadlines()
+        for driven in self.members.values():
+            if driven.app is not None:
+                due = driven.app.next_poll_ms()
+                if due is not None:
+                    yield due
+            deadline = driven.runner.member.next_deadline_ms()
+            if deadline is not None:
+                yield deadline
+
+    def run_until_ms(self, end_ms: int) -> None:
+        """Visit every instant that has something due before ``end_ms``; the clock ends at ``end_ms``."""
+        while self.clock() < end_ms:
+            self.instant()
+            self.clock.advance_to(self.next_instant_ms(end_ms))
+
+    def run_for(self, duration_ms: int) -> None:
+        self.run_until_ms(self.clock() + duration_ms)
+
+    def run_until(self, condition: Callable[[], bool], limit_ms: int, check_every_ms: int) -> int:
+        """Run until ``condition()`` holds, checked every ``check_every_ms``; return the mock time
+        taken; raise ``AssertionError`` once ``limit_ms`` has passed without it."""
+        start = self.clock()
+        while not condition():
+            if self.clock() - start >= limit_ms:
+                raise AssertionError(f"condition not reached within {limit_ms} ms of mock time")
+            self.run_for(check_every_ms)
+        return self.clock() - start
+
+    def advance_timers_to(self, end_ms: int) -> None:
+        """Only timer sources and timed callbacks: fire each deadline at its own time up to ``end_ms``
+        (inclusive), then leave the clock at ``end_ms`` (the coordinator tests' ``advance``)."""
+        while True:
+            due = [d for d in self._timer_deadlines() if d <= end_ms]
+            if not due:
+                break
+            self.clock.advance_to(min(due))
+            while self._timed and self._timed[0][0] <= self.clock():
+                _when, _seq, callback = heapq.heappop(self._timed)
+                callback(self.clock())
+            now = self.clock()
+            for source in self.timers:
+                deadline = source.next_deadline_ms()
+                if deadline is not None and deadline <= now:
+                    source.fire(now)
+        self.clock.advance_to(end_ms)

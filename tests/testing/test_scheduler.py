@@ -1,0 +1,155 @@
+"""kgroup.testing.Scheduler: one driver that jumps mock time to the earliest deadline (project issue 10)."""
+import pytest
+
+from kgroup.errors import ConfigError
+from kgroup.testing import MockClock, Scheduler
+from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing.scheduler import PollCadence
+
+
+class FakeTimers:
+    """A timer source with a fixed list of deadlines; records when it was fired."""
+
+    def __init__(self, clock, deadlines):
+        self.clock = clock
+        self.deadlines = sorted(deadlines)
+        self.fired = []
+
+    def next_deadline_ms(self):
+        return self.deadlines[0] if self.deadlines else None
+
+    def fire(self, now_ms):
+        self.fired.append(now_ms)
+        while self.deadlines and self.deadlines[0] <= now_ms:
+            self.deadlines.pop(0)
+
+
+class FakeMember:
+    def __init__(self, deadline_ms=None):
+        self.deadline_ms = deadline_ms
+
+    def next_deadline_ms(self):
+        return self.deadline_ms
+
+
+class FakeRunner:
+    """Counts steps; answers one completion per queued answer; a step at the deadline meets it."""
+
+    def __init__(self, clock=None, deadline_ms=None, answers=0):
+        self.clock = clock
+        self.member = FakeMember(deadline_ms)
+        self.answers = answers
+        self.steps = 0
+
+    def step(self, block_ms=0):
+        self.steps += 1
+        deadline = self.member.deadline_ms
+        if deadline is not None and self.clock() >= deadline:
+            self.member.deadline_ms = None
+        if self.answers:
+            self.answers -= 1
+            return 1
+        return 0
+
+
+def visited(scheduler):
+    instants = []
+    scheduler.after_instant.append(instants.append)
+    return instants
+
+
+def test_jumps_from_deadline_to_deadline_instead_of_stepping():
+    clock = MockClock(0)
+    scheduler = Scheduler(clock)
+    timers = FakeTimers(clock, [30, 75, 400])
+    scheduler.add_timers(timers)
+    instants = visited(scheduler)
+    scheduler.run_for(200)
+    assert instants == [0, 30, 75]
+    assert timers.fired == [0, 30, 75]
+    assert clock() == 200  # the clock ends at the end of the run, not at the next deadline
+
+
+def test_an_idle_run_is_one_instant():
+    clock = MockClock(1_000)
+    scheduler = Scheduler(clock)
+    instants = visited(scheduler)
+    scheduler.run_for(60_000)
+    assert instants == [1_000] and clock() == 61_000
+
+
+def test_application_polls_keep_their_cadence_and_members_their_deadlines():
+    clock = MockClock(0)
+    scheduler = Scheduler(clock)
+    polls = []
+    runner = FakeRunner(clock, deadline_ms=35)
+    scheduler.add_member("a", runner, PollCadence(polls.append, 20, first_ms=0))
+    instants = visited(scheduler)
+    scheduler.run_for(61)
+    assert polls == [0, 20, 40, 60]
+    assert instants == [0, 20, 35, 40, 60]
+
+
+def test_a_member_is_stepped_until_its_transport_is_quiet_before_and_after_the_timers():
+    clock = MockClock(0)
+    scheduler = Scheduler(clock)
+    runner = FakeRunner(answers=3)
+    scheduler.add_member("a", runner)
+    scheduler.instant()
+    # Three rounds with an answer, one quiet round; then one quiet round after the timers.
+    assert runner.steps == 5
+
+
+def test_timed_callbacks_run_in_time_then_scheduling_order_and_may_move_the_clock():
+    clock = MockClock(0)
+    scheduler = Scheduler(clock)
+    calls = []
+    scheduler.call_at(50, lambda now: calls.append(("late", now)))
+    scheduler.call_at(10, lambda now: (calls.append(("first", now)), clock.advance(5)))
+    scheduler.call_at(10, lambda now: calls.append(("second", now)))
+    scheduler.call_at(90, lambda now: calls.append(("never", now)))
+    polls = []
+    scheduler.add_member("a", FakeRunner(), PollCadence(polls.append, 1_000, first_ms=10))
+    scheduler.run_until_ms(60)
+    # The second callback and the poll see the time the first one left.
+    assert calls == [("first", 10), ("second", 15), ("late", 50)]
+    assert polls[0] == 15
+    assert [callback(0) for callback in scheduler.pending_calls()] and calls[-1] == ("never", 0)
+    assert scheduler.pending_calls() == []
+
+
+def test_advance_timers_to_fires_each_deadline_at_its_own_time():
+    clock = MockClock(0)
+    scheduler = Scheduler(clock)
+    timers = FakeTimers(clock, [5, 5, 40, 100, 101])
+    scheduler.add_timers(timers)
+    scheduler.advance_timers_to(100)
+    assert timers.fired == [5, 40, 100] and clock() == 100
+
+
+def test_run_until_gives_up_after_the_limit():
+    scheduler = Scheduler(MockClock(0))
+    with pytest.raises(AssertionError, match="within 500 ms"):
+        scheduler.run_until(lambda: False, limit_ms=500, check_every_ms=100)
+    assert scheduler.clock() == 500
+
+
+def test_bad_cadence_and_duplicate_member_are_config_errors():
+    scheduler = Scheduler(MockClock(0))
+    with pytest.raises(ConfigError):
+        PollCadence(lambda now: None, 0, first_ms=0)
+    scheduler.add_member("a", FakeRunner())
+    with pytest.raises(ConfigError):
+        scheduler.add_member("a", FakeRunner())
+
+
+def test_in_memory_kafka_run_visits_deadlines_between_polls():
+    """InMemoryKafka.run: the coordinator's load finishes at its own deadline, not on a poll."""
+    clock = MockClock(0)
+    with InMemoryKafka(3, offsets_partitions=1, clock=clock, group_load_time_ms=37) as kafka:
+        kafka.create_topic("t", 2)
+        kafka.member("a", "g", ["t"], session_timeout_ms=6_000)
+        instants = visited(kafka.scheduler)
+        kafka.run(1_000, step_ms=100)
+        assert set(range(0, 1_000, 100)) <= set(instants)
+        assert any(instant % 100 for instant in instants)
