@@ -328,7 +328,11 @@ class Group:
         self._mark_dirty(member_id)
 
     def remove(self, member_id: str) -> Optional[Member]:
-        """Remove a member; the detached member keeps its parked request keys for the caller to answer."""
+        """Remove a member (or a pending member id, as Kafka's remove does).
+
+        The detached member keeps its parked request keys for the caller to answer.
+        """
+        self._pending_members.discard(member_id)
         member = self._members.pop(member_id, None)
         if member is None:
             return None
@@ -507,6 +511,8 @@ class Group:
     def select_protocol(self) -> str:
         """Kafka's vote: each member votes for its most preferred protocol all members support."""
         everyone = len(self._members)
+        if not everyone:
+            raise self._violation("a group without members has no protocol to select")
         candidates = [name for name, count in self._supported_protocols.items() if count == everyone]
         candidate_set = set(candidates)
         votes: Counter = Counter()
@@ -551,6 +557,8 @@ class Group:
         self._pending_sync_members = set(self._members)
 
     def remove_pending_sync_member(self, member_id: str) -> None:
+        if member_id not in self._members:
+            raise self._violation(f"member {member_id!r} is not in the group, it owes no SyncGroup")
         self._pending_sync_members.discard(member_id)
 
     def has_received_sync_from_all_members(self) -> bool:
