@@ -177,7 +177,8 @@ class GroupCoordinator:
         """Rebuild from records, e.g. when this coordinator takes over a partition.
 
         Groups are replayed through the same Group methods as live requests (``Group.add``,
-        then ``Group.restore`` for the header).  Parked requests are not in the records: members
+        then ``Group.restore`` for the header), as Kafka's GroupMetadataManager.replay adds
+        loaded members with ClassicGroup.add.  Parked requests are not in the records: members
         simply retry.  Every loaded member gets a fresh session deadline, as Kafka does on load.
         """
         coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition)
