@@ -152,23 +152,24 @@ class GroupCoordinator:
 
         Raises GroupInvariantViolation naming the first violation; O(members), for tests.
         """
+        timers = self._timers
         for gid, group in self._groups.items():
             group.assert_invariants()
             if group.is_(S.Dead):
                 continue
-
-            def check(holds: bool, violation: str) -> None:
+            rules = [(session_key(gid, member_id) in timers, f"member {member_id!r} can never expire")
+                     for member_id in (*group.members, *group.pending_members)]
+            rules += [
+                (not group.is_(S.PreparingRebalance) or group.join_key in timers,
+                 "a rebalance without a join deadline"),
+                (group.has_received_sync_from_all_members() or group.sync_key in timers,
+                 "members owe a SyncGroup but no sync deadline is armed"),
+                (gid not in self._initial_delays or group.is_(S.PreparingRebalance),
+                 f"an initial delay in {group.state.value}"),
+            ]
+            for holds, violation in rules:
                 if not holds:
                     raise GroupInvariantViolation(gid, violation)
-
-            for member_id in (*group.members, *group.pending_members):
-                check(session_key(gid, member_id) in self._timers, f"member {member_id!r} can never expire")
-            check(not group.is_(S.PreparingRebalance) or group.join_key in self._timers,
-                  "a rebalance without a join deadline")
-            check(group.has_received_sync_from_all_members() or group.sync_key in self._timers,
-                  "members owe a SyncGroup but no sync deadline is armed")
-            check(gid not in self._initial_delays or group.is_(S.PreparingRebalance),
-                  f"an initial delay in {group.state.value}")
 
     @classmethod
     def load(cls, records: Iterable[Record], now_ms: int, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
