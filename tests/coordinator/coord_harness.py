@@ -11,8 +11,8 @@ from typing import Optional
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
-    HeartbeatRequest, JoinGroupProtocol, JoinGroupRequest, LeaveGroupRequest, MemberIdentity, SyncGroupAssignment,
-    SyncGroupRequest,
+    HeartbeatRequest, JoinGroupProtocol, JoinGroupRequest, LeaveGroupRequest, MemberIdentity,
+    SyncGroupAssignment, SyncGroupRequest,
 )
 from kgroup.testing.clock import MockClock
 from kgroup.testing.scheduler import CoordinatorTimers, Scheduler
@@ -45,8 +45,11 @@ class Driver:
         self.coordinator = GroupCoordinator.load(self.records, self.clock.now_ms, self.config,
                                                  member_id_factory=self.member_id_factory,
                                                  on_transition=self._observe)
+        self.coordinator.assert_invariants()
 
     def _absorb(self, result) -> None:
+        # Every call leaves each group's counters, maps, timers and records consistent.
+        self.coordinator.assert_invariants()
         for delivery in result.deliveries:
             assert delivery.request_key not in self.responses, f"answered twice: {delivery.request_key}"
             self.responses[delivery.request_key] = delivery.response
@@ -98,7 +101,8 @@ class Client:
     # -- join ------------------------------------------------------------------
 
     def join_request(self, **overrides) -> JoinGroupRequest:
-        fields = dict(group_id=self.group_id, member_id=self.member_id, session_timeout_ms=self.session_timeout_ms,
+        fields = dict(group_id=self.group_id, member_id=self.member_id,
+                      session_timeout_ms=self.session_timeout_ms,
                       rebalance_timeout_ms=self.rebalance_timeout_ms, group_instance_id=self.instance_id,
                       protocols=self.protocols, client_id=self.name)
         fields.update(overrides)
@@ -131,7 +135,8 @@ class Client:
             owned: dict[str, list[str]] = {mid: [] for mid in ids}
             for i, tp in enumerate(PARTITIONS):
                 owned[ids[i % len(ids)]].append(tp)
-            assignments = tuple(SyncGroupAssignment(mid, ",".join(tps).encode()) for mid, tps in owned.items())
+            assignments = tuple(SyncGroupAssignment(mid, ",".join(tps).encode())
+                                for mid, tps in owned.items())
         response, self.sync_key = self.driver.send(SyncGroupRequest(
             self.group_id, self.generation_id, self.member_id, group_instance_id=self.instance_id,
             protocol_name=None, assignments=assignments))

@@ -338,7 +338,7 @@ def test_a_request_that_raises_leaves_no_answer_behind_for_a_later_call():
 
     coordinator = GroupCoordinator(NO_DELAY)
 
-    def deliver_then_fail(key, group, req):
+    def deliver_then_fail(key, group, req, now_ms):
         coordinator._deliver(key, JoinGroupResponse(E.NONE))
         raise RuntimeError("coordinator bug")
 

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
-    DeleteGroupsRequest, JoinGroupProtocol, LeaveGroupRequest, MemberIdentity, OffsetAndMetadata, OffsetCommitRequest, PartitionOffsetCommit,
+    DeleteGroupsRequest, JoinGroupProtocol, LeaveGroupRequest, MemberIdentity, OffsetAndMetadata,
+    OffsetCommitRequest, PartitionOffsetCommit,
 )
 from kgroup.values import TopicPartition
 
@@ -73,14 +74,16 @@ def _step(d: Driver, clients: list[Client], op: tuple) -> None:
         clients[op[1]].leave()
     elif kind == "commit":
         c = clients[op[1]]
-        d.send(OffsetCommitRequest("g", (PartitionOffsetCommit(TopicPartition("t", op[1]), OffsetAndMetadata(op[2])),),
+        commit = PartitionOffsetCommit(TopicPartition("t", op[1]), OffsetAndMetadata(op[2]))
+        d.send(OffsetCommitRequest("g", (commit,),
                                    generation_id=c.generation_id, member_id=c.member_id,
                                    group_instance_id=c.instance_id))
     elif kind == "restart":
         c = clients[op[1]]
         c.member_id, c.generation_id = "", -1
     elif kind == "simple_commit":
-        d.send(OffsetCommitRequest("g", (PartitionOffsetCommit(TopicPartition("u", 0), OffsetAndMetadata(op[1])),)))
+        commit = PartitionOffsetCommit(TopicPartition("u", 0), OffsetAndMetadata(op[1]))
+        d.send(OffsetCommitRequest("g", (commit,)))
     elif kind == "admin_leave":
         d.send(LeaveGroupRequest("g", (MemberIdentity("", op[1]),)))
     elif kind == "failover":
@@ -97,7 +100,8 @@ def _step(d: Driver, clients: list[Client], op: tuple) -> None:
 
 
 def _check_invariants(coordinator: GroupCoordinator) -> None:
-    """The counters the join barrier relies on match a full recount."""
+    """The counters the join barrier relies on match a full recount (the harness also runs
+    GroupCoordinator.assert_invariants after every request and timer firing)."""
     for group in coordinator._groups.values():
         members = group.members.values()
         assert group.num_awaiting_join == sum(m.join_key is not None for m in members)
@@ -127,6 +131,7 @@ def test_loading_all_records_gives_the_live_persisted_state(sequence):
         _step(d, clients, op)
         _check_invariants(d.coordinator)
         loaded = GroupCoordinator.load(d.records, d.clock.now_ms, CONFIG)
+        loaded.assert_invariants()
         assert loaded.persisted_view() == d.coordinator.persisted_view(), op
         live_state = d.coordinator.group_state("g")
         expected = None if live_state in (None, GroupState.Dead) else live_state

@@ -6,6 +6,7 @@ records returned with each result rebuild the state via ``load``.
 """
 from kgroup.core.coordinator.config import GroupCoordinatorConfig
 from kgroup.core.coordinator.coordinator import GroupCoordinator
+from kgroup.core.coordinator.group import GroupInvariantViolation
 from kgroup.core.coordinator.records import (
     GroupMetadataRecord,
     GroupTombstone,
@@ -27,6 +28,7 @@ __all__ = [
     "CoordinatorResult",
     "Delivery",
     "GroupState",
+    "GroupInvariantViolation",
     "Record",
     "GroupMetadataRecord",
     "MemberMetadataRecord",

@@ -1,9 +1,15 @@
-"""DescribeGroups / ListGroups / DeleteGroups handlers (a mixin of GroupCoordinator)."""
+"""DescribeGroups / ListGroups / DeleteGroups (the admin part of Kafka's GroupMetadataManager).
+
+An object the coordinator owns, with a narrow view of it: the groups it may read, a hook that
+cancels a group's timers (its join deadline and its pending members' deadlines) before the
+group is deleted, and a sink for the tombstones it produces.
+"""
 from __future__ import annotations
 
-from typing import Hashable
+from typing import Callable, Mapping
 
-from kgroup.core.coordinator.records import GroupTombstone, OffsetTombstone
+from kgroup.core.coordinator.group import Group
+from kgroup.core.coordinator.records import Record
 from kgroup.core.coordinator.state import GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
@@ -15,9 +21,16 @@ E = ErrorCode
 S = GroupState
 
 
-class AdminHandlers:
-    def _describe(self, key: Hashable, req: DescribeGroupsRequest) -> None:
-        self._deliver(key, DescribeGroupsResponse(tuple(self._describe_one(gid) for gid in req.groups)))
+class AdminHandler:
+    def __init__(self, groups: Mapping[str, Group], cancel_timers: Callable[[Group], None],
+                 emit: Callable[[Record], None]) -> None:
+        #: Read-only: the coordinator adds and drops groups.
+        self._groups = groups
+        self._cancel_timers = cancel_timers
+        self._emit = emit
+
+    def describe(self, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
+        return DescribeGroupsResponse(tuple(self._describe_one(gid) for gid in req.groups))
 
     def _describe_one(self, group_id: str) -> DescribedGroup:
         group = self._groups.get(group_id)
@@ -35,18 +48,17 @@ class AdminHandlers:
         return DescribedGroup(E.NONE, group_id, group.state.value, group.protocol_type or "",
                               protocol or "" if stable else "", members)
 
-    def _list(self, key: Hashable, req: ListGroupsRequest) -> None:
+    def list(self, req: ListGroupsRequest) -> ListGroupsResponse:
         wanted = {s.lower() for s in req.states_filter}
         listed = tuple(
             ListedGroup(gid, group.protocol_type or "", group.state.value)
             for gid, group in self._groups.items()
             if not group.is_(S.Dead) and (not wanted or group.state.value.lower() in wanted)
         )
-        self._deliver(key, ListGroupsResponse(E.NONE, listed))
+        return ListGroupsResponse(E.NONE, listed)
 
-    def _delete(self, key: Hashable, req: DeleteGroupsRequest) -> None:
-        results = tuple(DeletedGroup(gid, self._delete_one(gid)) for gid in req.groups)
-        self._deliver(key, DeleteGroupsResponse(results))
+    def delete(self, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
+        return DeleteGroupsResponse(tuple(DeletedGroup(gid, self._delete_one(gid)) for gid in req.groups))
 
     def _delete_one(self, group_id: str) -> ErrorCode:
         group = self._groups.get(group_id)
@@ -54,16 +66,7 @@ class AdminHandlers:
             return E.GROUP_ID_NOT_FOUND
         if not group.is_(S.Empty):
             return E.NON_EMPTY_GROUP
-        # The Dead group stays in memory so stale members see COORDINATOR_NOT_AVAILABLE.
-        group.transition_to(S.Dead)
-        self._cancel(group.join_key)
-        for member_id in list(group.pending_members):
-            self._drop_pending(group, member_id)
-        for tp in group.offsets:
-            self._records.append(OffsetTombstone(group_id, tp))
-        group.offsets = {}
-        self._records.append(GroupTombstone(group_id))
-        group.persisted_header = None
-        group.persisted_members = {}
-        group.dirty_members.clear()
+        self._cancel_timers(group)
+        for record in group.delete():
+            self._emit(record)
         return E.NONE

@@ -10,11 +10,15 @@ from __future__ import annotations
 import uuid
 from typing import Callable, Hashable, Iterable, Optional, cast
 
-from kgroup.core.coordinator.admin import AdminHandlers
+import attrs
+
+from kgroup.core.coordinator.admin import AdminHandler
 from kgroup.core.coordinator.config import GroupCoordinatorConfig
-from kgroup.core.coordinator.group import Group, Member, TransitionObserver, session_key
-from kgroup.core.coordinator.offsets import OffsetHandlers
-from kgroup.core.coordinator.records import MemberTombstone, PersistedGroup, PersistedView, Record, replay
+from kgroup.core.coordinator.group import (
+    Group, GroupInvariantViolation, Member, TransitionObserver, session_key,
+)
+from kgroup.core.coordinator.offsets import OffsetHandler
+from kgroup.core.coordinator.records import PersistedGroup, PersistedView, Record, replay
 from kgroup.core.coordinator.results import CoordinatorResult, Delivery
 from kgroup.core.coordinator.state import GroupState
 from kgroup.core.error_codes import ErrorCode
@@ -39,21 +43,36 @@ def _uuid_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
 
-class GroupCoordinator(OffsetHandlers, AdminHandlers):
+@attrs.frozen
+class _InitialDelay:
+    """The armed join timer is a new group's initial delay (Kafka's InitialDelayedJoin)."""
+
+    delay_ms: int
+    #: How much longer later arrivals may extend it (the rebalance timeout caps the whole wait).
+    remaining_ms: int
+
+
+class GroupCoordinator:
     def __init__(self, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
                  member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition: Optional[TransitionObserver] = None) -> None:
         self.config = config
         self._new_member_id = member_id_factory or _uuid_member_id
         self._observer = on_transition
+        # Never rebound: the offset and admin handlers hold this mapping.
         self._groups: dict[str, Group] = {}
         # ("join", group_id), ("sync", group_id) and ("session", group_id, member_id) deadlines.
         self._timers = KeyedTimers()
+        #: Groups whose armed join timer is the initial delay, with its bookkeeping.
+        self._initial_delays: dict[str, _InitialDelay] = {}
         self._deliveries: list[Delivery] = []
         self._records: list[Record] = []
-        self._touched: set[str] = set()
-        self._now_ms = 0
-        self._handlers = {
+        #: Ids of groups with changes not yet written as records (insertion-ordered), filled by the
+        #: groups themselves (Group's on_change).
+        self._changed_groups: dict[str, None] = {}
+        self._offsets = OffsetHandler(self._groups, self._create_group, self._schedule_session, self._emit)
+        self._admin = AdminHandler(self._groups, self._cancel_group_timers, self._emit)
+        self._handlers: dict[type, Callable[..., None]] = {
             JoinGroupRequest: self._join,
             SyncGroupRequest: self._sync,
             HeartbeatRequest: self._heartbeat,
@@ -70,15 +89,13 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
     def handle(self, request_key: Hashable, request: object, now_ms: int) -> CoordinatorResult:
         if type(request) is HeartbeatRequest:
             # Hot path: a heartbeat changes no persisted state, so it skips the record flush.
-            self._now_ms = now_ms
-            response = _HEARTBEAT_RESPONSES[self._heartbeat_code(request)]
+            response = _HEARTBEAT_RESPONSES[self._heartbeat_code(request, now_ms)]
             return CoordinatorResult((Delivery(request_key, response),))
         handler = self._handlers.get(type(request))
         if handler is None:
             raise TypeError(f"GroupCoordinator cannot handle {type(request).__name__}")
-        self._now_ms = now_ms
         try:
-            handler(request_key, request)
+            handler(request_key, request, now_ms)
         except Exception:
             # The host answers a request that raised (an InProcessHub with UNKNOWN_SERVER_ERROR):
             # nothing queued for it may be released later as a second answer.
@@ -87,7 +104,6 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         return self._flush()
 
     def on_timers(self, now_ms: int) -> CoordinatorResult:
-        self._now_ms = now_ms
         while True:
             due = self._timers.pop_due(now_ms)
             if not due:
@@ -98,11 +114,11 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                     continue
                 key = cast(tuple, due_key)  # every key this coordinator schedules is a tuple
                 if key[0] == "join":
-                    self._on_join_timer(key[1])
+                    self._on_join_timer(key[1], now_ms)
                 elif key[0] == "sync":
-                    self._on_sync_timer(key[1])
+                    self._on_sync_timer(key[1], now_ms)
                 else:
-                    self._on_session_timer(key[1], key[2])
+                    self._on_session_timer(key[1], key[2], now_ms)
         return self._flush()
 
     def next_deadline_ms(self) -> Optional[int]:
@@ -131,51 +147,63 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                 offsets[gid] = dict(group.offsets)
         return PersistedView(groups=groups, offsets=offsets)
 
+    def assert_invariants(self) -> None:
+        """Check every group's own invariants and the timers the coordinator keeps for them.
+
+        Raises GroupInvariantViolation naming the first violation; O(members), for tests.
+        """
+        timers = self._timers
+        for gid, group in self._groups.items():
+            group.assert_invariants()
+            if group.is_(S.Dead):
+                continue
+            rules = [(session_key(gid, member_id) in timers, f"member {member_id!r} can never expire")
+                     for member_id in (*group.members, *group.pending_members)]
+            rules += [
+                (not group.is_(S.PreparingRebalance) or group.join_key in timers,
+                 "a rebalance without a join deadline"),
+                (group.has_received_sync_from_all_members() or group.sync_key in timers,
+                 "members owe a SyncGroup but no sync deadline is armed"),
+                (gid not in self._initial_delays or group.is_(S.PreparingRebalance),
+                 f"an initial delay in {group.state.value}"),
+            ]
+            for holds, violation in rules:
+                if not holds:
+                    raise GroupInvariantViolation(gid, violation)
+
     @classmethod
     def load(cls, records: Iterable[Record], now_ms: int, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
              member_id_factory: Optional[Callable[[str], str]] = None,
              on_transition: Optional[TransitionObserver] = None) -> "GroupCoordinator":
         """Rebuild from records, e.g. when this coordinator takes over a partition.
 
-        Parked requests are not in the records: members simply retry.  Every
-        loaded member gets a fresh session deadline, as Kafka does on load.
+        Groups are replayed through the same Group methods as live requests (``Group.add``,
+        then ``Group.restore`` for the header), as Kafka's GroupMetadataManager.replay adds
+        loaded members with ClassicGroup.add.  Parked requests are not in the records: members
+        simply retry.  Every loaded member gets a fresh session deadline, as Kafka does on load.
         """
         coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition)
-        coordinator._now_ms = now_ms
         view = replay(records)
         for gid, persisted in view.groups.items():
             header = persisted.header
-            group = Group(gid, on_transition, initial=GroupState(header.state))
-            group.generation_id = header.generation_id
-            group.protocol_type = header.protocol_type
-            group.protocol_name = header.protocol_name
-            group.leader_id = header.leader_id
+            group = coordinator._create_group(gid, GroupState(header.state))
             for record in persisted.members.values():
-                member = Member(gid, record.member_id, record.group_instance_id, record.client_id,
-                                record.client_host, record.session_timeout_ms, record.rebalance_timeout_ms,
-                                record.protocols, record.assignment)
-                group.members[member.member_id] = member
-                group.supported_protocols.update(member.protocol_names)
-                if member.group_instance_id is not None:
-                    group.static_members[member.group_instance_id] = member.member_id
-                coordinator._schedule_session(member)
-            group.persisted_header = header
-            group.persisted_members = dict(persisted.members)
-            group.offsets = dict(view.offsets.get(gid, {}))
-            coordinator._groups[gid] = group
+                member = Member.from_record(record)
+                group.add(member, protocol_type=header.protocol_type)
+                coordinator._schedule_session(member, now_ms)
+            group.restore(header, persisted.members, view.offsets.get(gid, {}))
             if group.is_(S.PreparingRebalance):
                 # Nobody's join is parked any more: give members a rebalance timeout to rejoin.
-                coordinator._schedule_join(group, now_ms + group.rebalance_timeout_ms(), initial=False)
+                coordinator._schedule_join(group, now_ms + group.rebalance_timeout_ms(), None)
             elif group.is_(S.CompletingRebalance):
                 # Nobody has synced with this coordinator yet.
-                coordinator._await_syncs(group)
+                coordinator._await_syncs(group, now_ms)
             over_capacity = len(group.members) > config.group_max_size
             if over_capacity and (group.is_(S.Stable) or group.is_(S.CompletingRebalance)):
                 # The limit was lowered: rebalance so the last rejoiners are kicked out (Kafka's
                 # GroupMetadataManager replay: "Freshly-loaded group ... is over capacity").
-                coordinator._prepare_rebalance(group)
-        # A group that changed state while loading stays touched: its new header is emitted by the
-        # next call's flush.
+                coordinator._prepare_rebalance(group, now_ms)
+        # A group that changed state while loading has its new header written by the next call's flush.
         return coordinator
 
     def resign(self, code: ErrorCode = E.NOT_COORDINATOR) -> CoordinatorResult:
@@ -188,18 +216,18 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         deliveries = []
         for group in self._groups.values():
             for member in group.members.values():
-                if member.join_key is not None:
-                    response = JoinGroupResponse(code, member_id=member.member_id)
-                    deliveries.append(Delivery(member.join_key, response))
-                    member.join_key = None
-                if member.sync_key is not None:
-                    deliveries.append(Delivery(member.sync_key, SyncGroupResponse(code)))
-                    member.sync_key = None
-        self._groups = {}
+                join_key = group.take_join_key(member)
+                if join_key is not None:
+                    deliveries.append(Delivery(join_key, JoinGroupResponse(code, member_id=member.member_id)))
+                sync_key = group.take_sync_key(member)
+                if sync_key is not None:
+                    deliveries.append(Delivery(sync_key, SyncGroupResponse(code)))
+        self._groups.clear()
         self._timers = KeyedTimers()
+        self._initial_delays.clear()
         self._deliveries = []
-        self._records = []
-        self._touched.clear()
+        self._records.clear()
+        self._changed_groups.clear()
         return CoordinatorResult(tuple(deliveries))
 
     # -- plumbing --------------------------------------------------------------
@@ -207,53 +235,69 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
     def _deliver(self, key: Hashable, response: object) -> None:
         self._deliveries.append(Delivery(key, response))
 
+    def _emit(self, record: Record) -> None:
+        self._records.append(record)
+
+    def _note_changed(self, group_id: str) -> None:
+        self._changed_groups[group_id] = None
+
     def _flush(self) -> CoordinatorResult:
-        records = self._records
-        for gid in self._touched:
+        records = list(self._records)
+        self._records.clear()
+        for gid in self._changed_groups:
             group = self._groups.get(gid)
-            if group is None or group.is_(S.Dead):
-                continue
-            header = group.header_record()
-            if header != group.persisted_header:
-                records.append(header)
-                group.persisted_header = header
-            persisted = group.persisted_members
-            for mid in group.dirty_members:
-                member = group.members.get(mid)
-                if member is None:
-                    if persisted.pop(mid, None) is not None:
-                        records.append(MemberTombstone(gid, mid))
-                    continue
-                record = member.record(gid)
-                if persisted.get(mid) != record:
-                    records.append(record)
-                    persisted[mid] = record
-            group.dirty_members.clear()
-        self._touched.clear()
+            if group is not None:
+                records.extend(group.take_records())
+        self._changed_groups.clear()
         result = CoordinatorResult(tuple(self._deliveries), tuple(records))
         self._deliveries = []
-        self._records = []
         return result
 
-    def _schedule_session(self, member: Member) -> None:
-        self._timers.schedule(member.session_key, self._now_ms + member.session_timeout_ms)
+    def _schedule_session(self, member: Member, now_ms: int) -> None:
+        self._timers.schedule(member.session_key, now_ms + member.session_timeout_ms)
 
-    def _schedule_join(self, group: Group, deadline_ms: int, initial: bool) -> None:
-        group.join_is_initial = initial
+    def _schedule_join(self, group: Group, deadline_ms: int, initial_delay: Optional[_InitialDelay]) -> None:
+        if initial_delay is None:
+            self._initial_delays.pop(group.group_id, None)
+        else:
+            self._initial_delays[group.group_id] = initial_delay
         self._timers.schedule(group.join_key, deadline_ms)
 
     def _cancel(self, key: tuple) -> None:
         self._timers.cancel(key)
 
-    def _create_group(self, group_id: str) -> Group:
-        group = Group(group_id, self._observer)
+    def _cancel_group_timers(self, group: Group) -> None:
+        """Before a group is deleted: its join deadline and its pending members' deadlines go."""
+        self._cancel(group.join_key)
+        self._initial_delays.pop(group.group_id, None)
+        for member_id in group.pending_members:
+            self._cancel(session_key(group.group_id, member_id))
+
+    def _create_group(self, group_id: str, initial: GroupState = GroupState.Empty) -> Group:
+        group = Group(group_id, self._observer, initial, on_change=self._note_changed)
         self._groups[group_id] = group
-        self._touched.add(group_id)
         return group
+
+    # -- OffsetCommit / OffsetFetch / admin (owned handlers) ---------------------
+
+    def _offset_commit(self, key: Hashable, req: OffsetCommitRequest, now_ms: int) -> None:
+        self._deliver(key, self._offsets.commit(req, now_ms))
+
+    def _offset_fetch(self, key: Hashable, req: OffsetFetchRequest, now_ms: int) -> None:
+        self._deliver(key, self._offsets.fetch(req))
+
+    def _describe(self, key: Hashable, req: DescribeGroupsRequest, now_ms: int) -> None:
+        self._deliver(key, self._admin.describe(req))
+
+    def _list(self, key: Hashable, req: ListGroupsRequest, now_ms: int) -> None:
+        self._deliver(key, self._admin.list(req))
+
+    def _delete(self, key: Hashable, req: DeleteGroupsRequest, now_ms: int) -> None:
+        self._deliver(key, self._admin.delete(req))
 
     # -- JoinGroup -------------------------------------------------------------
 
-    def _join(self, key: Hashable, req: JoinGroupRequest) -> None:
+    def _join(self, key: Hashable, req: JoinGroupRequest, now_ms: int) -> None:
         def fail(code: ErrorCode) -> None:
             self._deliver(key, JoinGroupResponse(code, member_id=req.member_id))
 
@@ -275,11 +319,10 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                 return fail(E.UNKNOWN_MEMBER_ID)
             # A deleted group's id is free again: a new member creates a new group.
             group = self._create_group(req.group_id)
-        self._touched.add(group.group_id)
         if not self._accepts_joining(group, None if unknown else req.member_id):
             # Kafka's classicGroupJoinToClassicGroup: the member (pending or not) is removed and told
             # so with no member id; a retry with the old id is judged the same way.
-            self._reject_over_max_size(group, req.member_id)
+            self._reject_over_max_size(group, req.member_id, now_ms)
             self._deliver(key, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED))
             return
         if group.is_(S.Dead):
@@ -287,9 +330,9 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         if not group.supports_protocols(req.protocol_type, names):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         if unknown:
-            self._join_new_member(key, group, req)
+            self._join_new_member(key, group, req, now_ms)
         else:
-            self._join_existing_member(key, group, req)
+            self._join_existing_member(key, group, req, now_ms)
 
     def _accepts_joining(self, group: Group, member_id: Optional[str]) -> bool:
         """GROUP_MAX_SIZE check, Kafka's acceptJoiningMember."""
@@ -304,7 +347,7 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return (member is not None and member.join_key is not None) or group.num_awaiting_join < limit
         return member is not None or len(group.members) < limit
 
-    def _reject_over_max_size(self, group: Group, member_id: str) -> None:
+    def _reject_over_max_size(self, group: Group, member_id: str, now_ms: int) -> None:
         if member_id in group.pending_members:
             self._drop_pending(group, member_id)
         else:
@@ -314,43 +357,42 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             self._remove_member(group, member)
         if group.is_(S.PreparingRebalance):
             # The members left may all have joined already.
-            self._maybe_complete_join(group)
+            self._maybe_complete_join(group, now_ms)
 
-    def _join_new_member(self, key: Hashable, group: Group, req: JoinGroupRequest) -> None:
+    def _join_new_member(self, key: Hashable, group: Group, req: JoinGroupRequest, now_ms: int) -> None:
         instance_id = req.group_instance_id
         new_id = self._new_member_id(instance_id if instance_id is not None else req.client_id)
         if instance_id is not None:
             # Static members skip the MEMBER_ID_REQUIRED round trip (KIP-345).
-            self._join_new_static_member(key, group, req, new_id)
+            self._join_new_static_member(key, group, req, instance_id, new_id, now_ms)
         elif req.api_version >= 4:
-            group.pending_members.add(new_id)
-            self._timers.schedule(session_key(group.group_id, new_id), self._now_ms + req.session_timeout_ms)
+            group.add_pending_member(new_id)
+            self._timers.schedule(session_key(group.group_id, new_id), now_ms + req.session_timeout_ms)
             self._deliver(key, JoinGroupResponse(E.MEMBER_ID_REQUIRED, member_id=new_id))
         else:
-            self._add_member_and_rebalance(key, group, req, new_id)
+            self._add_member_and_rebalance(key, group, req, new_id, now_ms)
 
-    def _join_new_static_member(self, key: Hashable, group: Group, req: JoinGroupRequest,
-                                new_id: str) -> None:
+    def _join_new_static_member(self, key: Hashable, group: Group, req: JoinGroupRequest, instance_id: str,
+                                new_id: str, now_ms: int) -> None:
         """Kafka's updateStaticMemberThenRebalanceOrCompleteJoin (KIP-345, KIP-814)."""
-        instance_id = req.group_instance_id
         old_id = group.static_members.get(instance_id)
         if old_id is None:
-            self._add_member_and_rebalance(key, group, req, new_id)
+            self._add_member_and_rebalance(key, group, req, new_id, now_ms)
             return
-        old = group.members[old_id]
+        old_client = group.members[old_id]
         previous_leader_id = group.leader_id
-        new = Member(group.group_id, new_id, instance_id, old.client_id, old.client_host,
+        new = Member(group.group_id, new_id, instance_id, old_client.client_id, old_client.client_host,
                      req.session_timeout_ms, req.rebalance_timeout_ms, req.protocols)
-        group.replace_static_member(instance_id, old_id, new)
+        old = group.replace_static_member(instance_id, old_id, new)
         self._cancel(old.session_key)
         # The old incarnation is fenced: its parked requests are answered so.
-        if old.join_key is not None:
-            self._deliver(old.join_key, JoinGroupResponse(E.FENCED_INSTANCE_ID, member_id=old_id))
-            old.join_key = None
-        if old.sync_key is not None:
-            self._deliver(old.sync_key, SyncGroupResponse(E.FENCED_INSTANCE_ID))
-            old.sync_key = None
-        self._schedule_session(new)
+        old_join_key = group.take_join_key(old)
+        if old_join_key is not None:
+            self._deliver(old_join_key, JoinGroupResponse(E.FENCED_INSTANCE_ID, member_id=old_id))
+        old_sync_key = group.take_sync_key(old)
+        if old_sync_key is not None:
+            self._deliver(old_sync_key, SyncGroupResponse(E.FENCED_INSTANCE_ID))
+        self._schedule_session(new, now_ms)
         if group.is_(S.Stable) and group.select_protocol() == group.protocol_name:
             # A restarted process cannot reproduce its subscription bytes (owned partitions,
             # generation), so only a change of the selected protocol forces a rebalance; the
@@ -366,14 +408,14 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                     E.NONE, generation_id=group.generation_id, protocol_type=group.protocol_type,
                     protocol_name=group.protocol_name, leader=previous_leader_id or "", member_id=new_id))
             return
-        group.set_join_key(new, key)
+        group.park_join(new, key)
         if group.is_(S.Stable) or group.is_(S.CompletingRebalance):
             # In CompletingRebalance the leader may already be assigning with the old member id.
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, now_ms)
         else:
-            self._maybe_complete_join(group)
+            self._maybe_complete_join(group, now_ms)
 
-    def _join_existing_member(self, key: Hashable, group: Group, req: JoinGroupRequest) -> None:
+    def _join_existing_member(self, key: Hashable, group: Group, req: JoinGroupRequest, now_ms: int) -> None:
         mid = req.member_id
         if mid in group.pending_members:
             if req.group_instance_id is not None:
@@ -382,9 +424,8 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                 # members.
                 self._deliver(key, JoinGroupResponse(E.UNKNOWN_SERVER_ERROR, member_id=mid))
                 return
-            group.pending_members.discard(mid)
-            self._cancel(session_key(group.group_id, mid))
-            self._add_member_and_rebalance(key, group, req, mid)
+            self._drop_pending(group, mid)
+            self._add_member_and_rebalance(key, group, req, mid, now_ms)
             return
         code = group.validate_member(mid, req.group_instance_id)
         if code is not E.NONE:
@@ -393,27 +434,27 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         member = group.members[mid]
         state = group.state
         if state is S.PreparingRebalance:
-            self._update_member_and_rebalance(key, group, member, req)
+            self._update_member_and_rebalance(key, group, member, req, now_ms)
         elif state is S.CompletingRebalance:
             if member.matches(req.protocols):
                 # The member missed its JoinGroup response: send it again.
-                self._schedule_session(member)
+                self._schedule_session(member, now_ms)
                 self._deliver(key, self._join_response(group, member, mid == group.leader_id))
             else:
-                self._update_member_and_rebalance(key, group, member, req)
+                self._update_member_and_rebalance(key, group, member, req, now_ms)
         elif state is S.Stable:
             if mid == group.leader_id or not member.matches(req.protocols):
                 # A leader's rejoin means it wants a new assignment (e.g. metadata changed).
-                self._update_member_and_rebalance(key, group, member, req)
+                self._update_member_and_rebalance(key, group, member, req, now_ms)
             else:
-                self._schedule_session(member)
+                self._schedule_session(member, now_ms)
                 self._deliver(key, self._join_response(group, member, False))
         else:
             self._deliver(key, JoinGroupResponse(E.UNKNOWN_MEMBER_ID, member_id=mid))
 
     def _join_response(self, group: Group, member: Member, is_leader: bool,
                        skip_assignment: bool = False) -> JoinGroupResponse:
-        members = ()
+        members: tuple[JoinGroupMember, ...] = ()
         if is_leader:
             protocol = group.protocol_name
             members = tuple(JoinGroupMember(m.member_id, m.group_instance_id, m.metadata_for(protocol))
@@ -425,50 +466,38 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
         )
 
     def _add_member_and_rebalance(self, key: Hashable, group: Group, req: JoinGroupRequest,
-                                  member_id: str) -> None:
-        member = Member(group.group_id, member_id, req.group_instance_id, req.client_id, req.client_host,
-                        req.session_timeout_ms, req.rebalance_timeout_ms, req.protocols)
-        if not group.members:
-            group.protocol_type = req.protocol_type
-        group.add(member, key)
-        if group.is_(S.PreparingRebalance) and group.previous_state is S.Empty:
-            group.new_member_added = True
+                                  member_id: str, now_ms: int) -> None:
         # A client that gave up on its parked first JoinGroup retries with a new member id; the
         # abandoned member would hold the rebalance forever, so a new member's join times out
         # (Kafka's addMemberThenRebalanceOrCompleteJoin, new member join timeout).
-        member.is_new = True
-        self._timers.schedule(member.session_key, self._now_ms + self.config.group_new_member_join_timeout_ms)
-        self._maybe_prepare_rebalance_or_complete_join(group)
+        member = Member(group.group_id, member_id, req.group_instance_id, req.client_id, req.client_host,
+                        req.session_timeout_ms, req.rebalance_timeout_ms, req.protocols, is_new=True)
+        group.add(member, key, protocol_type=req.protocol_type)
+        self._timers.schedule(member.session_key, now_ms + self.config.group_new_member_join_timeout_ms)
+        self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
 
     def _update_member_and_rebalance(self, key: Hashable, group: Group, member: Member,
-                                     req: JoinGroupRequest) -> None:
-        if member.join_key is not None and member.join_key != key:
+                                     req: JoinGroupRequest, now_ms: int) -> None:
+        superseded = group.update_member(member, req.protocols, req.session_timeout_ms,
+                                         req.rebalance_timeout_ms, key)
+        if superseded is not None:
             # Kafka drops the superseded callback; we answer it so no caller waits forever.
-            superseded = JoinGroupResponse(E.REBALANCE_IN_PROGRESS, member_id=member.member_id)
-            self._deliver(member.join_key, superseded)
-        if not member.matches(req.protocols):
-            group.update_protocols(member, req.protocols)
-        timeouts = (req.session_timeout_ms, req.rebalance_timeout_ms)
-        if (member.session_timeout_ms, member.rebalance_timeout_ms) != timeouts:
-            member.session_timeout_ms = req.session_timeout_ms
-            member.rebalance_timeout_ms = req.rebalance_timeout_ms
-            group.dirty_members.add(member.member_id)
-        group.set_join_key(member, key)
+            self._deliver(superseded, JoinGroupResponse(E.REBALANCE_IN_PROGRESS, member_id=member.member_id))
         if not member.is_new:
             # A new member keeps its join timeout (Kafka does not reschedule it here either).
-            self._schedule_session(member)
-        self._maybe_prepare_rebalance_or_complete_join(group)
+            self._schedule_session(member, now_ms)
+        self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
 
-    def _maybe_prepare_rebalance_or_complete_join(self, group: Group) -> None:
-        if group.fsm.can_transition_to(S.PreparingRebalance):
-            self._prepare_rebalance(group)
+    def _maybe_prepare_rebalance_or_complete_join(self, group: Group, now_ms: int) -> None:
+        if group.can_transition_to(S.PreparingRebalance):
+            self._prepare_rebalance(group, now_ms)
         else:
-            self._maybe_complete_join(group)
+            self._maybe_complete_join(group, now_ms)
 
-    def _prepare_rebalance(self, group: Group) -> None:
+    def _prepare_rebalance(self, group: Group, now_ms: int) -> None:
         if group.is_(S.CompletingRebalance):
-            self._reset_assignments(group, E.REBALANCE_IN_PROGRESS)
-        group.pending_sync_members.clear()
+            self._reset_assignments(group, E.REBALANCE_IN_PROGRESS, now_ms)
+        group.clear_pending_sync_members()
         self._cancel(group.sync_key)
         initial = group.is_(S.Empty)
         if initial:
@@ -476,51 +505,44 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             # Kafka's prepareRebalance: the first wait is the whole configured delay; only the
             # extensions while members keep arriving are capped by the rebalance timeout.
             delay_ms = self.config.group_initial_rebalance_delay_ms
-            group.new_member_added = False
-            group.initial_delay_ms = delay_ms
-            group.initial_remaining_ms = max(rebalance_timeout_ms - delay_ms, 0)
-            self._schedule_join(group, self._now_ms + delay_ms, initial=True)
+            delay = _InitialDelay(delay_ms, max(rebalance_timeout_ms - delay_ms, 0))
+            self._schedule_join(group, now_ms + delay_ms, delay)
         group.transition_to(S.PreparingRebalance)
-        self._touched.add(group.group_id)
         if not initial:
-            self._schedule_join(group, self._now_ms + group.rebalance_timeout_ms(), initial=False)
-            self._maybe_complete_join(group)
+            self._schedule_join(group, now_ms + group.rebalance_timeout_ms(), None)
+            self._maybe_complete_join(group, now_ms)
 
-    def _reset_assignments(self, group: Group, code: ErrorCode) -> None:
+    def _reset_assignments(self, group: Group, code: ErrorCode, now_ms: int) -> None:
         """The generation being synced is abandoned: drop its assignment, fail parked syncs."""
         for member in group.members.values():
-            if member.assignment:
-                member.assignment = b""
-                group.dirty_members.add(member.member_id)
-            if member.sync_key is not None:
-                self._deliver(member.sync_key, SyncGroupResponse(code))
-                member.sync_key = None
+            group.clear_assignment(member)
+            sync_key = group.take_sync_key(member)
+            if sync_key is not None:
+                self._deliver(sync_key, SyncGroupResponse(code))
                 # Kafka's propagateAssignment: answering a sync (with an error too) restarts the
                 # session, so a follower does not expire together with a leader that never synced.
-                self._schedule_session(member)
+                self._schedule_session(member, now_ms)
 
-    def _maybe_complete_join(self, group: Group) -> None:
+    def _maybe_complete_join(self, group: Group, now_ms: int) -> None:
         # The initial delay is never cut short (Kafka's InitialDelayedJoin).
         if (group.is_(S.PreparingRebalance) and group.has_all_members_joined()
                 and group.previous_state is not S.Empty):
             self._cancel(group.join_key)
-            self._complete_join(group)
+            self._complete_join(group, now_ms)
 
-    def _on_join_timer(self, group_id: str) -> None:
+    def _on_join_timer(self, group_id: str, now_ms: int) -> None:
         group = self._groups.get(group_id)
         if group is None or not group.is_(S.PreparingRebalance):
             return
-        self._touched.add(group_id)
-        if group.join_is_initial and group.new_member_added and group.initial_remaining_ms > 0:
+        delay = self._initial_delays.get(group_id)
+        if delay is not None and delay.remaining_ms > 0 and group.take_new_member_added():
             # New members arrived during the delay: wait once more, up to the rebalance timeout.
-            group.new_member_added = False
-            delay_ms = min(group.initial_delay_ms, group.initial_remaining_ms)
-            group.initial_remaining_ms = max(group.initial_remaining_ms - group.initial_delay_ms, 0)
-            self._schedule_join(group, self._now_ms + delay_ms, initial=True)
+            extension = _InitialDelay(delay.delay_ms, max(delay.remaining_ms - delay.delay_ms, 0))
+            self._schedule_join(group, now_ms + min(delay.delay_ms, delay.remaining_ms), extension)
             return
-        self._complete_join(group)
+        self._complete_join(group, now_ms)
 
-    def _complete_join(self, group: Group) -> None:
+    def _complete_join(self, group: Group, now_ms: int) -> None:
         if group.num_awaiting_join < len(group.members):
             not_rejoined = [m for m in group.members.values()
                             if m.join_key is None and m.group_instance_id is None]
@@ -528,89 +550,79 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
                 self._remove_member(group, member)
         if group.members and group.num_awaiting_join == 0:
             # Only static members that did not rejoin remain: wait for them (or their session expiry).
-            self._schedule_join(group, self._now_ms + max(group.rebalance_timeout_ms(), 1), initial=False)
+            self._schedule_join(group, now_ms + max(group.rebalance_timeout_ms(), 1), None)
             return
-        leader = group.members.get(group.leader_id) if group.leader_id is not None else None
-        if leader is None or leader.join_key is None:
-            rejoined = (m.member_id for m in group.members.values() if m.join_key is not None)
-            group.leader_id = next(rejoined, None)
-        group.generation_id += 1
-        self._touched.add(group.group_id)
-        if not group.members:
-            group.protocol_name = None
-            group.transition_to(S.Empty)
+        self._initial_delays.pop(group.group_id, None)
+        group.elect_joined_leader()
+        group.init_next_generation()
+        if group.is_(S.Empty):
             return
-        group.protocol_name = group.select_protocol()
-        group.transition_to(S.CompletingRebalance)
         leader_id = group.leader_id
         for member in group.members.values():
             if member.join_key is not None:
                 is_leader = member.member_id == leader_id
                 self._deliver(member.join_key, self._join_response(group, member, is_leader))
-                group.set_join_key(member, None)
-            member.is_new = False
-            self._schedule_session(member)
-        self._await_syncs(group)
+                group.take_join_key(member)
+            self._schedule_session(member, now_ms)
+        self._await_syncs(group, now_ms)
 
-    def _await_syncs(self, group: Group) -> None:
+    def _await_syncs(self, group: Group, now_ms: int) -> None:
         """Every member must sync within the rebalance timeout (Kafka's schedulePendingSync)."""
-        group.pending_sync_members = set(group.members)
-        self._timers.schedule(group.sync_key, self._now_ms + group.rebalance_timeout_ms())
+        group.await_syncs()
+        self._timers.schedule(group.sync_key, now_ms + group.rebalance_timeout_ms())
 
-    def _on_sync_timer(self, group_id: str) -> None:
+    def _on_sync_timer(self, group_id: str, now_ms: int) -> None:
         """Kafka's expirePendingSync: members that never synced are removed and the group rebalances."""
         group = self._groups.get(group_id)
         if group is None or not (group.is_(S.CompletingRebalance) or group.is_(S.Stable)):
             return
-        if not group.pending_sync_members:
+        if group.has_received_sync_from_all_members():
             return
-        self._touched.add(group_id)
         for member_id in list(group.pending_sync_members):
             member = group.members.get(member_id)
             if member is not None:
                 self._remove_member(group, member)
-        group.pending_sync_members.clear()
-        self._prepare_rebalance(group)
+        group.clear_pending_sync_members()
+        self._prepare_rebalance(group, now_ms)
 
     def _synced(self, group: Group, member_id: str) -> None:
-        group.pending_sync_members.discard(member_id)
-        if not group.pending_sync_members:
+        group.remove_pending_sync_member(member_id)
+        if group.has_received_sync_from_all_members():
             self._cancel(group.sync_key)
 
     # -- membership removal ----------------------------------------------------
 
     def _drop_pending(self, group: Group, member_id: str) -> None:
-        group.pending_members.discard(member_id)
+        group.remove_pending_member(member_id)
         self._cancel(session_key(group.group_id, member_id))
 
     def _remove_member(self, group: Group, member: Member) -> None:
         group.remove(member.member_id)
         self._cancel(member.session_key)
-        if member.join_key is not None:
+        join_key = group.take_join_key(member)
+        if join_key is not None:
             # Kafka's removeMemberAndUpdateClassicGroup answers with no member id: the client
             # must join again as a new member.
-            self._deliver(member.join_key, JoinGroupResponse(E.UNKNOWN_MEMBER_ID))
-            member.join_key = None
-        if member.sync_key is not None:
-            self._deliver(member.sync_key, SyncGroupResponse(E.UNKNOWN_MEMBER_ID))
-            member.sync_key = None
+            self._deliver(join_key, JoinGroupResponse(E.UNKNOWN_MEMBER_ID))
+        sync_key = group.take_sync_key(member)
+        if sync_key is not None:
+            self._deliver(sync_key, SyncGroupResponse(E.UNKNOWN_MEMBER_ID))
 
-    def _update_group_after_removal(self, group: Group) -> None:
+    def _update_group_after_removal(self, group: Group, now_ms: int) -> None:
         state = group.state
         if state is S.Stable or state is S.CompletingRebalance:
-            self._prepare_rebalance(group)
+            self._prepare_rebalance(group, now_ms)
         elif state is S.PreparingRebalance:
-            self._maybe_complete_join(group)
+            self._maybe_complete_join(group, now_ms)
 
-    def _on_session_timer(self, group_id: str, member_id: str) -> None:
+    def _on_session_timer(self, group_id: str, member_id: str, now_ms: int) -> None:
         group = self._groups.get(group_id)
         if group is None:
             return
-        self._touched.add(group_id)
         if member_id in group.pending_members:
             self._drop_pending(group, member_id)
             if group.is_(S.PreparingRebalance):
-                self._maybe_complete_join(group)
+                self._maybe_complete_join(group, now_ms)
             return
         member = group.members.get(member_id)
         if member is None:
@@ -619,14 +631,14 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             # Awaiting a response counts as alive (Kafka's ClassicGroupMember.hasSatisfiedHeartbeat),
             # except for a new member, whose join timeout this deadline is.
             # Re-armed strictly later so on_timers cannot spin on a zero timeout.
-            self._timers.schedule(member.session_key, self._now_ms + max(member.session_timeout_ms, 1))
+            self._timers.schedule(member.session_key, now_ms + max(member.session_timeout_ms, 1))
             return
         self._remove_member(group, member)
-        self._update_group_after_removal(group)
+        self._update_group_after_removal(group, now_ms)
 
     # -- SyncGroup -------------------------------------------------------------
 
-    def _sync(self, key: Hashable, req: SyncGroupRequest) -> None:
+    def _sync(self, key: Hashable, req: SyncGroupRequest, now_ms: int) -> None:
         def fail(code: ErrorCode) -> None:
             self._deliver(key, SyncGroupResponse(code))
 
@@ -651,62 +663,47 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return fail(E.REBALANCE_IN_PROGRESS)
         if state is S.Stable:
             self._synced(group, member.member_id)
-            self._schedule_session(member)
+            self._schedule_session(member, now_ms)
             self._deliver(key, SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name,
                                                  member.assignment))
             return
         if state is not S.CompletingRebalance:
             return fail(E.UNKNOWN_MEMBER_ID)
-        if member.sync_key is not None and member.sync_key != key:
-            self._deliver(member.sync_key, SyncGroupResponse(E.REBALANCE_IN_PROGRESS))
-        member.sync_key = key
+        superseded = group.park_sync(member, key)
+        if superseded is not None:
+            self._deliver(superseded, SyncGroupResponse(E.REBALANCE_IN_PROGRESS))
         self._synced(group, member.member_id)
-        self._schedule_session(member)
+        self._schedule_session(member, now_ms)
         if req.member_id != group.leader_id:
             return
-        self._touched.add(group.group_id)
-        assignments = {a.member_id: a.assignment for a in req.assignments}
-        for m in group.members.values():
-            assignment = assignments.get(m.member_id, b"")
-            if m.assignment != assignment:
-                m.assignment = assignment
-                group.dirty_members.add(m.member_id)
+        group.assign({a.member_id: a.assignment for a in req.assignments})
         group.transition_to(S.Stable)
         for m in group.members.values():
-            if m.sync_key is not None:
-                self._deliver(m.sync_key, SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name,
-                                                            m.assignment))
-                m.sync_key = None
-                self._schedule_session(m)
+            sync_key = group.take_sync_key(m)
+            if sync_key is not None:
+                self._deliver(sync_key, SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name,
+                                                          m.assignment))
+                self._schedule_session(m, now_ms)
 
     # -- Heartbeat -------------------------------------------------------------
 
-    def _heartbeat(self, key: Hashable, req: HeartbeatRequest) -> None:
-        self._deliver(key, _HEARTBEAT_RESPONSES[self._heartbeat_code(req)])
+    def _heartbeat(self, key: Hashable, req: HeartbeatRequest, now_ms: int) -> None:
+        self._deliver(key, _HEARTBEAT_RESPONSES[self._heartbeat_code(req, now_ms)])
 
-    def _heartbeat_code(self, req: HeartbeatRequest) -> ErrorCode:
+    def _heartbeat_code(self, req: HeartbeatRequest, now_ms: int) -> ErrorCode:
         if not req.group_id:
             return E.INVALID_GROUP_ID
         group = self._groups.get(req.group_id)
         if group is None:
             return E.UNKNOWN_MEMBER_ID
-        state = group.fsm.state
-        if state is S.Dead:
-            return E.COORDINATOR_NOT_AVAILABLE
-        code = group.validate_member(req.member_id, req.group_instance_id)
-        if code is not E.NONE:
-            return code
-        member = group.members[req.member_id]
-        if req.generation_id != group.generation_id:
-            return E.ILLEGAL_GENERATION
-        if state is S.Empty:
-            return E.UNKNOWN_MEMBER_ID
-        self._timers.schedule(member.session_key, self._now_ms + member.session_timeout_ms)
-        return E.REBALANCE_IN_PROGRESS if state is S.PreparingRebalance else E.NONE
+        code, member = group.heartbeat(req.member_id, req.group_instance_id, req.generation_id)
+        if member is not None:
+            self._timers.schedule(member.session_key, now_ms + member.session_timeout_ms)
+        return code
 
     # -- LeaveGroup ------------------------------------------------------------
 
-    def _leave(self, key: Hashable, req: LeaveGroupRequest) -> None:
+    def _leave(self, key: Hashable, req: LeaveGroupRequest, now_ms: int) -> None:
         if not req.group_id:
             return self._deliver(key, LeaveGroupResponse(E.INVALID_GROUP_ID))
         group = self._groups.get(req.group_id)
@@ -714,17 +711,16 @@ class GroupCoordinator(OffsetHandlers, AdminHandlers):
             return self._deliver(key, LeaveGroupResponse(E.UNKNOWN_MEMBER_ID))
         if group.is_(S.Dead):
             return self._deliver(key, LeaveGroupResponse(E.COORDINATOR_NOT_AVAILABLE))
-        self._touched.add(group.group_id)
         results = []
         members_before = len(group.members)
         for ident in req.members:
             code = self._leave_one(group, ident.member_id, ident.group_instance_id)
             results.append(LeaveGroupMemberResponse(ident.member_id, ident.group_instance_id, code))
         if len(group.members) < members_before:
-            self._update_group_after_removal(group)
+            self._update_group_after_removal(group, now_ms)
         elif group.is_(S.PreparingRebalance):
             # Only pending members left: that alone may complete the join, never start one.
-            self._maybe_complete_join(group)
+            self._maybe_complete_join(group, now_ms)
         self._deliver(key, LeaveGroupResponse(E.NONE, tuple(results)))
 
     def _leave_one(self, group: Group, member_id: str, instance_id: Optional[str]) -> ErrorCode:

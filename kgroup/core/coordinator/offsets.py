@@ -1,14 +1,17 @@
-"""OffsetCommit / OffsetFetch handlers (a mixin of GroupCoordinator).
+"""OffsetCommit / OffsetFetch for classic groups (the classic part of Kafka's OffsetMetadataManager).
 
-Commits are checked against member, generation and state as Kafka 4.x does
-for classic groups; every stored offset is also emitted as a record.
+An object the coordinator owns, with a narrow view of it: the groups it may read, a way to
+create a group for a simple (generation -1) commit, a hook that restarts a member's session
+when its commit is accepted, and a sink for the records it produces.  Commits are checked
+against member, generation and state as Kafka 4.x does for classic groups; every stored offset
+is also emitted as a record.
 """
 from __future__ import annotations
 
-from typing import Hashable, Optional
+from typing import Callable, Mapping, Optional
 
-from kgroup.core.coordinator.group import Group
-from kgroup.core.coordinator.records import OffsetCommitRecord
+from kgroup.core.coordinator.group import Group, Member
+from kgroup.core.coordinator.records import Record
 from kgroup.core.coordinator.state import GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
@@ -20,18 +23,25 @@ E = ErrorCode
 S = GroupState
 
 
-class OffsetHandlers:
-    def _offset_commit(self, key: Hashable, req: OffsetCommitRequest) -> None:
-        code, group = self._offset_commit_check(req)
-        if code is E.NONE:
-            gid = group.group_id
-            for commit in req.offsets:
-                group.offsets[commit.topic_partition] = commit.committed
-                self._records.append(OffsetCommitRecord(gid, commit.topic_partition, commit.committed))
-        errors = tuple(PartitionError(c.topic_partition, code) for c in req.offsets)
-        self._deliver(key, OffsetCommitResponse(errors))
+class OffsetHandler:
+    def __init__(self, groups: Mapping[str, Group], create_group: Callable[[str], Group],
+                 heard_from: Callable[[Member, int], None], emit: Callable[[Record], None]) -> None:
+        #: Read-only: the coordinator adds and drops groups.
+        self._groups = groups
+        self._create_group = create_group
+        #: Restarts a member's session deadline at now_ms (Kafka reschedules the heartbeat on a commit).
+        self._heard_from = heard_from
+        self._emit = emit
 
-    def _offset_commit_check(self, req: OffsetCommitRequest) -> tuple[ErrorCode, Optional[Group]]:
+    def commit(self, req: OffsetCommitRequest, now_ms: int) -> OffsetCommitResponse:
+        code, group = self._check_commit(req, now_ms)
+        if group is not None:
+            for commit in req.offsets:
+                self._emit(group.commit_offset(commit.topic_partition, commit.committed))
+        return OffsetCommitResponse(tuple(PartitionError(c.topic_partition, code) for c in req.offsets))
+
+    def _check_commit(self, req: OffsetCommitRequest, now_ms: int) -> tuple[ErrorCode, Optional[Group]]:
+        """The error code, and the group to store the offsets in when the commit is accepted."""
         # The empty group id is a valid group here, as in Kafka ("for backwards compatibility").
         group = self._groups.get(req.group_id)
         if group is None or group.is_(S.Dead):
@@ -53,12 +63,12 @@ class OffsetHandlers:
                 return E.ILLEGAL_GENERATION, None
             if group.is_(S.CompletingRebalance):
                 return E.REBALANCE_IN_PROGRESS, None
-            self._schedule_session(member)
+            self._heard_from(member, now_ms)
             return E.NONE, group
         # No member identity, but the group is managed by members.
         return E.UNKNOWN_MEMBER_ID, None
 
-    def _offset_fetch(self, key: Hashable, req: OffsetFetchRequest) -> None:
+    def fetch(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
         group = self._groups.get(req.group_id)
         # A deleted group has no offsets: Kafka answers -1 per partition, not a retriable error.
         offsets = group.offsets if group is not None and not group.is_(S.Dead) else {}
@@ -66,4 +76,4 @@ class OffsetHandlers:
             partitions = tuple(PartitionOffset(tp, committed) for tp, committed in offsets.items())
         else:
             partitions = tuple(PartitionOffset(tp, offsets.get(tp)) for tp in req.partitions)
-        self._deliver(key, OffsetFetchResponse(E.NONE, partitions))
+        return OffsetFetchResponse(E.NONE, partitions)
