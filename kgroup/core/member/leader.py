@@ -1,7 +1,8 @@
-"""The leader's side of a join: read the members' subscriptions, assign, build the SyncGroup assignments.
+"""Subscriptions and assignments: what a member joins with, and what the leader makes of everyone's.
 
-Java ``ConsumerCoordinator.onLeaderElected``: the leader assigns only from
-the members' metadata and the partition counts it knows, and remembers the
+Java ``ConsumerCoordinator.metadata`` builds the member's subscription;
+``ConsumerCoordinator.onLeaderElected``: the leader assigns only from the
+members' metadata and the partition counts it knows, and remembers the
 group's topics so it can rejoin when one of their partition counts changes.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Mapping, Optional, Sequence
 
 import attrs
 
+from kgroup.assignors import RebalanceProtocol
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import codec
@@ -19,6 +21,40 @@ from kgroup.errors import GroupMemberError, KGroupError
 from kgroup.values import Assignment, Subscription
 
 _log = logging.getLogger(__name__)
+
+
+def member_subscription(config: MemberConfig, assignor, topics: frozenset, owned: frozenset,
+                        generation_id: int, last_assignment: tuple[frozenset, int]) -> Subscription:
+    """The subscription this member joins with, for ``assignor``'s protocol entry."""
+    sorted_topics = sorted(topics)
+    if config.protocol is RebalanceProtocol.COOPERATIVE:
+        claimed = hint = sorted(owned)
+    else:
+        # Eager revoked everything, so it claims nothing (Java's ConsumerCoordinator sends the
+        # emptied assignment): a cooperative assignor chosen by a mixed group must not withhold
+        # partitions for an owner that will never revoke them.  The last assignment is only a
+        # stickiness hint, in the assignor's user data (Java's StickyAssignor does the same).
+        claimed, (hint, generation_id) = [], (sorted(last_assignment[0]), last_assignment[1])
+    return Subscription(topics=sorted_topics, owned_partitions=claimed, generation_id=generation_id,
+                        rack_id=config.rack_id,
+                        user_data=assignor.subscription_user_data(sorted_topics, hint, generation_id))
+
+
+def leader_assignments(config: MemberConfig, response: m.JoinGroupResponse,
+                       metadata: Mapping[str, int]) -> tuple[dict[str, Optional[int]], tuple]:
+    """(the group's topics with known partition counts, the SyncGroup assignments).
+
+    KIP-814: a static leader that replaced itself (``skip_assignment``) keeps
+    the group's current assignment and sends none; it only learns the
+    group's topics to watch their partition counts.  Raises KGroupError if
+    the group chose a protocol this member does not have, or the assignor fails.
+    """
+    assignor = None if response.skip_assignment else chosen_assignor(config, response.protocol_name)
+    subscriptions = decode_subscriptions(config.group_id, response.members)
+    snapshot = group_topics(subscriptions, metadata)
+    if assignor is None:
+        return snapshot, ()
+    return snapshot, sync_assignments(assignor, snapshot, subscriptions)
 
 
 def decode_subscriptions(group_id: str, members: Sequence[m.JoinGroupMember]) -> dict[str, Subscription]:

@@ -15,7 +15,7 @@ its commits (``commits.py``, ``offsets.py``) and the leader's assignment
 from __future__ import annotations
 
 import logging
-from typing import Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from kgroup.assignors import RebalanceProtocol
 from kgroup.core import messages as m
@@ -85,7 +85,7 @@ class GroupMember:
         self._next_auto_commit_ms = now_ms + config.auto_commit_interval_ms
         self._closing = False
         self.last_error: Optional[KGroupError] = None
-        self._on_success: dict[RequestKind, Callable[[int, Sent, object, int], None]] = {
+        self._on_success: dict[RequestKind, Callable[[int, Sent, Any, int], None]] = {
             _KIND.FIND: self._found_coordinator, _KIND.HEARTBEAT: self._heartbeat_answered,
             _KIND.JOIN: self._joined, _KIND.SYNC: self._synced, _KIND.COMMIT: self._committed,
             _KIND.FETCH: self._fetched, _KIND.LEAVE: self._left,
@@ -176,7 +176,8 @@ class GroupMember:
         self._subscription = frozenset()
         self._rejoin.cancel()
         self._release_partitions()
-        if self._generation.member_id and self._fsm.state is not _STATE.UNJOINED and not self.config.is_static:
+        if (self._generation.member_id and self._fsm.state is not _STATE.UNJOINED
+                and not self.config.is_static):
             self._enqueue_leave("the consumer unsubscribed", now_ms)
         self._reset_generation(reset_member_id=True)
 
@@ -352,7 +353,7 @@ class GroupMember:
                 and self._fsm.state in (_STATE.STABLE, _STATE.COMPLETING_REBALANCE))
 
     def _join_ready(self, now_ms: Optional[int]) -> bool:
-        """The gate is open and no JoinGroup/SyncGroup is outstanding (``now_ms`` None: ignore the backoff)."""
+        """The gate is open and no JoinGroup/SyncGroup is outstanding (``now_ms`` None: any time)."""
         return (self._rejoin.state is Rejoin.READY and not self._requests.outstanding(_KIND.JOIN, _KIND.SYNC)
                 and (now_ms is None or self._requests.may_retry(_KIND.JOIN, now_ms)))
 
@@ -364,19 +365,8 @@ class GroupMember:
         return self._requests.send(_KIND.HEARTBEAT, request, self._coordinator_id, gen)
 
     def _subscription_value(self, assignor) -> Subscription:
-        topics = sorted(self._subscription)
-        if self.protocol is RebalanceProtocol.COOPERATIVE:
-            owned, generation_id = sorted(self._owned), self._generation.generation_id
-            hint = owned
-        else:
-            # Eager revoked everything, so it claims nothing (Java's ConsumerCoordinator sends the
-            # emptied assignment): a cooperative assignor chosen by a mixed group must not withhold
-            # partitions for an owner that will never revoke them.  The last assignment is only a
-            # stickiness hint, in the assignor's user data (Java's StickyAssignor does the same).
-            owned, (hint, generation_id) = [], (sorted(self._last_assignment[0]), self._last_assignment[1])
-        return Subscription(topics=topics, owned_partitions=owned, generation_id=generation_id,
-                            rack_id=self.config.rack_id,
-                            user_data=assignor.subscription_user_data(topics, hint, generation_id))
+        return leader.member_subscription(self.config, assignor, self._subscription, self._owned,
+                                          self._generation.generation_id, self._last_assignment)
 
     def _send_join(self) -> Outbound:
         if self._fsm.state is not _STATE.PREPARING_REBALANCE:
@@ -417,10 +407,9 @@ class GroupMember:
         return out
 
     def _send_queued(self, item: Queued) -> Outbound:
+        request: object = item.payload  # a leave, or the sync built when the join completed
         if item.kind is _KIND.FETCH:
             request = m.OffsetFetchRequest(self.config.group_id, item.payload, require_stable=True)
-        else:  # leave, or the sync built when the join completed
-            request = item.payload
         return self._requests.send(item.kind, request, self._coordinator_id, self._generation,
                                    token=item.token, payload=item.payload)
 
@@ -436,7 +425,8 @@ class GroupMember:
 
     # -- answers ----------------------------------------------------------------
 
-    def _react(self, kind: RequestKind, code: ErrorCode, token: int, sent: Sent, response, now_ms: int) -> None:
+    def _react(self, kind: RequestKind, code: ErrorCode, token: int, sent: Sent, response,
+               now_ms: int) -> None:
         """Run the steps the reaction tables list for ``code`` (``reactions.py``), in their fixed order."""
         reaction = reaction_to(kind, code, generation_current=sent.generation == self._generation)
         error = request_error(kind, code)
@@ -515,21 +505,14 @@ class GroupMember:
         self._fsm.transition_to(_STATE.COMPLETING_REBALANCE)
         self._hb.reset_timeouts(now_ms)
         assignments: tuple = ()
+        self._assignment_snapshot = None
         if self._is_leader:
-            # KIP-814: a static leader that replaced itself (skip_assignment) keeps the group's
-            # current assignment; it only learns the group's topics to watch their partition counts.
             try:
-                assignor = None if response.skip_assignment else leader.chosen_assignor(
-                    self.config, response.protocol_name)
-                subscriptions = leader.decode_subscriptions(self.config.group_id, response.members)
-                self._assignment_snapshot = leader.group_topics(subscriptions, self._metadata)
-                if assignor is not None:
-                    assignments = leader.sync_assignments(assignor, self._assignment_snapshot, subscriptions)
+                self._assignment_snapshot, assignments = leader.leader_assignments(
+                    self.config, response, self._metadata)
             except KGroupError as exc:
                 self._fail(exc)
                 return
-        else:
-            self._assignment_snapshot = None
         request = m.SyncGroupRequest(
             self.config.group_id, response.generation_id, response.member_id,
             self.config.group_instance_id, m.CONSUMER_PROTOCOL_TYPE, response.protocol_name, assignments)
