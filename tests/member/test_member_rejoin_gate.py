@@ -138,20 +138,23 @@ def test_taking_events_twice_without_a_poll_does_not_open_the_gate():
 
 # -- reaction tables and request kinds -------------------------------------------------------------
 
+_COORDINATOR_KINDS = [RequestKind.HEARTBEAT, RequestKind.JOIN, RequestKind.SYNC, RequestKind.COMMIT]
+
+
 def test_every_request_kind_has_a_reaction_table_and_a_success_handler():
     assert set(reactions.TABLES) == set(RequestKind)
     h = Harness()
     assert set(h.member._on_success) == set(RequestKind)
 
 
-@pytest.mark.parametrize("kind", [RequestKind.HEARTBEAT, RequestKind.JOIN, RequestKind.SYNC, RequestKind.COMMIT])
+@pytest.mark.parametrize("kind", _COORDINATOR_KINDS)
 @pytest.mark.parametrize("code", [E.ILLEGAL_GENERATION, E.UNKNOWN_MEMBER_ID])
 def test_a_gone_generation_is_one_shared_reaction(kind, code):
     """Java AbstractCoordinator.resetGenerationOnResponseError + requestRejoin, for every request."""
     assert reactions.ON_GENERATION_GONE in reaction_to(kind, code, generation_current=True)
 
 
-@pytest.mark.parametrize("kind", [RequestKind.HEARTBEAT, RequestKind.JOIN, RequestKind.SYNC, RequestKind.COMMIT])
+@pytest.mark.parametrize("kind", _COORDINATOR_KINDS)
 def test_a_fenced_static_member_fails_on_every_coordinator_request(kind):
     assert Reaction.FAIL in reaction_to(kind, E.FENCED_INSTANCE_ID, generation_current=True)
 
