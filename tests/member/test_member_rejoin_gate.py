@@ -141,10 +141,13 @@ def test_taking_events_twice_without_a_poll_does_not_open_the_gate():
 _COORDINATOR_KINDS = [RequestKind.HEARTBEAT, RequestKind.JOIN, RequestKind.SYNC, RequestKind.COMMIT]
 
 
-def test_every_request_kind_has_a_reaction_table_and_a_success_handler():
+def test_every_request_kind_has_a_reaction_table_and_a_success_is_handled():
     assert set(reactions.TABLES) == set(RequestKind)
-    h = Harness()
-    assert set(h.member._on_success) == set(RequestKind)
+    with_handler = set(Harness().member._on_success)
+    assert with_handler == {RequestKind.FIND, RequestKind.JOIN, RequestKind.SYNC}
+    for kind in set(RequestKind) - with_handler:
+        success = reaction_to(kind, E.NONE, generation_current=True)
+        assert not success & (Reaction.FAIL | Reaction.RESET_GENERATION | Reaction.REJOIN), kind
 
 
 @pytest.mark.parametrize("kind", _COORDINATOR_KINDS)

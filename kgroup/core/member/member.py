@@ -85,10 +85,9 @@ class GroupMember:
         self._next_auto_commit_ms = now_ms + config.auto_commit_interval_ms
         self._closing = False
         self.last_error: Optional[KGroupError] = None
+        #: Successes that are more than a reaction-table row.
         self._on_success: dict[RequestKind, Callable[[int, Sent, Any, int], None]] = {
-            _KIND.FIND: self._found_coordinator, _KIND.HEARTBEAT: self._heartbeat_answered,
-            _KIND.JOIN: self._joined, _KIND.SYNC: self._synced, _KIND.COMMIT: self._committed,
-            _KIND.FETCH: self._fetched, _KIND.LEAVE: self._left,
+            _KIND.FIND: self._found_coordinator, _KIND.JOIN: self._joined, _KIND.SYNC: self._synced,
         }
 
     # -- observation ----------------------------------------------------------
@@ -303,8 +302,9 @@ class GroupMember:
             code = fetched_offsets(response)[0]
         else:
             code = response.error_code
-        if code is ErrorCode.NONE:
-            self._on_success[sent.kind](token, sent, response, now_ms)
+        on_success = self._on_success.get(sent.kind) if code is ErrorCode.NONE else None
+        if on_success is not None:
+            on_success(token, sent, response, now_ms)
         else:
             self._react(sent.kind, code, token, sent, response, now_ms)
 
@@ -453,7 +453,7 @@ class GroupMember:
                 self._retry(kind, token, sent, code, now_ms)
             elif step is Reaction.REPORT:
                 self._report(kind, token, response, error)
-            elif step is Reaction.FAIL:
+            elif step is Reaction.FAIL and error is not None:  # never a success's row
                 self._fail(error)
 
     def _retry(self, kind: RequestKind, token: int, sent: Sent, code: ErrorCode, now_ms: int) -> None:
@@ -480,9 +480,6 @@ class GroupMember:
             return
         self._coordinator_id = response.node_id
         self._hb.reset_session(now_ms)
-
-    def _heartbeat_answered(self, token: int, sent: Sent, response, now_ms: int) -> None:
-        self._hb.received(now_ms)
 
     def _joined(self, token: int, sent: Sent, response: m.JoinGroupResponse, now_ms: int) -> None:
         if response.generation_id < 0 or not response.member_id:
@@ -550,15 +547,6 @@ class GroupMember:
             self._rejoin.request("assigned a topic this member does not subscribe to")
         if self.config.fetch_committed_on_assignment and added:
             self.fetch_committed(sorted(added), now_ms)
-
-    def _committed(self, token: int, sent: Sent, response, now_ms: int) -> None:
-        self._finish_commit(token, None)
-
-    def _fetched(self, token: int, sent: Sent, response, now_ms: int) -> None:
-        self._report(_KIND.FETCH, token, response, None)
-
-    def _left(self, token: int, sent: Sent, response, now_ms: int) -> None:
-        """Nothing to do, whatever the answer: the member already dropped its generation when it left."""
 
     def _retry_or_fail_commit(self, token: int, code: ErrorCode, now_ms: int) -> None:
         pending = self._commits.get(token)

@@ -8,13 +8,14 @@ not list get its default.  Reactions Kafka shares between its response
 handlers are shared here: a gone generation (Java
 ``AbstractCoordinator.resetGenerationOnResponseError`` + ``requestRejoin``),
 a moved coordinator (``markCoordinatorUnknown``) and a fenced static member
-(KIP-345: fatal).  Successful answers are not in the tables: each kind has
-its own success handler in ``member.py``.
+(KIP-345: fatal).  A success is a row too (``ErrorCode.NONE``), except
+for FindCoordinator, JoinGroup and SyncGroup, whose successes have their
+own handlers in ``member.py``.
 """
 from __future__ import annotations
 
 import enum
-from typing import Mapping
+from typing import Mapping, Optional
 
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member.offsets import COORDINATOR_MOVED, GENERATION_GONE, RETRIABLE, commit_error
@@ -85,6 +86,7 @@ FIND = _table((_one(ErrorCode.GROUP_AUTHORIZATION_FAILED), _R.FAIL))
 #: member heartbeats through the rebalance); answers to an older generation's heartbeat only
 #: affect the heartbeat timing.
 HEARTBEAT = _table(
+    (_one(ErrorCode.NONE), _R.SESSION_ALIVE),
     (_REBALANCING, _R.SESSION_ALIVE | _R.REJOIN | _R.IF_GENERATION_CURRENT),
     (GENERATION_GONE, ON_GENERATION_GONE | _R.IF_GENERATION_CURRENT),
     (_FENCED, ON_FENCED | _R.IF_GENERATION_CURRENT),
@@ -118,6 +120,7 @@ SYNC_DEFAULT = _R.FAIL
 #: Java ConsumerCoordinator.OffsetCommitResponseHandler.  A gone generation resets it only if it
 #: is still the one the commit was made in; the commit fails either way (CommitFailedError).
 COMMIT = _table(
+    (_one(ErrorCode.NONE), _R.REPORT),
     (COORDINATOR_MOVED, _R.MARK_COORDINATOR_UNKNOWN | _R.RETRY),
     (RETRIABLE - COORDINATOR_MOVED, _R.RETRY),
     (GENERATION_GONE, ON_GENERATION_GONE | _R.REPORT | _R.IF_GENERATION_CURRENT),
@@ -162,8 +165,10 @@ def rejoin_reason(kind: RequestKind, code: ErrorCode) -> str:
     return f"{kind.value}: {code.name}"
 
 
-def request_error(kind: RequestKind, code: ErrorCode) -> KGroupError:
-    """The error a failed ``kind`` request reports (and fails the member with, if fatal)."""
+def request_error(kind: RequestKind, code: ErrorCode) -> Optional[KGroupError]:
+    """The error a failed ``kind`` request reports (and fails the member with, if fatal); None: success."""
+    if not code.is_error:
+        return None
     if kind is RequestKind.COMMIT:
         return commit_error(code)
     if code is ErrorCode.FENCED_INSTANCE_ID:
