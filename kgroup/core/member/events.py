@@ -3,7 +3,7 @@
 Events are frozen values taken with ``GroupMember.take_events()``.  The
 adapter runs them on the polling thread, in order; the member never assumes
 they ran (a JoinGroup after a revocation waits for the next
-``on_app_poll`` after the revocation was taken, see ``member.py``).
+``on_app_poll`` after the revocation was taken, see ``rejoin.py``).
 """
 from __future__ import annotations
 
@@ -84,4 +84,41 @@ class FatalError:
     error: KGroupError
 
 
-MemberEvent = Union[PartitionsRevoked, PartitionsLost, PartitionsAssigned, CommitCompleted, CommittedFetched, FatalError]
+MemberEvent = Union[PartitionsRevoked, PartitionsLost, PartitionsAssigned, CommitCompleted, CommittedFetched,
+                    FatalError]
+
+
+class EventQueue:
+    """The member's events for the application, oldest first.
+
+    Taking events only pops the queue (as reading a socket consumes its
+    bytes): nothing else changes.  Each event gets a sequence number when
+    appended, and how many were taken is what was appended minus what is
+    still queued, so the member can tell on the application's next
+    ``on_app_poll`` whether the application has been given an event; the
+    rejoin gate advances there, never as a side effect of reading.
+    """
+
+    __slots__ = ("_events", "_appended")
+
+    def __init__(self) -> None:
+        self._events: list = []
+        self._appended = 0
+
+    def append(self, event: MemberEvent) -> int:
+        """Queue ``event``; returns its sequence number (1, 2, ...)."""
+        self._events.append(event)
+        self._appended += 1
+        return self._appended
+
+    def take(self) -> list:
+        events, self._events = self._events, []
+        return events
+
+    @property
+    def delivered_count(self) -> int:
+        """How many events were taken so far: every sequence number up to this one."""
+        return self._appended - len(self._events)
+
+    def __bool__(self) -> bool:
+        return bool(self._events)

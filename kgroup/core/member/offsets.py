@@ -1,10 +1,17 @@
 """Offset commit / fetch bookkeeping: building requests and reading responses."""
 from __future__ import annotations
 
-from typing import Mapping, Union
+from typing import Mapping, Optional, Union
 
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.messages import OffsetAndMetadata, OffsetCommitResponse, OffsetFetchResponse
+from kgroup.core.member.events import Generation
+from kgroup.core.messages import (
+    OffsetAndMetadata,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+    PartitionOffsetCommit,
+)
 from kgroup.errors import (
     CommitFailedError,
     FencedInstanceIdError,
@@ -62,6 +69,31 @@ def commit_error(code: ErrorCode) -> KGroupError:
     if code in RETRIABLE:
         return RetriableCommitFailedError(f"commit failed ({code.name}); it may be retried", code)
     return GroupMemberError(f"commit failed ({code.name})", code)
+
+
+def commit_request(group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata],
+                   generation: Generation, group_instance_id: Optional[str]) -> OffsetCommitRequest:
+    return OffsetCommitRequest(
+        group_id, tuple(PartitionOffsetCommit(tp, om) for tp, om in sorted(offsets.items())),
+        generation.generation_id, generation.member_id, group_instance_id)
+
+
+def commit_generation_error(made_in: Generation, current: Generation,
+                            member_generation_id: int) -> Optional[CommitFailedError]:
+    """Why a commit made in ``made_in`` may not be sent in ``current`` (None: it may).
+
+    ``member_generation_id`` is the member's own generation id, for the message
+    (``current`` is the generation at close while the member is closing).
+    """
+    if not made_in.is_valid:
+        return CommitFailedError(
+            "commit failed: the member has no generation (it is rebalancing or left the group)")
+    if made_in != current:
+        return CommitFailedError(
+            f"commit failed: it was made in generation {made_in.generation_id}, which is gone "
+            f"(the member is now in generation {member_generation_id}); its partitions "
+            "may be owned by another member", ErrorCode.ILLEGAL_GENERATION)
+    return None
 
 
 def fetched_offsets(response: OffsetFetchResponse) -> tuple[ErrorCode, dict]:
