@@ -125,3 +125,33 @@ def test_commit_made_in_a_revocation_callback_goes_out_before_the_join():
     h.member.on_app_poll(h.now)
     kinds = [type(r) for r in h.pump()]
     assert kinds.index(m.OffsetCommitRequest) < kinds.index(m.JoinGroupRequest)
+
+
+def test_fenced_commit_of_an_older_generation_fails_the_commit_not_the_member():
+    """Kafka ConsumerCoordinatorTest.testCommitOffsetFencedInstanceWithNewGeneration: only a fenced
+    commit sent in the current generation is fatal."""
+    from kgroup.core.member import MemberState
+
+    h = Harness(group_instance_id="i1")
+    h.join([T0], generation=1)
+    token = h.member.commit_offsets({T0: 3}, h.now)
+    [sent] = sent_commits(h)
+    h.member.request_rejoin("test")
+    h.join([T0], generation=2)
+    h.reply(m.OffsetCommitRequest, commit_response(sent, ErrorCode.FENCED_INSTANCE_ID))
+    result = completed(h)[token]
+    assert isinstance(result.error, CommitFailedError)
+    assert h.member.state is MemberState.STABLE and h.member.generation.generation_id == 2
+
+
+def test_fenced_commit_of_the_current_generation_is_fatal():
+    """Kafka ConsumerCoordinatorTest.testCommitOffsetFencedInstanceWithRebalancingGeneration's
+    counterpart: the same generation fenced means another process took the instance id."""
+    from kgroup.core.member import MemberState
+
+    h = Harness(group_instance_id="i1")
+    h.join([T0], generation=1)
+    h.member.commit_offsets({T0: 3}, h.now)
+    [sent] = sent_commits(h)
+    h.reply(m.OffsetCommitRequest, commit_response(sent, ErrorCode.FENCED_INSTANCE_ID))
+    assert h.member.state is MemberState.FATAL

@@ -428,8 +428,9 @@ class GroupMember:
     def _react(self, kind: RequestKind, code: ErrorCode, token: int, sent: Sent, response,
                now_ms: int) -> None:
         """Run the steps the reaction tables list for ``code`` (``reactions.py``), in their fixed order."""
-        reaction = reaction_to(kind, code, generation_current=sent.generation == self._generation)
-        error = request_error(kind, code)
+        generation_current = sent.generation == self._generation
+        reaction = reaction_to(kind, code, generation_current)
+        error = request_error(kind, code, generation_current)
         for step in STEP_ORDER:
             if step not in reaction:
                 continue

@@ -20,7 +20,7 @@ from typing import Mapping, Optional
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member.offsets import COORDINATOR_MOVED, GENERATION_GONE, RETRIABLE, commit_error
 from kgroup.core.member.requests import RequestKind
-from kgroup.errors import FencedInstanceIdError, GroupMemberError, KGroupError
+from kgroup.errors import CommitFailedError, FencedInstanceIdError, GroupMemberError, KGroupError
 
 
 class Reaction(enum.Flag):
@@ -125,7 +125,9 @@ COMMIT = _table(
     (RETRIABLE - COORDINATOR_MOVED, _R.RETRY),
     (GENERATION_GONE, ON_GENERATION_GONE | _R.REPORT | _R.IF_GENERATION_CURRENT),
     (_REBALANCING, _R.REJOIN | _R.REPORT),
-    (_FENCED, _R.REPORT | ON_FENCED),
+    # Java fails only if the fenced commit was sent in the current generation; an older one's
+    # fencing is a CommitFailedException (the member may already be in a newer generation).
+    (_FENCED, _R.REPORT | ON_FENCED | _R.IF_GENERATION_CURRENT),
 )
 COMMIT_DEFAULT = _R.REPORT
 
@@ -165,10 +167,15 @@ def rejoin_reason(kind: RequestKind, code: ErrorCode) -> str:
     return f"{kind.value}: {code.name}"
 
 
-def request_error(kind: RequestKind, code: ErrorCode) -> Optional[KGroupError]:
+def request_error(kind: RequestKind, code: ErrorCode,
+                  generation_current: bool = True) -> Optional[KGroupError]:
     """The error a failed ``kind`` request reports (and fails the member with, if fatal); None: success."""
     if not code.is_error:
         return None
+    if kind is RequestKind.COMMIT and code is ErrorCode.FENCED_INSTANCE_ID and not generation_current:
+        # Java ConsumerCoordinator.OffsetCommitResponseHandler: not the fatal FencedInstanceIdException.
+        return CommitFailedError("commit failed: its generation's member was fenced by this "
+                                 "group_instance_id; the member has moved on to a newer generation", code)
     if kind is RequestKind.COMMIT:
         return commit_error(code)
     if code is ErrorCode.FENCED_INSTANCE_ID:
