@@ -1,11 +1,11 @@
 """CPU cost of a 3-broker cluster taking appends (one fetch round per 1,000 appends)."""
 import pytest
 
-from kgroup.core.cluster import Cluster, ClusterConfig
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 
 
 def _run(partitions: int, appends: int) -> int:
-    c = Cluster(ClusterConfig())
+    c = ClusterStateMachine(ClusterConfig())
     c.create_topic("t", partitions)
     for i in range(appends):
         c.produce("t", i % partitions, i)
@@ -39,8 +39,7 @@ def failover_to_stable_ms(members: int, seed: int, step_ms: int = 10) -> int:
     import random
 
     from kgroup.core.coordinator import GroupCoordinatorConfig
-    from kgroup.testing import MockClock
-    from kgroup.testing.cluster import InMemoryKafka
+    from kgroup.testing import InMemoryKafka, MockClock
 
     kafka = InMemoryKafka(3, clock=MockClock(0),
                           coordinator_config=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0))

@@ -48,7 +48,7 @@ def join_group(members: int = MEMBERS) -> tuple[GroupCoordinator, list[str], int
     synced = coordinator.handle("leader-sync", SyncGroupRequest("g", generation, leader_response.leader,
                                                                  assignments=assignments), now_ms)
     assert len(synced.deliveries) == members
-    assert coordinator.group_state("g") is GroupState.Stable
+    assert coordinator.group_state("g") is GroupState.STABLE
     return coordinator, member_ids, generation
 
 

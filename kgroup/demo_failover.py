@@ -10,7 +10,7 @@ from typing import TextIO
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.member import CommitCompleted, CommittedFetched, PartitionsAssigned, PartitionsRevoked
 from kgroup.testing.clock import MockClock
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.values import TopicPartition
 
 GROUP = "billing"

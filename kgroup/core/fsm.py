@@ -21,7 +21,7 @@ import contextlib
 import enum
 from typing import Any, Callable, Generic, Iterator, Mapping, Optional, TypeVar
 
-from kgroup.errors import IllegalStateTransition
+from kgroup.errors import IllegalStateTransition, state_display_name
 
 S = TypeVar("S", bound=enum.Enum)
 
@@ -96,4 +96,4 @@ class StateMachine(Generic[S]):
         return previous
 
     def __repr__(self) -> str:
-        return f"StateMachine({self.name!r}, {self.state.name})"
+        return f"StateMachine({self.name!r}, {state_display_name(self.state)})"

@@ -56,7 +56,7 @@ from kgroup.io.runner import MemberRunner
 from kgroup.io.inprocess import InProcessTransport
 from kgroup.io.transport import Completion, Transport
 from kgroup.testing.clock import MockClock
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.testing.scheduler import HubTimers, Scheduler
 from kgroup.values import TopicPartition
 
@@ -497,13 +497,13 @@ class _Campaign:
         node = kafka.coordinator_node(GROUP)
         members = [a.member for a in self.apps.values()]
         if not members:
-            return kafka.group_state(GROUP) in (GroupState.Empty, GroupState.Dead, None)
+            return kafka.group_state(GROUP) in (GroupState.EMPTY, GroupState.DEAD, None)
         if not all(m.state is MemberState.STABLE and not m.rejoin_needed and m.coordinator_id == node
                    for m in members):
             return False
         if len({m.generation.generation_id for m in members}) != 1:
             return False
-        if kafka.group_state(GROUP) is not GroupState.Stable:
+        if kafka.group_state(GROUP) is not GroupState.STABLE:
             return False
         described = kafka.describe_group(GROUP)
         ours = {m.member_id for m in members}

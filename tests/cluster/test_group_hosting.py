@@ -2,7 +2,7 @@
 import pytest
 
 from kgroup.core import messages as m
-from kgroup.core.cluster import Cluster, ClusterConfig
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import BrokerUnreachable, GroupHosting, GroupHostingConfig
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, java_string_hash, partition_for_group
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
@@ -14,7 +14,7 @@ FAST = GroupCoordinatorConfig(group_min_session_timeout_ms=100, group_initial_re
 
 
 def _hosting(brokers=(1, 2, 3), load_ms=0, min_isr=1, partitions=5):
-    cluster = Cluster(ClusterConfig(broker_ids=brokers, min_insync_replicas=min_isr))
+    cluster = ClusterStateMachine(ClusterConfig(broker_ids=brokers, min_insync_replicas=min_isr))
     ids = iter(range(10**6))
     return GroupHosting(cluster, GroupHostingConfig(offsets_topic_partitions=partitions, group_load_time_ms=load_ms,
                                                     coordinator=FAST),
@@ -144,7 +144,7 @@ def test_new_leader_loads_the_log_and_answers_load_in_progress_meanwhile():
     (d,) = h.send(new, "hb", m.HeartbeatRequest("g", 1, member_id), 750)
     assert d.response.error_code is E.COORDINATOR_LOAD_IN_PROGRESS
     h.tick(1200)
-    assert h.group_state("g") is GroupState.Stable
+    assert h.group_state("g") is GroupState.STABLE
     (d,) = h.send(new, "hb", m.HeartbeatRequest("g", 1, member_id), 1200)
     assert d.response.error_code is E.NONE
     fetched = _call(h, new, "f", m.OffsetFetchRequest("g", (TopicPartition("t", 0),)), 1200)

@@ -10,8 +10,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kgroup.core.cluster import BrokerState
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.member import CommitCompleted, CommittedFetched
-from kgroup.testing import MockClock
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing import InMemoryKafka, MockClock
 from kgroup.values import TopicPartition
 
 BROKERS = (1, 2, 3)

@@ -50,7 +50,7 @@ def test_static_follower_restart_with_new_metadata_bytes_keeps_the_group_stable(
     restarted = (JoinGroupProtocol("range", b"s:t;owned=t-1;generation=-1"),)
     response = s.join(protocols=restarted)
     assert response.error_code is E.NONE and response.generation_id == 1
-    assert len(d.transitions) == transitions and d.coordinator.group_state("g") is S.Stable
+    assert len(d.transitions) == transitions and d.coordinator.group_state("g") is S.STABLE
     assert s.sync().assignment == assigned
     # The stored metadata is the new one (what a later rebalance gives the leader).
     stored = d.coordinator.persisted_view().groups["g"].members[s.member_id]
@@ -64,10 +64,10 @@ def test_static_member_rejoin_in_completing_rebalance_rebalances():
     leader.join()
     s.join()
     d.fire()
-    assert d.coordinator.group_state("g") is S.CompletingRebalance
+    assert d.coordinator.group_state("g") is S.COMPLETING_REBALANCE
     _restart(s)
     s.join()
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
 
 
 # -- item 12: JoinGroup v4-v8 static leader replacement ----------------------------------------------
@@ -83,7 +83,7 @@ def test_static_leader_replacement_before_v9_names_the_old_leader_and_sends_no_m
     response = s.join(api_version=8)
     assert response.error_code is E.NONE and response.member_id != old_id
     assert response.leader == old_id and response.members == () and not response.skip_assignment
-    assert d.coordinator.group_state("g") is S.Stable
+    assert d.coordinator.group_state("g") is S.STABLE
 
 
 # -- item 7: instance ids stay one-to-one ---------------------------------------------------------
@@ -120,7 +120,7 @@ def test_unknown_instance_id_with_a_known_member_id_is_unknown_member():
     assert commit.partitions[0].error_code is E.UNKNOWN_MEMBER_ID
     join = d.request(c1.join_request(group_instance_id="ghost"))
     assert join.error_code is E.UNKNOWN_MEMBER_ID
-    assert d.coordinator.group_state("g") is S.Stable
+    assert d.coordinator.group_state("g") is S.STABLE
 
 
 # -- item 6: bad requests never corrupt state or stop the driver ----------------------------------
@@ -238,7 +238,7 @@ def test_existing_members_over_the_max_size_are_kicked_out_when_they_rejoin():
     make_stable(d, *clients[:4])
     d.config = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, group_max_size=2)
     d.failover()  # a freshly loaded group over capacity rebalances
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     codes = []
     for c in clients[:4]:
         c.join()
@@ -292,7 +292,7 @@ def test_member_that_never_syncs_is_removed_after_the_rebalance_timeout():
         assert lazy.heartbeat().error_code is E.NONE
         leader.heartbeat()
     d.advance(5_000)
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     assert lazy.heartbeat().error_code is E.UNKNOWN_MEMBER_ID
 
 

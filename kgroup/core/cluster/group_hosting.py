@@ -29,7 +29,7 @@ import attrs
 from kgroup.core import error_responses
 from kgroup.core import messages as m
 from kgroup.core.broker import BrokerUnreachable, RequestContext, UnsupportedRequestError, with_context
-from kgroup.core.cluster.cluster import Cluster
+from kgroup.core.cluster.state_machine import ClusterStateMachine
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, partition_for_group
 from kgroup.core.coordinator import CoordinatorResult, Delivery, GroupCoordinator, GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
@@ -86,7 +86,7 @@ class _Slot:
 
 
 class GroupHosting:
-    def __init__(self, cluster: Cluster, config: GroupHostingConfig = GroupHostingConfig(),
+    def __init__(self, cluster: ClusterStateMachine, config: GroupHostingConfig = GroupHostingConfig(),
                  now_ms: int = 0, *,
                  member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition=None) -> None:

@@ -1,6 +1,6 @@
 """An in-memory Kafka cluster with group coordinators, for testing consumers under faults.
 
-:class:`InMemoryKafka` joins the pieces: the replica-layer :class:`Cluster`,
+:class:`InMemoryKafka` joins the pieces: the replica-layer :class:`ClusterStateMachine`,
 the coordinators hosted on ``__consumer_offsets`` leaders
 (:class:`GroupHosting`) and an :class:`InProcessHub` that carries requests
 from kgroup members to them.  Two ways to drive it:
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 from kgroup.core.broker import DEFAULT_CLIENT_ID
-from kgroup.core.cluster import Cluster, ClusterConfig
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.messages import DescribeGroupsRequest
@@ -75,7 +75,7 @@ class InMemoryKafka:
                                            default_replication_factor=min(replication_factor, brokers),
                                            listeners=listeners or ())
         self.clock = clock
-        self.cluster = Cluster(cluster_config, now_ms=(clock or monotonic_ms)())
+        self.cluster = ClusterStateMachine(cluster_config, now_ms=(clock or monotonic_ms)())
         hosting_config = GroupHostingConfig(
             offsets_topic_partitions=offsets_partitions,
             offsets_topic_replication_factor=replication_factor,
@@ -210,7 +210,7 @@ class InMemoryKafka:
         if not all(view[0] is MemberState.STABLE and not view[1] and view[2] == node for view in views):
             return False
         generations = {view[3] for view in views}
-        if len(generations) != 1 or self.group_state(group_id) is not GroupState.Stable:
+        if len(generations) != 1 or self.group_state(group_id) is not GroupState.STABLE:
             return False
         if names is None:
             # A member whose leave was lost stays in the group until its session expires.
