@@ -147,10 +147,6 @@ def _effective_topics(partitions_per_topic: Mapping[str, int], subscription: Sub
     return frozenset(t for t in subscription.topics if t in partitions_per_topic)
 
 
-def _partitions_of(assignment: Mapping[str, Assignment]) -> dict[str, tuple]:
-    return {member: tuple(a.partitions) for member, a in assignment.items()}
-
-
 def _sizes(assignment: Mapping[str, Assignment]) -> dict[str, int]:
     return {member: len(a.partitions) for member, a in assignment.items()}
 

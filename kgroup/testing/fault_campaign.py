@@ -619,21 +619,6 @@ def run_seed(seed: int, family: Optional[str] = None) -> Verdict:
     return run_scenario(plan(seed, family))
 
 
-def shrink(scenario: Scenario, fails: Callable[[Scenario], bool]) -> Scenario:
-    """Drop faults one at a time while the scenario still fails (a minimal failing schedule)."""
-    faults = list(scenario.faults)
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(faults)):
-            candidate = attrs.evolve(scenario, faults=tuple(faults[:i] + faults[i + 1:]))
-            if fails(candidate):
-                faults = list(candidate.faults)
-                changed = True
-                break
-    return attrs.evolve(scenario, faults=tuple(faults))
-
-
 def campaign_summary(verdicts: Sequence[Verdict]) -> str:
     failed = [v for v in verdicts if not v.ok]
     by_family: Dict[str, int] = {}

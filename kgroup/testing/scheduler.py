@@ -152,9 +152,6 @@ class Scheduler:
         self._timed = []
         return pending
 
-    def next_call_ms(self) -> Optional[int]:
-        return self._timed[0][0] if self._timed else None
-
     # -- driving --------------------------------------------------------------------------------
 
     def instant(self) -> None:

@@ -80,10 +80,6 @@ class _Slot:
     #: Single-slot holds, in write order (their offsets never decrease).
     held: Deque[_Held] = attrs.field(factory=deque)
 
-    @property
-    def loading(self) -> bool:
-        return self.leader is not None and self.coordinator is None
-
 
 class GroupHosting:
     def __init__(self, cluster: ClusterStateMachine, config: GroupHostingConfig = GroupHostingConfig(),
@@ -347,7 +343,6 @@ class GroupHosting:
         finally:
             # Completion is tracked here by the HW, not through the cluster's ack list.
             p.acked.clear()
-            p.failed.clear()
         return (slot.index, slot.leader_epoch, p.logs[slot.leader].leo)
 
     def _revert(self, slot: _Slot) -> List[Delivery]:

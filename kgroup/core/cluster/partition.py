@@ -41,7 +41,6 @@ class Partition:
         self.needs_truncation: set = set()
         self.pending: List[Tuple[int, int, Any]] = []  # (offset, epoch, payload) awaiting HW
         self.acked: List[Ack] = []
-        self.failed: List[Tuple[int, Any]] = []
         self.state = StateMachine(f"partition {topic}-{index}", PartitionState.NON_EXISTENT,
                                   PARTITION_LEGAL_PREVIOUS)
         self.replica_states: Dict[int, StateMachine] = {}
@@ -61,9 +60,8 @@ class Partition:
 
     # -- leadership -------------------------------------------------------------
     def set_leader(self, leader: Optional[int], now_ms: int, unclean: bool = False) -> None:
-        """Apply an election: bump the epoch, fail in-flight acks of the old epoch."""
-        for offset, _epoch, payload in self.pending:
-            self.failed.append((offset, payload))
+        """Apply an election: bump the epoch; the old epoch's appends still awaiting the HW are
+        dropped, never acknowledged (take_acks)."""
         self.pending = []
         if leader is None:
             # Losing the leader is a leader change too: Kafka writes NoLeader with a bumped leader epoch

@@ -234,10 +234,6 @@ class Group:
         return self._supported_protocols
 
     @property
-    def new_member_added(self) -> bool:
-        return self._new_member_added
-
-    @property
     def join_key(self) -> tuple[str, str]:
         """Key of the group's join timer (initial delay or rebalance timeout)."""
         return self._join_key
@@ -485,12 +481,6 @@ class Group:
             return ErrorCode.UNKNOWN_MEMBER_ID, None
         member = self._members[member_id]
         return (ErrorCode.REBALANCE_IN_PROGRESS if state is S.PREPARING_REBALANCE else ErrorCode.NONE), member
-
-    def is_static_member_fenced(self, member_id: str, group_instance_id: Optional[str]) -> bool:
-        if group_instance_id is None:
-            return False
-        current = self._static_members.get(group_instance_id)
-        return current is not None and current != member_id
 
     def take_new_member_added(self) -> bool:
         """Whether a member joined since the initial delay was last (re)armed; resets the flag."""
