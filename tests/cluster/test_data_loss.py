@@ -1,4 +1,4 @@
-"""Seed 004: truncating to the HW on restart can lose an acknowledged message; leader epochs cannot."""
+"""KIP-101: truncating to the HW on restart can lose an acknowledged message; leader epochs cannot."""
 import pytest
 
 from kgroup.core.cluster import ClusterStateMachine, ClusterConfig

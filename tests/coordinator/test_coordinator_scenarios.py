@@ -1,5 +1,7 @@
-"""Seed 002's three-consumer scenarios, its missed-JoinGroup-response cases and
-seed 003's liveness walk-through, on a mock clock."""
+"""Kafka's classic GroupCoordinator on a mock clock: three consumers joining together or one by one
+(the initial rebalance delay of KIP-134), members missing their JoinGroup response, and liveness
+(GroupCoordinator's heartbeat expiration: completeAndScheduleNextHeartbeatExpiration /
+onExpireHeartbeat) while members await a join or a sync."""
 from __future__ import annotations
 
 from coord_harness import Client, Driver, make_stable
@@ -37,7 +39,7 @@ def test_three_consumers_join_at_once_one_rebalance():
     assert c1.sync() is None and c2.sync() is None  # parked until the leader syncs
     assert c3.sync().error_code is E.NONE
     c1.poll_sync(), c2.poll_sync()
-    # The seed's log starts in Stable (old Kafka); a new group starts Empty in Kafka >= 0.11.
+    # A new group starts Empty (KAFKA-2720, Kafka 0.10.1); older Kafka had no Empty state.
     assert d.states() == [S.EMPTY, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.PREPARING_REBALANCE,
                           S.COMPLETING_REBALANCE, S.STABLE]
     assert [c.assignments_received for c in (c1, c2, c3)] == [1, 1, 1]

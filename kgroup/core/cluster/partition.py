@@ -2,7 +2,7 @@
 
 Fetches are explicit: :meth:`Partition.replicate` lets every eligible follower fetch once.
 The fetch response carries the leader's HW *before* the fetch raised it, so a follower's HW
-lags one round behind, which is exactly what makes HW truncation lose data (seed 004).
+lags one round behind, which is exactly what makes HW truncation lose data (KIP-101).
 """
 from __future__ import annotations
 
