@@ -12,7 +12,7 @@ class ClusterMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.cluster = ClusterStateMachine(ClusterConfig(broker_ids=BROKERS, replica_lag_time_max_ms=300,
-                                             replica_fetch_interval_ms=100))
+                                                         replica_fetch_interval_ms=100))
         self.cluster.create_topic("t", 2)
         self.now_ms = 0
         self.acked = []

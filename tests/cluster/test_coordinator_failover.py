@@ -57,9 +57,9 @@ def _kafka(names="abc", static=False, **kw):
 
 
 def _add(kafka, seen, name, static=False):
-    member = kafka.member(name, "g", ["t"], assignors=("range",), session_timeout_ms=1000, heartbeat_interval_ms=100,
-                          retry_backoff_ms=50, enable_auto_commit=False, fetch_committed_on_assignment=False,
-                          group_instance_id=name if static else None)
+    member = kafka.member(name, "g", ["t"], assignors=("range",), session_timeout_ms=1000,
+                          heartbeat_interval_ms=100, retry_backoff_ms=50, enable_auto_commit=False,
+                          fetch_committed_on_assignment=False, group_instance_id=name if static else None)
     seen.watch(member)
     return member
 
@@ -75,7 +75,8 @@ def _result(kafka, seen, name, kind, token):
 
 
 def _commit(kafka, seen, name, offsets):
-    return _result(kafka, seen, name, CommitCompleted, kafka.members()[name].commit_offsets(offsets, kafka.clock()))
+    token = kafka.members()[name].commit_offsets(offsets, kafka.clock())
+    return _result(kafka, seen, name, CommitCompleted, token)
 
 
 def _fetch(kafka, seen, name, partitions):

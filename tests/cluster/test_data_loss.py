@@ -1,12 +1,10 @@
 """KIP-101: truncating to the HW on restart can lose an acknowledged message; leader epochs cannot."""
-import pytest
-
-from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
+from kgroup.core.cluster import ClusterConfig, ClusterStateMachine
 
 
 def _scenario(epoch_truncation: bool):
     c = ClusterStateMachine(ClusterConfig(broker_ids=(1, 2), leader_epoch_truncation=epoch_truncation,
-                              min_insync_replicas=2))
+                                          min_insync_replicas=2))
     c.create_topic("t", 1, assignments=[[1, 2]])  # A = 1 leads, B = 2 follows
     c.produce("t", 0, "m1")
     c.replicate(10)

@@ -18,8 +18,8 @@ TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
 def _commit(group_id, offsets, **kw):
-    return OffsetCommitRequest(group_id, tuple(PartitionOffsetCommit(tp, OffsetAndMetadata(o, "m")) for tp, o in
-                                               offsets.items()), **kw)
+    return OffsetCommitRequest(group_id, tuple(PartitionOffsetCommit(tp, OffsetAndMetadata(o, "m"))
+                                               for tp, o in offsets.items()), **kw)
 
 
 def test_simple_consumer_commit_creates_an_empty_group_and_fetch_returns_it():
@@ -85,9 +85,10 @@ def test_describe_and_list_groups():
     d.request(_commit("simple", {TP0: 1}))
     described = d.request(DescribeGroupsRequest(("g", "missing"))).groups
     g, missing = described
-    assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data) == (E.NONE, "Stable", "consumer", "range")
+    assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data) == \
+        (E.NONE, "Stable", "consumer", "range")
     assert {m.member_id: m.member_assignment for m in g.members} == {c1.member_id: c1.assignment,
-                                                                      c2.member_id: c2.assignment}
+                                                                     c2.member_id: c2.assignment}
     assert all(m.member_metadata for m in g.members)
     assert missing.group_state == "Dead"
     listed = d.request(ListGroupsRequest()).groups

@@ -58,7 +58,8 @@ def test_second_and_third_join_after_first_is_stable_two_rebalances():
     c1.join()
     assert all(c.poll_join().generation_id == 2 for c in (c1, c2, c3))
     assert c1.sync().error_code is E.NONE
-    assert c2.sync().error_code is E.NONE and c3.sync().error_code is E.NONE  # already Stable: answered at once
+    # already Stable: answered at once
+    assert c2.sync().error_code is E.NONE and c3.sync().error_code is E.NONE
     assert d.states() == [S.EMPTY, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE,
                           S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE]
     assert [c.assignments_received for c in (c1, c2, c3)] == [2, 1, 1]

@@ -55,7 +55,8 @@ class Reassignment:
         self._record(3)
 
     def poll(self, now_ms: int, elect) -> bool:
-        """Finish steps 4-12 if every RAR replica is in the ISR; ``elect(partition, candidates)`` picks a leader."""
+        """Finish steps 4-12 if every RAR replica is in the ISR; ``elect(partition, candidates)`` picks a
+        leader."""
         p = self.partition
         if self.done or not all(b in p.isr for b in self.rar):
             return self.done
