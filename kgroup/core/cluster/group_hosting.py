@@ -22,7 +22,7 @@ requests.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Deque, Hashable, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Deque, Hashable, List, Optional, Sequence, Tuple
 
 import attrs
 
@@ -35,7 +35,7 @@ from kgroup.core.coordinator import CoordinatorResult, Delivery, GroupCoordinato
 from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import ClusterError, ConfigError
 
-__all__ = ["BrokerUnreachable", "GroupHosting", "GroupHostingConfig", "records_of"]
+__all__ = ["BrokerUnreachable", "GroupHosting", "GroupHostingConfig"]
 
 E = ErrorCode
 
@@ -373,10 +373,3 @@ class GroupHosting:
                     still.append(held)
             self._multi_held = still
         return out
-
-
-def records_of(hosting: GroupHosting, group_partition: int, broker: Optional[int] = None) -> Iterable:
-    """The records in one offsets partition's log on ``broker`` (default: its leader)."""
-    p = hosting.cluster.partition(GROUP_METADATA_TOPIC, group_partition)
-    broker = p.leader if broker is None else broker
-    return [entry.payload for entry in p.logs[broker].entries]
