@@ -38,7 +38,8 @@ class _Log:
 def run_failover(out: TextIO) -> dict:
     """Print the failover timeline; return its figures (tests read them)."""
     ids = iter(range(10**6))
-    kafka = InMemoryKafka(3, offsets_partitions=10, clock=MockClock(0),
+    clock = MockClock(0)
+    kafka = InMemoryKafka(3, offsets_partitions=10, clock=clock,
                           coordinator_config=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0),
                           member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
     log = _Log()
@@ -55,7 +56,7 @@ def run_failover(out: TextIO) -> dict:
                   f"coordinator broker {kafka.coordinator_node(GROUP)}\n")
 
         commits = {tp: 100 + tp.partition for m in members.values() for tp in m.assignment}
-        tokens = {name: m.commit_offsets({tp: commits[tp] for tp in m.assignment}, kafka.clock())
+        tokens = {name: m.commit_offsets({tp: commits[tp] for tp in m.assignment}, clock())
                   for name, m in members.items()}
         kafka.run_until(lambda: all(log.find(CommitCompleted, n, t) for n, t in tokens.items()),
                         on_events=log)
@@ -64,6 +65,7 @@ def run_failover(out: TextIO) -> dict:
                   "(only once on every in-sync replica)\n")
 
         old = kafka.coordinator_node(GROUP)
+        assert old is not None, "a settled group has a coordinator"
         assigned_before = len(log.find(PartitionsAssigned)) + len(log.find(PartitionsRevoked))
         kafka.kill_broker(old)
         failover_ms = kafka.run_until(lambda: kafka.group_settled(GROUP), on_events=log)
@@ -75,7 +77,7 @@ def run_failover(out: TextIO) -> dict:
                   f"rebalance callbacks {rebalanced}\n")
 
         reader, member = next(iter(kafka.members().items()))
-        token = member.fetch_committed(sorted(commits), kafka.clock())
+        token = member.fetch_committed(sorted(commits), clock())
         kafka.run_until(lambda: bool(log.find(CommittedFetched, reader, token)), on_events=log)
         fetched = log.find(CommittedFetched, reader, token)[0].offsets
         intact = all(fetched[tp] is not None and fetched[tp].offset == off for tp, off in commits.items())

@@ -56,7 +56,7 @@ def transition_sink(sink: TransitionSink) -> Iterator[TransitionSink]:
         remove_transition_sink(sink)
 
 
-def check_table(states: type[enum.Enum], legal_previous: Mapping[enum.Enum, frozenset]) -> None:
+def check_table(states: type[S], legal_previous: Mapping[S, frozenset]) -> None:
     """Fail fast (at import) if a table forgets a state or names a foreign one."""
     missing = set(states) - set(legal_previous)
     if missing:

@@ -29,7 +29,7 @@ import enum
 import random
 import types
 from collections import Counter
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import attrs
 
@@ -116,7 +116,7 @@ def properties_of(
     """Resolve the properties to check (see the module docstring for the order)."""
     declared = getattr(assignor, "conformance_properties", None)
     if not isinstance(declared, AssignorProperties):
-        declared = _KNOWN_PROPERTIES.get(getattr(assignor, "name", None))
+        declared = _KNOWN_PROPERTIES.get(getattr(assignor, "name", ""))
     if declared is None:
         protocols = tuple(getattr(assignor, "supported_protocols", ()) or ())
         declared = AssignorProperties(cooperative=RebalanceProtocol.COOPERATIVE in protocols)
@@ -608,16 +608,20 @@ def check_assignor(
     props = properties_of(assignor, balance=balance, sticky=sticky, cooperative=cooperative)
     driver = _Driver(assignor, props)
     rng = random.Random(seed)
-    limits = dict(max_members=max_members, max_topics=max_topics, max_partitions=max_partitions)
+
+    def draw_group(racks: bool = False) -> RandomGroup:
+        return random_group(rng, identical=identical, racks=racks, max_members=max_members,
+                            max_topics=max_topics, max_partitions=max_partitions)
+
     for round_index in range(rounds):
         where = f"seed={seed} round={round_index}"
 
-        racked = random_group(rng, identical=identical, racks=True, **limits)
+        racked = draw_group(racks=True)
         driver.step = f"{where}, fresh rack-aware assignment"
         racked_assignment = driver.assign(racked, racked.subscriptions, racked.partition_racks)
         driver.check_result(racked, racked.subscriptions, racked_assignment)
 
-        group = random_group(rng, identical=identical, **limits)
+        group = draw_group()
         subscriptions = dict(group.subscriptions)
         driver.step = f"{where}, fresh assignment of {len(subscriptions)} members"
         current, generation_id = driver.rebalance(group, subscriptions, 1)
@@ -631,6 +635,7 @@ def check_assignor(
             else:
                 changed = _member_id(rng, next_index)
                 next_index += 1
+                topics: Sequence[str]
                 if group.identical:
                     topics = subscriptions[members[0]].topics
                 else:

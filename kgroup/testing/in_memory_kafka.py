@@ -99,7 +99,10 @@ class InMemoryKafka:
     # -- topics and connections --------------------------------------------------
 
     def create_topic(self, name: str, partitions: int, replication_factor: Optional[int] = None) -> None:
-        self.hub.apply(lambda now: (self.cluster.create_topic(name, partitions, replication_factor), [])[1])
+        def create(now_ms: int) -> list:
+            self.cluster.create_topic(name, partitions, replication_factor)
+            return []  # a new topic answers no parked request
+        self.hub.apply(create)
 
     def partitions_per_topic(self) -> Dict[str, int]:
         return {t: len(ps) for t, ps in self.cluster.topics.items() if not t.startswith("__")}
@@ -121,33 +124,38 @@ class InMemoryKafka:
 
     def member(self, name: str, group_id: str, topics: Sequence[str], **config) -> GroupMember:
         """A pure member named ``name`` that ``run()`` drives (MockClock only)."""
-        if self.clock is None:
-            raise ConfigError("member() needs a MockClock; on the real clock use consumer()")
+        clock, scheduler = self._mock_clock_and_scheduler("member()")
         if name in self._runners:
             raise ConfigError(f"a member named {name!r} already exists")
-        member = GroupMember(MemberConfig(group_id=group_id, **config), self.clock())
-        member.subscribe(list(topics), self.clock())
-        member.update_metadata(self.partitions_per_topic(), self.clock())
-        runner = MemberRunner(member, self.transport(member.config.client_id), self.clock)
+        member = GroupMember(MemberConfig(group_id=group_id, **config), clock())
+        member.subscribe(list(topics), clock())
+        member.update_metadata(self.partitions_per_topic(), clock())
+        runner = MemberRunner(member, self.transport(member.config.client_id), clock)
         self._runners[name] = runner
-        assert self.scheduler is not None
-        self.scheduler.add_member(name, runner, _PollingApp(self, name, member, self.clock()))
+        scheduler.add_member(name, runner, _PollingApp(self, name, member, clock()))
         return member
+
+    def _mock_clock_and_scheduler(self, what: str) -> Tuple[MockClock, Scheduler]:
+        # The constructor makes the scheduler exactly when it is given a MockClock.
+        if self.clock is None or self.scheduler is None:
+            raise ConfigError(f"{what} needs a MockClock; on the real clock use consumer()")
+        return self.clock, self.scheduler
 
     def members(self) -> Dict[str, GroupMember]:
         return {name: runner.member for name, runner in self._runners.items()}
 
     def remove_member(self, name: str, leave_group: Optional[bool] = None) -> None:
         """Close a pure member (leaving the group if dynamic) and stop driving it."""
+        clock, _scheduler = self._mock_clock_and_scheduler("remove_member()")
         runner = self._runners.pop(name)
         self._stop_driving(name)
-        runner.member.close(self.clock(), leave_group)
+        runner.member.close(clock(), leave_group)
         for _ in range(100):
             runner.step(0)
             self.hub.tick()
             if runner.member.closed:
                 break
-            self.clock.advance(10)
+            clock.advance(10)
         runner.transport.close()
 
     def crash_member(self, name: str) -> None:
@@ -266,7 +274,10 @@ class InMemoryKafka:
         self.hub.apply(lambda now: self.hosting.elect_preferred_leaders(now))
 
     def slow_follower(self, broker: int, fetch_interval_ms: Optional[int]) -> None:
-        self.hub.apply(lambda now: (self.cluster.slow_follower(broker, fetch_interval_ms), [])[1])
+        def slow(now_ms: int) -> list:
+            self.cluster.slow_follower(broker, fetch_interval_ms)
+            return []  # nothing fails over: replication only slows
+        self.hub.apply(slow)
 
     def isolate_member(self, member) -> None:
         """Cut a consumer (``GroupConsumer`` or member name) off the network until ``heal_member``."""
@@ -276,9 +287,10 @@ class InMemoryKafka:
         self._transport_of(member).heal()
 
     def _transport_of(self, member) -> InProcessTransport:
-        if isinstance(member, str):
-            return self._runners[member].transport
-        return member._runner.transport
+        transport = self._runners[member].transport if isinstance(member, str) else member._runner.transport
+        if not isinstance(transport, InProcessTransport):
+            raise ConfigError(f"{member!r} is not connected to an in-memory cluster")
+        return transport
 
     # -- teardown ----------------------------------------------------------------------
 

@@ -122,7 +122,8 @@ class KafkaPythonTransport(Transport):
     def _on_response(self, correlation_id: int, request: object, struct) -> None:
         try:
             value = from_struct(request, struct)
-            if isinstance(value, m.FindCoordinatorResponse) and not value.error_code.is_error:
+            if (isinstance(request, m.FindCoordinatorRequest) and isinstance(value, m.FindCoordinatorResponse)
+                    and not value.error_code.is_error):
                 self._remember_coordinator(request, value)
         except Exception as exc:  # a malformed answer must not kill the IO thread
             value = TransportError(f"cannot decode {type(struct).__name__}: {exc!r}")
