@@ -190,6 +190,6 @@ def test_find_coordinator_layouts(version):
 
 
 def test_unnamed_error_codes_become_unknown_server_error():
-    assert error_code(30) is ErrorCode.GROUP_AUTHORIZATION_FAILED  # named since item 27 (Kafka's Errors)
+    assert error_code(30) is ErrorCode.GROUP_AUTHORIZATION_FAILED  # named as in Kafka's Errors enum
     assert error_code(9_999) is ErrorCode.UNKNOWN_SERVER_ERROR     # a code Kafka does not define
     assert error_code(27) is ErrorCode.REBALANCE_IN_PROGRESS
