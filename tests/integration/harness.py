@@ -86,12 +86,6 @@ class OwnershipLog:
                     bad.append((tp, a, b))
         return bad
 
-    def assignment_rounds(self, member: str, since: float) -> int:
-        """How many assignments ``member`` received after ``since``."""
-        with self._lock:
-            return sum(1 for t, m, kind, _ in self.events
-                       if m == member and kind == "assigned" and t >= since)
-
 
 class _Listener(ConsumerRebalanceListener):
     def __init__(self, owner: "RunningConsumer") -> None:
