@@ -433,7 +433,7 @@ class _Campaign:
                 restart = (app.name, app.instance_id, app.assignors)
                 undo.append(Fault(now + fault.duration_ms, "static_restart", restart))
         elif kind == "static_restart":
-            name, instance_id, assignors = target  # type: ignore[misc]
+            name, instance_id, assignors = target
             if name not in self.apps:
                 self.start(name, instance_id, assignors)
         elif kind == "kill_broker":
