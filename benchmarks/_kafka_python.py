@@ -40,7 +40,8 @@ def cluster_metadata(partitions_per_topic: Mapping[str, int]) -> ClusterMetadata
     v = _METADATA_VERSION
     response = MetadataResponse(
         version=v,
-        brokers=[MetadataResponse.MetadataResponseBroker(node_id=0, host="localhost", port=9092, rack=None, version=v)],
+        brokers=[MetadataResponse.MetadataResponseBroker(node_id=0, host="localhost", port=9092, rack=None,
+                                                         version=v)],
         controller_id=0,
         topics=[
             topic_cls(
@@ -48,7 +49,8 @@ def cluster_metadata(partitions_per_topic: Mapping[str, int]) -> ClusterMetadata
                 name=topic,
                 is_internal=False,
                 partitions=[
-                    partition_cls(error_code=0, partition_index=p, leader_id=0, replica_nodes=[0], isr_nodes=[0], version=v)
+                    partition_cls(error_code=0, partition_index=p, leader_id=0, replica_nodes=[0],
+                                  isr_nodes=[0], version=v)
                     for p in range(count)
                 ],
                 version=v,
@@ -80,7 +82,8 @@ def _member_metadata(strategy: str, sub: Subscription) -> ConsumerProtocolSubscr
             for t, ps in _by_topic(sub.owned_partitions)
         ]
         return ConsumerProtocolSubscription(
-            version=2, topics=list(sub.topics), user_data=b"", owned_partitions=owned, generation_id=sub.generation_id
+            version=2, topics=list(sub.topics), user_data=b"", owned_partitions=owned,
+            generation_id=sub.generation_id,
         )
     return ConsumerProtocolSubscription(version=0, topics=list(sub.topics), user_data=b"")
 

@@ -102,7 +102,8 @@ def prepare(strategy: str, side: str, scenario: str, size: Size) -> Case:
         previous = fresh_assignment(strategy, PRIOR_SIDE, size)
         subscriptions = after_leave(subscriptions, previous)
     call, normalize = _build(strategy, side, partitions_per_topic, subscriptions)
-    return Case(strategy, side, scenario, size, partitions_per_topic, subscriptions, previous, call, normalize)
+    return Case(strategy, side, scenario, size, partitions_per_topic, subscriptions, previous, call,
+                normalize)
 
 
 def balance_of(result: Partitions) -> int:
@@ -152,7 +153,8 @@ def summarize(case: Case, watch: Stopwatch) -> tuple[Measurement, Partitions]:
     return measurement, result
 
 
-def measure(strategy: str, side: str, scenario: str, size: Size, rounds: int) -> tuple[Measurement, Partitions]:
+def measure(strategy: str, side: str, scenario: str, size: Size,
+            rounds: int) -> tuple[Measurement, Partitions]:
     """Time ``rounds`` calls without pytest (the ``python -m benchmarks.run`` path)."""
     case = prepare(strategy, side, scenario, size)
     watch = Stopwatch(case.call)

@@ -140,7 +140,8 @@ def targets(measurements: Iterable[Measurement]) -> list[str]:
 
 
 #: One colour per assignor, one line style and marker per library.
-_COLOURS = {"range": "tab:blue", "roundrobin": "tab:green", "sticky": "tab:red", "cooperative-sticky": "tab:purple"}
+_COLOURS = {"range": "tab:blue", "roundrobin": "tab:green", "sticky": "tab:red",
+            "cooperative-sticky": "tab:purple"}
 _STYLES = {"kgroup": dict(linestyle="-", marker="o"), "kafka-python": dict(linestyle="--", marker="s")}
 
 
@@ -170,7 +171,8 @@ def plot(measurements: Iterable[Measurement], path: Optional[Path] = None) -> Op
     index = _index(measurements)
     sizes = sorted({m.size for m in measurements}, key=lambda s: (s.members, s.partitions))
     scenarios = [sc for sc in SCENARIOS if any(m.scenario == sc for m in measurements)]
-    figure, axes = plt.subplots(1, len(scenarios), figsize=(7 * len(scenarios), 7.5), sharey=True, squeeze=False)
+    figure, axes = plt.subplots(1, len(scenarios), figsize=(7 * len(scenarios), 7.5), sharey=True,
+                                squeeze=False)
     titles = {"fresh": "fresh assignment", "leave": "after one member leaves"}
     for ax, scenario in zip(axes[0], scenarios):
         for side, style in _STYLES.items():
@@ -182,7 +184,8 @@ def plot(measurements: Iterable[Measurement], path: Optional[Path] = None) -> Op
                 ]
                 if points:
                     xs, ys = zip(*points)
-                    ax.plot(xs, ys, color=_COLOURS[strategy], label=f"{side} {strategy}", linewidth=1.8, **style)
+                    ax.plot(xs, ys, color=_COLOURS[strategy], label=f"{side} {strategy}", linewidth=1.8,
+                            **style)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks([s.members for s in sizes])
@@ -196,14 +199,16 @@ def plot(measurements: Iterable[Measurement], path: Optional[Path] = None) -> Op
     axes[0][0].set_ylabel("assign() time (best of rounds, log scale)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     figure.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
-    figure.suptitle("kgroup vs kafka-python 3.0 assignors: same input, same run (solid: kgroup, dashed: kafka-python)")
+    figure.suptitle("kgroup vs kafka-python 3.0 assignors: same input, same run "
+                    "(solid: kgroup, dashed: kafka-python)")
     figure.tight_layout(rect=(0, 0.13, 1, 1))
     figure.savefig(path, dpi=110)
     plt.close(figure)
     return path
 
 
-def save(measurements: Iterable[Measurement], directory: Optional[Path] = None) -> tuple[Path, Optional[Path]]:
+def save(measurements: Iterable[Measurement],
+         directory: Optional[Path] = None) -> tuple[Path, Optional[Path]]:
     """Write the Markdown table and targets, and the plot, to ``directory``; returns both paths."""
     measurements = list(measurements)
     directory = directory or RESULTS_DIR

@@ -93,7 +93,8 @@ def test_group_timings_kgroup_vs_stock():
 def report(bootstrap: str) -> str:
     lines = [render(measure(bootstrap)), ""]
     for kind in KINDS:
-        lines.append(f"idle CPU, one joined {kind} consumer polling every 100 ms: {idle_cpu(bootstrap, kind):.1%} of a core")
+        lines.append(f"idle CPU, one joined {kind} consumer polling every 100 ms: "
+                     f"{idle_cpu(bootstrap, kind):.1%} of a core")
     return "\n".join(lines)
 
 

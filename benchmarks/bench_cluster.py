@@ -1,11 +1,11 @@
 """CPU cost of a 3-broker cluster taking appends (one fetch round per 1,000 appends)."""
 import pytest
 
-from kgroup.core.cluster import Cluster, ClusterConfig
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 
 
 def _run(partitions: int, appends: int) -> int:
-    c = Cluster(ClusterConfig())
+    c = ClusterStateMachine(ClusterConfig())
     c.create_topic("t", partitions)
     for i in range(appends):
         c.produce("t", i % partitions, i)
@@ -27,7 +27,8 @@ def test_cluster_1000_partitions_100k_appends(benchmark):
 # -- coordinator failover (mock clock) -------------------------------------------------
 
 FAILOVER_MEMBER_CONFIG = dict(assignors=("range",), session_timeout_ms=45_000, heartbeat_interval_ms=3_000,
-                              retry_backoff_ms=100, enable_auto_commit=False, fetch_committed_on_assignment=False)
+                              retry_backoff_ms=100, enable_auto_commit=False,
+                              fetch_committed_on_assignment=False)
 
 
 def failover_to_stable_ms(members: int, seed: int, step_ms: int = 10) -> int:
@@ -39,8 +40,7 @@ def failover_to_stable_ms(members: int, seed: int, step_ms: int = 10) -> int:
     import random
 
     from kgroup.core.coordinator import GroupCoordinatorConfig
-    from kgroup.testing import MockClock
-    from kgroup.testing.cluster import InMemoryKafka
+    from kgroup.testing import InMemoryKafka, MockClock
 
     kafka = InMemoryKafka(3, clock=MockClock(0),
                           coordinator_config=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0))
@@ -59,7 +59,8 @@ def failover_to_stable_ms(members: int, seed: int, step_ms: int = 10) -> int:
 @pytest.mark.parametrize("members", [10, 100])
 def test_coordinator_failover_time(members, benchmark, capsys):
     seeds = range(5) if members == 10 else range(3)
-    times = benchmark.pedantic(lambda: [failover_to_stable_ms(members, s) for s in seeds], rounds=1, iterations=1)
+    times = benchmark.pedantic(lambda: [failover_to_stable_ms(members, s) for s in seeds],
+                               rounds=1, iterations=1)
     # Detection rides on the next heartbeat (3 s interval), then discovery and a 100 ms load.
     assert all(0 < t <= 3_000 + 1_000 for t in times), times
     with capsys.disabled():

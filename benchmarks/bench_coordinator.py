@@ -31,7 +31,8 @@ def join_group(members: int = MEMBERS) -> tuple[GroupCoordinator, list[str], int
     now_ms = 0
     member_ids = []
     for i in range(members):
-        first = coordinator.handle(("j0", i), JoinGroupRequest("g", client_id=f"c{i}", protocols=PROTOCOLS), now_ms)
+        first = coordinator.handle(("j0", i), JoinGroupRequest("g", client_id=f"c{i}", protocols=PROTOCOLS),
+                                   now_ms)
         member_id = first.deliveries[0].response.member_id
         member_ids.append(member_id)
         coordinator.handle(("j1", i), JoinGroupRequest("g", member_id=member_id, client_id=f"c{i}",
@@ -44,15 +45,17 @@ def join_group(members: int = MEMBERS) -> tuple[GroupCoordinator, list[str], int
     for i, member_id in enumerate(member_ids):
         if member_id != leader_response.leader:
             coordinator.handle(("s", i), SyncGroupRequest("g", generation, member_id), now_ms)
-    assignments = tuple(SyncGroupAssignment(m.member_id, m.member_id.encode()) for m in leader_response.members)
-    synced = coordinator.handle("leader-sync", SyncGroupRequest("g", generation, leader_response.leader,
-                                                                 assignments=assignments), now_ms)
+    assignments = tuple(SyncGroupAssignment(m.member_id, m.member_id.encode())
+                        for m in leader_response.members)
+    leader_sync = SyncGroupRequest("g", generation, leader_response.leader, assignments=assignments)
+    synced = coordinator.handle("leader-sync", leader_sync, now_ms)
     assert len(synced.deliveries) == members
-    assert coordinator.group_state("g") is GroupState.Stable
+    assert coordinator.group_state("g") is GroupState.STABLE
     return coordinator, member_ids, generation
 
 
-def heartbeat_requests(member_ids: list[str], generation: int, count: int = HEARTBEATS) -> list[HeartbeatRequest]:
+def heartbeat_requests(member_ids: list[str], generation: int,
+                       count: int = HEARTBEATS) -> list[HeartbeatRequest]:
     return [HeartbeatRequest("g", generation, member_ids[i % len(member_ids)]) for i in range(count)]
 
 

@@ -27,7 +27,8 @@ def measurements(request) -> list:
 
 
 def _benchmarking(config) -> bool:
-    return bool(config.getoption("benchmark_enable", False)) or not config.getoption("benchmark_disable", False)
+    return (bool(config.getoption("benchmark_enable", False))
+            or not config.getoption("benchmark_disable", False))
 
 
 @pytest.hookimpl(trylast=True)  # after pytest-benchmark's own tables

@@ -15,7 +15,8 @@ from benchmarks.bench_assignors import _rounds
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max-members", type=int, default=max(s.members for s in SIZES))
     parser.add_argument("--strategy", action="append", choices=STRATEGIES, help="repeatable; default: all")
     args = parser.parse_args(argv)

@@ -76,7 +76,8 @@ def _claiming(subscriptions: Mapping[str, Subscription], owned: Owned, generatio
 
 def _moved(previous: Owned, final: Owned) -> int:
     owner = {tp: member for member, tps in final.items() for tp in tps}
-    return sum(1 for member, tps in previous.items() if member in final for tp in tps if owner.get(tp) != member)
+    return sum(1 for member, tps in previous.items() if member in final
+               for tp in tps if owner.get(tp) != member)
 
 
 def rebalance(
@@ -143,20 +144,24 @@ def run_strategy(name: str, out: TextIO) -> dict[str, tuple]:
     protocols = "/".join(p.name for p in assignor.supported_protocols)
     out.write(f"\n[{name}] ({protocols})\n")
     out.write(
-        f"  fresh:  {_counts(fresh.final)}; rack-local {_rack_local(fresh.final, subscriptions, partition_racks)}/{total}"
+        f"  fresh:  {_counts(fresh.final)}; "
+        f"rack-local {_rack_local(fresh.final, subscriptions, partition_racks)}/{total}"
         f"{_rounds(fresh, {})}\n"
     )
     out.write(
         f"  leave:  {LEAVER} held {len(fresh.final[LEAVER])}; moved {leave.moved}; {_counts(leave.final)}; "
-        f"rack-local {_rack_local(leave.final, after_leave_subs, partition_racks)}/{total}{_rounds(leave, fresh.final)}\n"
+        f"rack-local {_rack_local(leave.final, after_leave_subs, partition_racks)}/{total}"
+        f"{_rounds(leave, fresh.final)}\n"
     )
     out.write(
         f"  join:   {JOINER} got {len(join.final[JOINER])}; moved {join.moved}; {_counts(join.final)}; "
-        f"rack-local {_rack_local(join.final, after_join_subs, partition_racks)}/{total}{_rounds(join, leave.final)}\n"
+        f"rack-local {_rack_local(join.final, after_join_subs, partition_racks)}/{total}"
+        f"{_rounds(join, leave.final)}\n"
     )
     members = sorted(set(subscriptions) | {JOINER})
     return {
-        m: tuple(len(step.final[m]) if m in step.final else None for step in (fresh, leave, join)) for m in members
+        m: tuple(len(step.final[m]) if m in step.final else None for step in (fresh, leave, join))
+        for m in members
     }
 
 

@@ -10,14 +10,14 @@ from typing import TextIO
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.member import CommitCompleted, CommittedFetched, PartitionsAssigned, PartitionsRevoked
 from kgroup.testing.clock import MockClock
-from kgroup.testing.cluster import InMemoryKafka
-from kgroup.values import TopicPartition
+from kgroup.testing.in_memory_kafka import InMemoryKafka
 
 GROUP = "billing"
 CONSUMERS = 6
 PARTITIONS = 12
-MEMBER_CONFIG = dict(assignors=("cooperative-sticky",), session_timeout_ms=10_000, heartbeat_interval_ms=3_000,
-                     retry_backoff_ms=100, enable_auto_commit=False, fetch_committed_on_assignment=False)
+MEMBER_CONFIG = dict(assignors=("cooperative-sticky",), session_timeout_ms=10_000,
+                     heartbeat_interval_ms=3_000, retry_backoff_ms=100, enable_auto_commit=False,
+                     fetch_committed_on_assignment=False)
 
 
 class _Log:
@@ -28,15 +28,18 @@ class _Log:
         self.events.extend((name, e) for e in events)
 
     def find(self, kind, name=None, token=None):
-        """Events of ``kind``; with ``name`` and ``token``, that member's completion (tokens are per member)."""
+        """Events of ``kind``; with ``name`` and ``token``, that member's completion (tokens are per
+        member)."""
         return [e for n, e in self.events
-                if isinstance(e, kind) and (name is None or n == name) and (token is None or e.token == token)]
+                if isinstance(e, kind) and (name is None or n == name)
+                and (token is None or e.token == token)]
 
 
 def run_failover(out: TextIO) -> dict:
     """Print the failover timeline; return its figures (tests read them)."""
     ids = iter(range(10**6))
-    kafka = InMemoryKafka(3, offsets_partitions=10, clock=MockClock(0),
+    clock = MockClock(0)
+    kafka = InMemoryKafka(3, offsets_partitions=10, clock=clock,
                           coordinator_config=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0),
                           member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
     log = _Log()
@@ -47,31 +50,34 @@ def run_failover(out: TextIO) -> dict:
         join_ms = kafka.run_until(lambda: kafka.group_settled(GROUP), on_events=log)
         members = kafka.members()
         generation = next(iter(members.values())).generation.generation_id
-        out.write(f"\n[in-memory cluster] 3 brokers, __consumer_offsets x10 (RF 3), {CONSUMERS} cooperative-sticky "
-                  f"consumers on orders[{PARTITIONS}]\n")
+        out.write(f"\n[in-memory cluster] 3 brokers, __consumer_offsets x10 (RF 3), "
+                  f"{CONSUMERS} cooperative-sticky consumers on orders[{PARTITIONS}]\n")
         out.write(f"  joined:   Stable after {join_ms} ms (mock clock), generation {generation}, "
                   f"coordinator broker {kafka.coordinator_node(GROUP)}\n")
 
         commits = {tp: 100 + tp.partition for m in members.values() for tp in m.assignment}
-        tokens = {name: m.commit_offsets({tp: commits[tp] for tp in m.assignment}, kafka.clock())
+        tokens = {name: m.commit_offsets({tp: commits[tp] for tp in m.assignment}, clock())
                   for name, m in members.items()}
-        kafka.run_until(lambda: all(log.find(CommitCompleted, n, t) for n, t in tokens.items()), on_events=log)
+        kafka.run_until(lambda: all(log.find(CommitCompleted, n, t) for n, t in tokens.items()),
+                        on_events=log)
         acknowledged = all(log.find(CommitCompleted, n, t)[0].error is None for n, t in tokens.items())
         out.write(f"  commits:  {len(commits)} offsets committed, acknowledged={acknowledged} "
                   "(only once on every in-sync replica)\n")
 
         old = kafka.coordinator_node(GROUP)
+        assert old is not None, "a settled group has a coordinator"
         assigned_before = len(log.find(PartitionsAssigned)) + len(log.find(PartitionsRevoked))
         kafka.kill_broker(old)
         failover_ms = kafka.run_until(lambda: kafka.group_settled(GROUP), on_events=log)
         new = kafka.coordinator_node(GROUP)
         after = next(iter(kafka.members().values())).generation.generation_id
         rebalanced = len(log.find(PartitionsAssigned)) + len(log.find(PartitionsRevoked)) - assigned_before
-        out.write(f"  failover: broker {old} killed; broker {new} loaded the group and it was Stable again after "
-                  f"{failover_ms} ms; generation {generation}->{after}, rebalance callbacks {rebalanced}\n")
+        out.write(f"  failover: broker {old} killed; broker {new} loaded the group and it was Stable "
+                  f"again after {failover_ms} ms; generation {generation}->{after}, "
+                  f"rebalance callbacks {rebalanced}\n")
 
         reader, member = next(iter(kafka.members().items()))
-        token = member.fetch_committed(sorted(commits), kafka.clock())
+        token = member.fetch_committed(sorted(commits), clock())
         kafka.run_until(lambda: bool(log.find(CommittedFetched, reader, token)), on_events=log)
         fetched = log.find(CommittedFetched, reader, token)[0].offsets
         intact = all(fetched[tp] is not None and fetched[tp].offset == off for tp, off in commits.items())

@@ -50,9 +50,8 @@ class IllegalStateTransition(KGroupError):
         self.machine = machine
         self.from_state = from_state
         self.to_state = to_state
-        super().__init__(
-            f"{machine}: illegal transition from {_state_name(from_state)} to {_state_name(to_state)}"
-        )
+        super().__init__(f"{machine}: illegal transition from {state_display_name(from_state)}"
+                         f" to {state_display_name(to_state)}")
 
 
 class ProtocolError(KGroupError):
@@ -65,11 +64,13 @@ class ProtocolError(KGroupError):
         self.state = state
         self.request = request
         self.reason = reason
-        super().__init__(f"{type(request).__name__} in state {_state_name(state)}: {reason}")
+        super().__init__(f"{type(request).__name__} in state {state_display_name(state)}: {reason}")
 
 
-def _state_name(state: object) -> str:
-    return getattr(state, "name", None) or str(state)
+def state_display_name(state: object) -> str:
+    """How errors and traces name a state: its ``display_name`` where the enum has one (Kafka's own
+    name, e.g. GroupState's "PreparingRebalance"), else the enum member's name."""
+    return getattr(state, "display_name", None) or getattr(state, "name", None) or str(state)
 
 
 class GroupMemberError(KGroupError):

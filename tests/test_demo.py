@@ -65,7 +65,8 @@ def test_sticky_strategies_move_only_what_balance_needs(output, strategy):
 def test_cooperative_sticky_shows_both_rounds_of_the_join(output):
     section = _section(output, "cooperative-sticky")
     join_rounds = re.search(
-        r"^  join:.*\n    round 1: (\d+) assigned, (\d+) revoked and withheld; round 2: (\d+) assigned", section, re.M
+        r"^  join:.*\n    round 1: (\d+) assigned, (\d+) revoked and withheld; round 2: (\d+) assigned",
+        section, re.M,
     )
     assert join_rounds, section
     first, revoked, second = map(int, join_rounds.groups())

@@ -48,6 +48,7 @@ class Assignor(abc.ABC):
         rack-aware assignment.
         """
 
-    def subscription_user_data(self, topics: Sequence[str], owned: Sequence, generation_id: int) -> Optional[bytes]:
+    def subscription_user_data(self, topics: Sequence[str], owned: Sequence,
+                               generation_id: int) -> Optional[bytes]:
         """User data a member puts in its subscription (default: none)."""
         return None

@@ -288,7 +288,7 @@ class WrappedKafkaPythonAssignor(Assignor):
                 protocols = tuple(RebalanceProtocol(int(p)) for p in kafka_assignor.supported_protocols())
             except ValueError as exc:
                 raise ConfigError(f"assignor {name!r} supports an unknown rebalance protocol: {exc}") from exc
-        self.supported_protocols = protocols  # type: ignore[misc]
+        self.supported_protocols = protocols  # type: ignore[misc]  # per instance, as name
 
     def subscription_user_data(self, topics, owned, generation_id: int) -> Optional[bytes]:
         if self.delegate is not None:

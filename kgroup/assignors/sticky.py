@@ -16,7 +16,7 @@ from typing import Mapping, Optional, Sequence
 from kgroup.assignors._sticky_engine import MemberInput, sticky_assign
 from kgroup.assignors.base import Assignor, PartitionRacks, RebalanceProtocol
 from kgroup.errors import InvalidProtocolMetadata
-from kgroup.values import NO_GENERATION, Assignment, Subscription
+from kgroup.values import NO_GENERATION, Assignment, Subscription, TopicPartition
 from kgroup.wire.sticky_user_data import decode_sticky_user_data, encode_sticky_user_data
 
 __all__ = ["StickyAssignor"]
@@ -25,7 +25,8 @@ __all__ = ["StickyAssignor"]
 def member_inputs_from_user_data(subscriptions: Mapping[str, Subscription]) -> dict[str, MemberInput]:
     inputs = {}
     for member_id, sub in subscriptions.items():
-        owned, generation_id = sub.owned_partitions, sub.generation_id
+        owned: Sequence[TopicPartition] = sub.owned_partitions
+        generation_id = sub.generation_id
         if sub.user_data:
             try:
                 decoded, decoded_generation = decode_sticky_user_data(sub.user_data)

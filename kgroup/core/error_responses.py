@@ -7,14 +7,15 @@ need one error response per message type; this module is that table.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
 
 # -- from a request ------------------------------------------------------------
 
-_FROM_REQUEST: dict[type, Callable[[object, ErrorCode], object]] = {
+# Each builder is looked up by its message's exact type, so it reads that type's fields: Any, not object.
+_FROM_REQUEST: dict[type, Callable[[Any, ErrorCode], object]] = {
     m.JoinGroupRequest: lambda req, code: m.JoinGroupResponse(code, member_id=req.member_id),
     m.SyncGroupRequest: lambda req, code: m.SyncGroupResponse(code),
     m.HeartbeatRequest: lambda req, code: m.HeartbeatResponse(code),
@@ -41,7 +42,7 @@ def for_request(request: object, code: ErrorCode) -> object:
 
 # -- from a response that can no longer be sent --------------------------------
 
-_FROM_RESPONSE: dict[type, Callable[[object, ErrorCode], object]] = {
+_FROM_RESPONSE: dict[type, Callable[[Any, ErrorCode], object]] = {
     m.JoinGroupResponse: lambda resp, code: m.JoinGroupResponse(code, member_id=resp.member_id),
     m.SyncGroupResponse: lambda resp, code: m.SyncGroupResponse(code),
     m.HeartbeatResponse: lambda resp, code: m.HeartbeatResponse(code),

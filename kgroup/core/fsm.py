@@ -21,7 +21,7 @@ import contextlib
 import enum
 from typing import Any, Callable, Generic, Iterator, Mapping, Optional, TypeVar
 
-from kgroup.errors import IllegalStateTransition
+from kgroup.errors import IllegalStateTransition, state_display_name
 
 S = TypeVar("S", bound=enum.Enum)
 
@@ -56,7 +56,7 @@ def transition_sink(sink: TransitionSink) -> Iterator[TransitionSink]:
         remove_transition_sink(sink)
 
 
-def check_table(states: type[enum.Enum], legal_previous: Mapping[enum.Enum, frozenset]) -> None:
+def check_table(states: type[S], legal_previous: Mapping[S, frozenset]) -> None:
     """Fail fast (at import) if a table forgets a state or names a foreign one."""
     missing = set(states) - set(legal_previous)
     if missing:
@@ -96,4 +96,4 @@ class StateMachine(Generic[S]):
         return previous
 
     def __repr__(self) -> str:
-        return f"StateMachine({self.name!r}, {self.state.name})"
+        return f"StateMachine({self.name!r}, {state_display_name(self.state)})"

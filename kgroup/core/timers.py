@@ -48,7 +48,7 @@ class KeyedTimers:
 
     def pop_due(self, now_ms: int) -> list[Hashable]:
         """Remove and return the keys whose deadline is ``<= now_ms``, earliest first."""
-        due = []
+        due: list[Hashable] = []
         while True:
             self._drop_stale_head()
             if not self._heap or self._heap[0][0] > now_ms:

@@ -154,14 +154,16 @@ class GroupConsumer:
                 self._positions.pop(tp, None)
             if listener is not None:
                 # Kafka's default: a listener without on_partitions_lost treats loss as revocation.
-                getattr(listener, "on_partitions_lost", listener.on_partitions_revoked)(sorted(event.partitions))
+                on_lost = getattr(listener, "on_partitions_lost", listener.on_partitions_revoked)
+                on_lost(sorted(event.partitions))
         elif isinstance(event, PartitionsAssigned):
             if listener is not None:
                 listener.on_partitions_assigned(sorted(event.partitions))
 
     # -- offsets ---------------------------------------------------------------
 
-    def commit(self, offsets: Optional[Mapping[TopicPartition, int]] = None, timeout_ms: int = 10_000) -> None:
+    def commit(self, offsets: Optional[Mapping[TopicPartition, int]] = None,
+               timeout_ms: int = 10_000) -> None:
         """Commit (default: the owned positions) and wait; raises CommitFailedError and friends."""
         self._check_open()
         clock = self._runner.clock

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from typing import Callable, Optional
+from typing import Callable, Optional, TypeVar
 
 from kgroup.core import messages as m
 from kgroup.core.broker import (DEFAULT_CLIENT_HOST, DEFAULT_CLIENT_ID, BrokerBackend, BrokerUnreachable,
@@ -24,6 +24,8 @@ from kgroup.core.broker import (DEFAULT_CLIENT_HOST, DEFAULT_CLIENT_ID, BrokerBa
 from kgroup.core.error_codes import ErrorCode
 from kgroup.io.runner import monotonic_ms, wait_until_ms
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError
+
+_T = TypeVar("_T")
 
 Clock = Callable[[], int]
 log = logging.getLogger(__name__)
@@ -101,7 +103,7 @@ class InProcessHub:
             self._route(action(self.clock()))
             self._timer_wake.notify()
 
-    def query(self, read: Callable[[int], object]) -> object:
+    def query(self, read: Callable[[int], _T]) -> _T:
         """``read(now_ms)`` under the hub's lock, for inspecting the backend from a test thread."""
         with self._lock:
             return read(self.clock())

@@ -73,7 +73,8 @@ class MemberRunner:
             self.kick.set()
 
     def step(self, block_ms: int = 0) -> int:
-        """Send what is due, wait up to ``block_ms`` for completions, hand them over. Caller holds the lock."""
+        """Send what is due, wait up to ``block_ms`` for completions, hand them over. Caller holds the
+        lock."""
         self._send(self.clock())
         completions = self.transport.poll(max(0, block_ms))
         now = self.clock()

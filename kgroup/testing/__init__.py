@@ -1,6 +1,7 @@
 """Helpers for testing code that uses kgroup: a mock clock and the scheduler
-that drives it, a transition trace, the assignor conformance kit and (with
-the cluster) the pytest fixtures."""
+that drives it, a transition trace, the assignor conformance kit and the
+:class:`InMemoryKafka` test harness (brokers, ``__consumer_offsets`` and group
+coordinators in-process) behind the ``kgroup_cluster`` pytest fixture."""
 from kgroup.testing.clock import MockClock
 from kgroup.testing.conformance import (
     AssignorProperties,
@@ -15,6 +16,7 @@ from kgroup.testing.conformance import (
     check_topic_balance,
     check_validity,
 )
+from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.testing.scheduler import Scheduler
 from kgroup.testing.trace import Trace, TraceEntry
 
@@ -23,6 +25,7 @@ __all__ = [
     "Balance",
     "ConformanceError",
     "ConformanceReport",
+    "InMemoryKafka",
     "MockClock",
     "Scheduler",
     "Trace",

@@ -29,7 +29,7 @@ import enum
 import random
 import types
 from collections import Counter
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Iterable, Mapping, Optional, Sequence
 
 import attrs
 
@@ -116,7 +116,7 @@ def properties_of(
     """Resolve the properties to check (see the module docstring for the order)."""
     declared = getattr(assignor, "conformance_properties", None)
     if not isinstance(declared, AssignorProperties):
-        declared = _KNOWN_PROPERTIES.get(getattr(assignor, "name", None))
+        declared = _KNOWN_PROPERTIES.get(getattr(assignor, "name", ""))
     if declared is None:
         protocols = tuple(getattr(assignor, "supported_protocols", ()) or ())
         declared = AssignorProperties(cooperative=RebalanceProtocol.COOPERATIVE in protocols)
@@ -145,10 +145,6 @@ def _fmt_tp(tp: TopicPartition) -> str:
 def _effective_topics(partitions_per_topic: Mapping[str, int], subscription: Subscription) -> frozenset:
     """Subscribed topics that exist: a deleted topic cannot be assigned."""
     return frozenset(t for t in subscription.topics if t in partitions_per_topic)
-
-
-def _partitions_of(assignment: Mapping[str, Assignment]) -> dict[str, tuple]:
-    return {member: tuple(a.partitions) for member, a in assignment.items()}
 
 
 def _sizes(assignment: Mapping[str, Assignment]) -> dict[str, int]:
@@ -201,7 +197,8 @@ def check_validity(
     unassigned (a cooperative first round withholds those being revoked).
     """
     if not isinstance(assignment, Mapping):
-        raise ConformanceError("malformed-result", f"assign() returned {type(assignment).__name__}, not a mapping")
+        raise ConformanceError("malformed-result",
+                               f"assign() returned {type(assignment).__name__}, not a mapping")
     missing = sorted(set(subscriptions) - set(assignment))
     if missing:
         raise ConformanceError("missing-member", f"no assignment for member(s) {_examples(missing)}")
@@ -210,7 +207,8 @@ def check_validity(
         raise ConformanceError("unknown-member", f"assignment for non-member(s) {_examples(unknown)}")
     malformed = sorted(m for m, a in assignment.items() if not isinstance(a, Assignment))
     if malformed:
-        raise ConformanceError("malformed-result", f"member(s) {_examples(malformed)} got no kgroup Assignment")
+        raise ConformanceError("malformed-result",
+                               f"member(s) {_examples(malformed)} got no kgroup Assignment")
 
     owners: dict[TopicPartition, list] = {}
     for member in sorted(assignment):
@@ -538,7 +536,8 @@ class _Driver:
 
     def check_result(self, group, subscriptions, assignment, *, may_be_unassigned=()) -> None:
         pp = group.partitions_per_topic
-        self._run("validity", check_validity, pp, subscriptions, assignment, may_be_unassigned=may_be_unassigned)
+        self._run("validity", check_validity, pp, subscriptions, assignment,
+                  may_be_unassigned=may_be_unassigned)
         if may_be_unassigned:
             return  # a cooperative first round need not be balanced yet
         balance = self.props.balance
@@ -549,7 +548,8 @@ class _Driver:
         elif balance is Balance.PER_TOPIC:
             self._run("topic-balance", check_topic_balance, pp, subscriptions, assignment)
 
-    def subscription(self, sub: Subscription, owned: Iterable[TopicPartition], generation_id: int) -> Subscription:
+    def subscription(self, sub: Subscription, owned: Iterable[TopicPartition],
+                     generation_id: int) -> Subscription:
         owned = tuple(owned)
         user_data = self.assignor.subscription_user_data(sub.topics, owned, generation_id)
         return attrs.evolve(sub, owned_partitions=owned, generation_id=generation_id, user_data=user_data)
@@ -567,7 +567,8 @@ class _Driver:
         withheld = set(claimed_owners(subscriptions)) - set(_owner_map(first))
         self.check_result(group, subscriptions, first, may_be_unassigned=withheld)
         # Members revoke what they lost and rejoin owning exactly round one's result.
-        second_subs = {m: self.subscription(s, first[m].partitions, generation_id) for m, s in subscriptions.items()}
+        second_subs = {m: self.subscription(s, first[m].partitions, generation_id)
+                       for m, s in subscriptions.items()}
         second = self.assign(group, second_subs)
         self._run("cooperative-safety", check_cooperative_safety, second_subs, second)
         # Before validity: withholding an owned partition again is a revocation
@@ -607,15 +608,20 @@ def check_assignor(
     props = properties_of(assignor, balance=balance, sticky=sticky, cooperative=cooperative)
     driver = _Driver(assignor, props)
     rng = random.Random(seed)
-    limits = dict(max_members=max_members, max_topics=max_topics, max_partitions=max_partitions)
+
+    def draw_group(racks: bool = False) -> RandomGroup:
+        return random_group(rng, identical=identical, racks=racks, max_members=max_members,
+                            max_topics=max_topics, max_partitions=max_partitions)
+
     for round_index in range(rounds):
         where = f"seed={seed} round={round_index}"
 
-        racked = random_group(rng, identical=identical, racks=True, **limits)
+        racked = draw_group(racks=True)
         driver.step = f"{where}, fresh rack-aware assignment"
-        driver.check_result(racked, racked.subscriptions, driver.assign(racked, racked.subscriptions, racked.partition_racks))
+        racked_assignment = driver.assign(racked, racked.subscriptions, racked.partition_racks)
+        driver.check_result(racked, racked.subscriptions, racked_assignment)
 
-        group = random_group(rng, identical=identical, **limits)
+        group = draw_group()
         subscriptions = dict(group.subscriptions)
         driver.step = f"{where}, fresh assignment of {len(subscriptions)} members"
         current, generation_id = driver.rebalance(group, subscriptions, 1)
@@ -629,6 +635,7 @@ def check_assignor(
             else:
                 changed = _member_id(rng, next_index)
                 next_index += 1
+                topics: Sequence[str]
                 if group.identical:
                     topics = subscriptions[members[0]].topics
                 else:
@@ -645,7 +652,8 @@ def check_assignor(
             current, generation_id = driver.rebalance(group, subscriptions, generation_id + 1)
             if props.sticky and group.identical:
                 driver.moves += driver._run(
-                    "stickiness", check_stickiness, group.partitions_per_topic, subscriptions, previous, current
+                    "stickiness", check_stickiness, group.partitions_per_topic, subscriptions, previous,
+                    current,
                 )
     return ConformanceReport(
         assignor=getattr(assignor, "name", type(assignor).__name__),

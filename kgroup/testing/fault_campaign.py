@@ -56,7 +56,7 @@ from kgroup.io.runner import MemberRunner
 from kgroup.io.inprocess import InProcessTransport
 from kgroup.io.transport import Completion, Transport
 from kgroup.testing.clock import MockClock
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.testing.scheduler import HubTimers, Scheduler
 from kgroup.values import TopicPartition
 
@@ -433,7 +433,7 @@ class _Campaign:
                 restart = (app.name, app.instance_id, app.assignors)
                 undo.append(Fault(now + fault.duration_ms, "static_restart", restart))
         elif kind == "static_restart":
-            name, instance_id, assignors = target  # type: ignore[misc]
+            name, instance_id, assignors = target
             if name not in self.apps:
                 self.start(name, instance_id, assignors)
         elif kind == "kill_broker":
@@ -497,13 +497,13 @@ class _Campaign:
         node = kafka.coordinator_node(GROUP)
         members = [a.member for a in self.apps.values()]
         if not members:
-            return kafka.group_state(GROUP) in (GroupState.Empty, GroupState.Dead, None)
+            return kafka.group_state(GROUP) in (GroupState.EMPTY, GroupState.DEAD, None)
         if not all(m.state is MemberState.STABLE and not m.rejoin_needed and m.coordinator_id == node
                    for m in members):
             return False
         if len({m.generation.generation_id for m in members}) != 1:
             return False
-        if kafka.group_state(GROUP) is not GroupState.Stable:
+        if kafka.group_state(GROUP) is not GroupState.STABLE:
             return False
         described = kafka.describe_group(GROUP)
         ours = {m.member_id for m in members}
@@ -617,21 +617,6 @@ def run_scenario(scenario: Scenario, member_hooks: Optional[Callable[[GroupMembe
 
 def run_seed(seed: int, family: Optional[str] = None) -> Verdict:
     return run_scenario(plan(seed, family))
-
-
-def shrink(scenario: Scenario, fails: Callable[[Scenario], bool]) -> Scenario:
-    """Drop faults one at a time while the scenario still fails (a minimal failing schedule)."""
-    faults = list(scenario.faults)
-    changed = True
-    while changed:
-        changed = False
-        for i in range(len(faults)):
-            candidate = attrs.evolve(scenario, faults=tuple(faults[:i] + faults[i + 1:]))
-            if fails(candidate):
-                faults = list(candidate.faults)
-                changed = True
-                break
-    return attrs.evolve(scenario, faults=tuple(faults))
 
 
 def campaign_summary(verdicts: Sequence[Verdict]) -> str:

@@ -10,7 +10,7 @@
 
 Options come from the ``kgroup_cluster`` marker, for example
 ``@pytest.mark.kgroup_cluster(brokers=1, offsets_partitions=3, mock_clock=True)``;
-any other keyword goes to :class:`kgroup.testing.cluster.InMemoryKafka`.
+any other keyword goes to :class:`kgroup.testing.in_memory_kafka.InMemoryKafka`.
 With ``mock_clock=True`` the cluster runs on a :class:`MockClock` and the test
 drives pure members with ``member()`` / ``run()``; otherwise it runs on the
 real clock and ``consumer()`` builds threaded consumers, closed at teardown.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from kgroup.testing.clock import MockClock
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing.in_memory_kafka import InMemoryKafka
 
 
 def pytest_configure(config) -> None:

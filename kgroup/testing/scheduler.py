@@ -27,11 +27,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Callable, Iterable, List, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Protocol, Tuple
 
 from kgroup.errors import ConfigError
 from kgroup.io.runner import MemberRunner
 from kgroup.testing.clock import MockClock
+
+if TYPE_CHECKING:
+    from kgroup.core.coordinator import CoordinatorResult, GroupCoordinator
 
 __all__ = ["AppPoller", "CoordinatorTimers", "DrivenMember", "HubTimers", "PollCadence", "Scheduler",
            "TimerSource"]
@@ -71,16 +74,17 @@ class HubTimers:
 class CoordinatorTimers:
     """A bare :class:`~kgroup.core.coordinator.GroupCoordinator`; ``absorb`` takes each result."""
 
-    def __init__(self, coordinator_of: Callable[[], object], absorb: Callable[[object], None]) -> None:
+    def __init__(self, coordinator_of: Callable[[], GroupCoordinator],
+                 absorb: Callable[[CoordinatorResult], None]) -> None:
         # A callable, not the coordinator: a test's failover replaces the coordinator.
         self.coordinator_of = coordinator_of
         self.absorb = absorb
 
     def next_deadline_ms(self) -> Optional[int]:
-        return self.coordinator_of().next_deadline_ms()  # type: ignore[attr-defined]
+        return self.coordinator_of().next_deadline_ms()
 
     def fire(self, now_ms: int) -> None:
-        self.absorb(self.coordinator_of().on_timers(now_ms))  # type: ignore[attr-defined]
+        self.absorb(self.coordinator_of().on_timers(now_ms))
 
 
 class PollCadence:
@@ -151,9 +155,6 @@ class Scheduler:
         pending = [callback for _when, _seq, callback in sorted(self._timed)]
         self._timed = []
         return pending
-
-    def next_call_ms(self) -> Optional[int]:
-        return self._timed[0][0] if self._timed else None
 
     # -- driving --------------------------------------------------------------------------------
 

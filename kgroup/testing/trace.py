@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import attrs
 
 from kgroup.core.fsm import StateMachine, add_transition_sink, remove_transition_sink
+from kgroup.errors import state_display_name
 
 __all__ = ["Trace", "TraceEntry"]
 
@@ -31,7 +32,8 @@ class TraceEntry:
     new: Any
 
     def __str__(self) -> str:
-        return f"{self.now_ms:>7} ms  {self.machine_id}: {self.old.name} -> {self.new.name}"
+        return (f"{self.now_ms:>7} ms  {self.machine_id}: "
+                f"{state_display_name(self.old)} -> {state_display_name(self.new)}")
 
 
 def _kind(state: Any) -> str:

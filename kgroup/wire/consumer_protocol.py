@@ -168,12 +168,21 @@ class _Reader:
             raise self.fail(f"{field} length {count} exceeds the {self.remaining()} bytes left")
         return count
 
-    def string(self, field: str, nullable: bool = False) -> Optional[str]:
+    def string(self, field: str) -> str:
         size = self.int16(f"{field} length")
         if size < 0:
-            if nullable and size == -1:
-                return None
             raise self.fail(f"invalid {field} length {size}")
+        return self._utf8(size, field)
+
+    def nullable_string(self, field: str) -> Optional[str]:
+        size = self.int16(f"{field} length")
+        if size == -1:
+            return None
+        if size < 0:
+            raise self.fail(f"invalid {field} length {size}")
+        return self._utf8(size, field)
+
+    def _utf8(self, size: int, field: str) -> str:
         raw = self._take(size, field)
         try:
             return raw.decode("utf-8")
@@ -237,7 +246,7 @@ def decode_subscription(data: bytes, group_instance_id: Optional[str] = None) ->
     if version >= 2:
         generation_id = reader.int32("generation id")
     if version >= 3:
-        rack_id = reader.string("rack id", nullable=True)
+        rack_id = reader.nullable_string("rack id")
     reader.finish(version)
     return Subscription(
         topics=topics,

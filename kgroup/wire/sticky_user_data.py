@@ -89,7 +89,7 @@ def _decode(view: memoryview) -> tuple[list[TopicPartition], Optional[int]]:
             raise InvalidProtocolMetadata(_WHAT, "null topic name")
         need(name_len, "topic name")
         try:
-            topic = bytes(view[pos : pos + name_len]).decode("utf-8")
+            topic = bytes(view[pos:pos + name_len]).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidProtocolMetadata(_WHAT, f"topic name is not utf-8 ({exc.reason})") from None
         pos += name_len

@@ -102,6 +102,7 @@ def test_leader_path_matches_direct_assignment(name):
     instance_ids = {"member-3": "static-a", "member-1": "static-b"}
     adapters = {m: to_kafka_python(name) for m in topics_by_member}
     counts = {t: n for t, n in TOPICS.items()}
+    previous: dict = {}  # the first round's assignment, read in the second
     for generation in (1, 2):
         decoded, subs = run_round(name, cluster, topics_by_member, adapters, instance_ids, generation)
         direct = get_assignor(name).assign(counts, subs)
@@ -127,7 +128,8 @@ def test_cooperative_metadata_carries_owned_partitions_and_generation():
     adapter = to_kafka_python("cooperative-sticky")
     assert adapter.supported_protocols()[0] == KafkaRebalanceProtocol.COOPERATIVE
     adapter.on_assignment(ConsumerProtocolAssignment(
-        version=3, assigned_partitions=[ConsumerProtocolAssignment.TopicPartition(topic="t", partitions=[2, 0])],
+        version=3,
+        assigned_partitions=[ConsumerProtocolAssignment.TopicPartition(topic="t", partitions=[2, 0])],
         user_data=None), 5)
     metadata = adapter.metadata({"t"})
     sub = subscription_from_member(JoinGroupResponse.JoinGroupResponseMember(
@@ -188,7 +190,8 @@ def rack_cluster():
 
 def test_rack_aware_range_through_kafka_python():
     cluster = rack_cluster()
-    adapters = {"m1": to_kafka_python("range", client_rack="b"), "m2": to_kafka_python("range", client_rack="a")}
+    adapters = {"m1": to_kafka_python("range", client_rack="b"),
+                "m2": to_kafka_python("range", client_rack="a")}
     topics_by_member = {"m1": ["t"], "m2": ["t"]}
     decoded, subs = run_round("range", cluster, topics_by_member, adapters, {}, 1)
     assert {s.rack_id for s in subs.values()} == {"a", "b"}
@@ -204,7 +207,8 @@ def test_undecoded_member_bytes_use_the_safe_decoder():
     Member = JoinGroupResponse.JoinGroupResponseMember
     sub = Subscription(["t"], generation_id=2, rack_id="r")
     ok = Member(member_id="m", group_instance_id="i", metadata=encode_subscription(sub))
-    assert subscription_from_member(ok) == Subscription(["t"], generation_id=2, rack_id="r", group_instance_id="i")
+    assert subscription_from_member(ok) == Subscription(["t"], generation_id=2, rack_id="r",
+                                                        group_instance_id="i")
     with pytest.raises(InvalidProtocolMetadata):
         subscription_from_member(Member(member_id="m", group_instance_id=None, metadata=b"\x00\x03\xff"))
 

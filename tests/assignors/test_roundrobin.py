@@ -56,7 +56,8 @@ def test_multiple_consumers_mixed_topics():
 
 
 def test_no_topics_nonexistent_topics_and_static_order():
-    subs = {"b": Subscription([]), "a": Subscription(["gone"]), "z": Subscription(["t"], group_instance_id="i0")}
+    subs = {"b": Subscription([]), "a": Subscription(["gone"]),
+            "z": Subscription(["t"], group_instance_id="i0")}
     assert parts(RoundRobinAssignor().assign({"t": 2}, subs)) == {"z": tps("t", 0, 1), "a": [], "b": []}
 
 

@@ -34,25 +34,6 @@ def eager_members_claim_their_last_assignment():
 
 
 @contextlib.contextmanager
-def commits_stamped_when_sent():
-    """Issue 9 item 3: a commit carries the generation current when it is sent, not when made."""
-    original = GroupMember._send_due_commits
-
-    def stamp_now(self, now_ms):
-        for token in self._commits.tokens():
-            pending = self._commits.get(token)
-            if pending is not None and not pending.in_flight and self._generation.is_valid:
-                pending.generation = self._generation
-        return original(self, now_ms)
-
-    GroupMember._send_due_commits = stamp_now
-    try:
-        yield
-    finally:
-        GroupMember._send_due_commits = original
-
-
-@contextlib.contextmanager
 def retries_unordered():
     """Issue 9 item 2: a retry is re-sent with its original offsets, unordered against newer commits."""
     absorb, due = commits.CommitBook._absorb, commits.CommitBook.due

@@ -1,12 +1,12 @@
 import pytest
 
-from kgroup.core.cluster import Cluster, ClusterConfig, PartitionState
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig, PartitionState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import ClusterError
 
 
 def _cluster(**kw):
-    c = Cluster(ClusterConfig(**kw))
+    c = ClusterStateMachine(ClusterConfig(**kw))
     c.create_topic("t", 3)
     c.produce("t", 0, "x")
     c.replicate(10)
@@ -85,14 +85,14 @@ def test_min_insync_replicas_and_isr_shrink():
 
 
 def test_controller_fails_over_with_new_epoch():
-    c = Cluster(ClusterConfig())
+    c = ClusterStateMachine(ClusterConfig())
     assert (c.controller_id, c.controller_epoch) == (1, 1)
     c.kill_broker(1)
     assert (c.controller_id, c.controller_epoch) == (2, 2)
 
 
 def test_topic_lifecycle():
-    c = Cluster(ClusterConfig())
+    c = ClusterStateMachine(ClusterConfig())
     c.create_topic("a", 2)
     c.add_partitions("a", 2)
     assert [p.index for p in c.topics["a"]] == [0, 1, 2, 3]

@@ -2,7 +2,7 @@
 from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from kgroup.core.cluster import BrokerState, Cluster, ClusterConfig
+from kgroup.core.cluster import BrokerState, ClusterStateMachine, ClusterConfig
 from kgroup.errors import ClusterError
 
 BROKERS = (1, 2, 3)
@@ -11,8 +11,8 @@ BROKERS = (1, 2, 3)
 class ClusterMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
-        self.cluster = Cluster(ClusterConfig(broker_ids=BROKERS, replica_lag_time_max_ms=300,
-                                             replica_fetch_interval_ms=100))
+        self.cluster = ClusterStateMachine(ClusterConfig(broker_ids=BROKERS, replica_lag_time_max_ms=300,
+                                                         replica_fetch_interval_ms=100))
         self.cluster.create_topic("t", 2)
         self.now_ms = 0
         self.acked = []

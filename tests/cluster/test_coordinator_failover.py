@@ -7,8 +7,7 @@ from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import CommitCompleted, CommittedFetched, PartitionsLost, PartitionsRevoked
-from kgroup.testing import MockClock
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing import InMemoryKafka, MockClock
 from kgroup.values import TopicPartition
 
 FAST = GroupCoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0)
@@ -58,9 +57,9 @@ def _kafka(names="abc", static=False, **kw):
 
 
 def _add(kafka, seen, name, static=False):
-    member = kafka.member(name, "g", ["t"], assignors=("range",), session_timeout_ms=1000, heartbeat_interval_ms=100,
-                          retry_backoff_ms=50, enable_auto_commit=False, fetch_committed_on_assignment=False,
-                          group_instance_id=name if static else None)
+    member = kafka.member(name, "g", ["t"], assignors=("range",), session_timeout_ms=1000,
+                          heartbeat_interval_ms=100, retry_backoff_ms=50, enable_auto_commit=False,
+                          fetch_committed_on_assignment=False, group_instance_id=name if static else None)
     seen.watch(member)
     return member
 
@@ -76,7 +75,8 @@ def _result(kafka, seen, name, kind, token):
 
 
 def _commit(kafka, seen, name, offsets):
-    return _result(kafka, seen, name, CommitCompleted, kafka.members()[name].commit_offsets(offsets, kafka.clock()))
+    token = kafka.members()[name].commit_offsets(offsets, kafka.clock())
+    return _result(kafka, seen, name, CommitCompleted, token)
 
 
 def _fetch(kafka, seen, name, partitions):
@@ -138,7 +138,8 @@ def test_leadership_moves_to_a_live_broker_members_see_not_coordinator():
 def test_coordinator_fails_mid_rebalance_and_the_group_completes_it():
     kafka, seen = _kafka("ab")
     _add(kafka, seen, "c")
-    kafka.run_until(lambda: kafka.group_state("g") in (GroupState.PreparingRebalance, GroupState.CompletingRebalance))
+    rebalancing = (GroupState.PREPARING_REBALANCE, GroupState.COMPLETING_REBALANCE)
+    kafka.run_until(lambda: kafka.group_state("g") in rebalancing)
     kafka.kill_broker(kafka.coordinator_node("g"))
     kafka.run_until(lambda: kafka.group_settled("g"), on_events=seen.on_events)
     sizes = sorted(len(a) for a in _assignment(kafka).values())

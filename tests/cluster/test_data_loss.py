@@ -1,12 +1,10 @@
-"""Seed 004: truncating to the HW on restart can lose an acknowledged message; leader epochs cannot."""
-import pytest
-
-from kgroup.core.cluster import Cluster, ClusterConfig
+"""KIP-101: truncating to the HW on restart can lose an acknowledged message; leader epochs cannot."""
+from kgroup.core.cluster import ClusterConfig, ClusterStateMachine
 
 
 def _scenario(epoch_truncation: bool):
-    c = Cluster(ClusterConfig(broker_ids=(1, 2), leader_epoch_truncation=epoch_truncation,
-                              min_insync_replicas=2))
+    c = ClusterStateMachine(ClusterConfig(broker_ids=(1, 2), leader_epoch_truncation=epoch_truncation,
+                                          min_insync_replicas=2))
     c.create_topic("t", 1, assignments=[[1, 2]])  # A = 1 leads, B = 2 follows
     c.produce("t", 0, "m1")
     c.replicate(10)
@@ -40,7 +38,7 @@ def test_leader_epoch_truncation_keeps_it():
 def test_divergent_follower_truncates_to_leader_epoch_boundary():
     # Old leader wrote m2 that nobody else got; after the new leader writes m3 at the same offset,
     # the old leader must drop m2 (divergent) and take m3.
-    c = Cluster(ClusterConfig(broker_ids=(1, 2)))
+    c = ClusterStateMachine(ClusterConfig(broker_ids=(1, 2)))
     c.create_topic("t", 1, assignments=[[1, 2]])
     c.produce("t", 0, "m1")
     c.replicate(10)

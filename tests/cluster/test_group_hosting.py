@@ -2,7 +2,7 @@
 import pytest
 
 from kgroup.core import messages as m
-from kgroup.core.cluster import Cluster, ClusterConfig
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import BrokerUnreachable, GroupHosting, GroupHostingConfig
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, java_string_hash, partition_for_group
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
@@ -14,10 +14,10 @@ FAST = GroupCoordinatorConfig(group_min_session_timeout_ms=100, group_initial_re
 
 
 def _hosting(brokers=(1, 2, 3), load_ms=0, min_isr=1, partitions=5):
-    cluster = Cluster(ClusterConfig(broker_ids=brokers, min_insync_replicas=min_isr))
+    cluster = ClusterStateMachine(ClusterConfig(broker_ids=brokers, min_insync_replicas=min_isr))
     ids = iter(range(10**6))
-    return GroupHosting(cluster, GroupHostingConfig(offsets_topic_partitions=partitions, group_load_time_ms=load_ms,
-                                                    coordinator=FAST),
+    return GroupHosting(cluster, GroupHostingConfig(offsets_topic_partitions=partitions,
+                                                    group_load_time_ms=load_ms, coordinator=FAST),
                         member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
 
 
@@ -73,7 +73,8 @@ def test_non_coordinator_broker_answers_not_coordinator_for_every_group_request(
         m.SyncGroupRequest("g", 1, "m"),
         m.HeartbeatRequest("g", 1, "m"),
         m.LeaveGroupRequest("g", (m.MemberIdentity("m"),)),
-        m.OffsetCommitRequest("g", (m.PartitionOffsetCommit(TopicPartition("t", 0), m.OffsetAndMetadata(1)),)),
+        m.OffsetCommitRequest("g", (m.PartitionOffsetCommit(TopicPartition("t", 0),
+                                                            m.OffsetAndMetadata(1)),)),
         m.OffsetFetchRequest("g"),
     ]
     for i, request in enumerate(requests):
@@ -132,7 +133,8 @@ def test_new_leader_loads_the_log_and_answers_load_in_progress_meanwhile():
     node = h.coordinator_node("g")
     member_id = _call(h, node, "j1", _join(), 500).member_id
     _call(h, node, "j2", _join(member_id=member_id), h.cluster.now_ms)
-    _call(h, node, "s", m.SyncGroupRequest("g", 1, member_id, assignments=(m.SyncGroupAssignment(member_id, b"a"),)),
+    _call(h, node, "s",
+          m.SyncGroupRequest("g", 1, member_id, assignments=(m.SyncGroupAssignment(member_id, b"a"),)),
           h.cluster.now_ms)
     commit = m.OffsetCommitRequest(
         "g", (m.PartitionOffsetCommit(TopicPartition("t", 0), m.OffsetAndMetadata(42)),), 1, member_id)
@@ -144,7 +146,7 @@ def test_new_leader_loads_the_log_and_answers_load_in_progress_meanwhile():
     (d,) = h.send(new, "hb", m.HeartbeatRequest("g", 1, member_id), 750)
     assert d.response.error_code is E.COORDINATOR_LOAD_IN_PROGRESS
     h.tick(1200)
-    assert h.group_state("g") is GroupState.Stable
+    assert h.group_state("g") is GroupState.STABLE
     (d,) = h.send(new, "hb", m.HeartbeatRequest("g", 1, member_id), 1200)
     assert d.response.error_code is E.NONE
     fetched = _call(h, new, "f", m.OffsetFetchRequest("g", (TopicPartition("t", 0),)), 1200)

@@ -10,8 +10,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from kgroup.core.cluster import BrokerState
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.member import CommitCompleted, CommittedFetched
-from kgroup.testing import MockClock
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing import InMemoryKafka, MockClock
 from kgroup.values import TopicPartition
 
 BROKERS = (1, 2, 3)
@@ -108,7 +107,8 @@ class GroupUnderFaults(RuleBasedStateMachine):
     def check_settles_and_keeps_commits(self):
         for broker in BROKERS:
             self.restart_broker(broker)
-        self.kafka.run_until(lambda: self.kafka.group_settled("g"), limit_ms=30_000, on_events=self._on_events)
+        self.kafka.run_until(lambda: self.kafka.group_settled("g"), limit_ms=30_000,
+                             on_events=self._on_events)
         self.kafka.run(500, on_events=self._on_events)  # let outstanding commits finish
         members = self.kafka.members()
         sizes = sorted(len(m.assignment) for m in members.values())
@@ -119,7 +119,8 @@ class GroupUnderFaults(RuleBasedStateMachine):
         token = members[reader].fetch_committed(sorted(self.acknowledged), self.kafka.clock())
 
         def fetched_events():
-            return [e for n, e in self.events if n == reader and isinstance(e, CommittedFetched) and e.token == token]
+            return [e for n, e in self.events
+                    if n == reader and isinstance(e, CommittedFetched) and e.token == token]
 
         self.kafka.run_until(lambda: bool(fetched_events()), on_events=self._on_events)
         (fetched,) = fetched_events()
@@ -127,7 +128,8 @@ class GroupUnderFaults(RuleBasedStateMachine):
         for tp, index in self.acknowledged.items():
             committed = fetched.offsets[tp]
             assert committed is not None, f"acknowledged commit of {tp} lost"
-            assert committed.offset in self.history[tp][index:], (tp, committed.offset, self.history[tp], index)
+            assert committed.offset in self.history[tp][index:], \
+                (tp, committed.offset, self.history[tp], index)
 
 
 TestGroupUnderFaults = GroupUnderFaults.TestCase

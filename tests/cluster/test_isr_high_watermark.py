@@ -1,9 +1,10 @@
-"""ISR membership and the high watermark through the Cluster API (Kafka Partition.scala semantics)."""
-from kgroup.core.cluster import Cluster, ClusterConfig
+"""ISR membership and the high watermark through the ClusterStateMachine API (Kafka Partition.scala
+semantics)."""
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 
 
 def _three_replica_partition(**config):
-    cluster = Cluster(ClusterConfig(broker_ids=(1, 2, 3), **config))
+    cluster = ClusterStateMachine(ClusterConfig(broker_ids=(1, 2, 3), **config))
     cluster.create_topic("t", 1, assignments=[[1, 2, 3]])
     return cluster, cluster.partition("t", 0)
 
@@ -50,7 +51,7 @@ def test_idle_follower_at_leader_log_end_stays_in_isr():
 def test_acks_all_uses_min_insync_replicas_capped_by_the_replica_count():
     """Kafka Partition.appendRecordsToLeader checks the ISR against effectiveMinIsr: with
     min.insync.replicas 3 a fully in-sync two-replica partition accepts acks=all and acknowledges it."""
-    cluster = Cluster(ClusterConfig(broker_ids=(1, 2, 3), min_insync_replicas=3))
+    cluster = ClusterStateMachine(ClusterConfig(broker_ids=(1, 2, 3), min_insync_replicas=3))
     cluster.create_topic("t", 1, assignments=[[1, 2]])
     cluster.produce("t", 0, "m")
     cluster.replicate(10)

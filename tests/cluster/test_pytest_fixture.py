@@ -5,7 +5,7 @@ import time
 import pytest
 
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing import InMemoryKafka
 from kgroup.values import TopicPartition
 
 FAST = GroupCoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0)
@@ -52,7 +52,7 @@ def test_threaded_consumers_survive_coordinator_broker_failure(kgroup_cluster):
     kgroup_cluster.kill_broker(old)
     assert kgroup_cluster.coordinator_node("billing") not in (None, old)
     # Members may find the new coordinator while it still loads; wait for it to be Stable with them.
-    _poll_until(consumers, lambda: kgroup_cluster.group_state("billing") is GroupState.Stable
+    _poll_until(consumers, lambda: kgroup_cluster.group_state("billing") is GroupState.STABLE
                 and all(c.member.coordinator_id == kgroup_cluster.coordinator_node("billing")
                         for c in consumers)
                 and _balanced(consumers)())

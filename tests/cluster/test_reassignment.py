@@ -1,8 +1,8 @@
-from kgroup.core.cluster import Cluster, ClusterConfig, ReplicaState
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig, ReplicaState
 
 
 def test_seed_001_reassignment_table():
-    c = Cluster(ClusterConfig(broker_ids=(1, 2, 3, 4, 5, 6)))
+    c = ClusterStateMachine(ClusterConfig(broker_ids=(1, 2, 3, 4, 5, 6)))
     c.create_topic("t", 1, assignments=[[1, 2, 3]])
     for i in range(5):
         c.produce("t", 0, i)
@@ -30,7 +30,7 @@ def test_seed_001_reassignment_table():
 
 
 def test_reassignment_waits_for_catch_up():
-    c = Cluster(ClusterConfig(broker_ids=(1, 2, 3, 4)))
+    c = ClusterStateMachine(ClusterConfig(broker_ids=(1, 2, 3, 4)))
     c.create_topic("t", 1, assignments=[[1, 2, 3]])
     c.slow_follower(4, 10_000)
     c.replicate(0)  # 4 fetches once now ...

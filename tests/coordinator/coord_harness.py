@@ -172,4 +172,4 @@ def make_stable(driver: Driver, *clients: Client) -> None:
         c.sync()
     for c in clients:
         c.poll_sync()
-    assert driver.coordinator.group_state(clients[0].group_id) is GroupState.Stable
+    assert driver.coordinator.group_state(clients[0].group_id) is GroupState.STABLE

@@ -24,11 +24,11 @@ def test_member_id_required_round_trip_and_old_versions_join_directly():
     c = Client(d, "c1")
     response = d.request(c.join_request())
     assert response.error_code is E.MEMBER_ID_REQUIRED and response.member_id == "c1-1"
-    assert d.coordinator.group_state("g") is S.Empty  # a pending member does not start a rebalance
+    assert d.coordinator.group_state("g") is S.EMPTY  # a pending member does not start a rebalance
     old = Client(d, "old", group_id="h")
     assert d.request(old.join_request(api_version=3)) is None  # parked in the join, no round trip
     d.fire()
-    assert len(d.responses) == 2 and d.coordinator.group_state("h") is S.CompletingRebalance
+    assert len(d.responses) == 2 and d.coordinator.group_state("h") is S.COMPLETING_REBALANCE
 
 
 def test_pending_member_expires_after_its_session_timeout():
@@ -143,7 +143,7 @@ def test_parked_sync_fails_when_a_member_leaves_during_completing_rebalance():
     assert c2.sync() is None
     assert c3.leave().members[0].error_code is E.NONE
     assert c2.poll_sync().error_code is E.REBALANCE_IN_PROGRESS
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
 
 
 def test_group_max_size_reached():
@@ -152,7 +152,7 @@ def test_group_max_size_reached():
     make_stable(d, c1, c2)
     response = c3.join()
     assert response.error_code is E.GROUP_MAX_SIZE_REACHED
-    assert d.coordinator.group_state("g") is S.Stable
+    assert d.coordinator.group_state("g") is S.STABLE
     # Already-known members may still rejoin a full group.
     assert c2.join().error_code is E.NONE
 
@@ -172,9 +172,9 @@ def test_coordinator_not_available_for_a_dead_group():
     make_stable(d, c1)
     member_id, generation = c1.member_id, c1.generation_id
     assert c1.leave().members[0].error_code is E.NONE
-    assert d.coordinator.group_state("g") is S.Empty
+    assert d.coordinator.group_state("g") is S.EMPTY
     assert d.request(DeleteGroupsRequest(("g",))).results[0].error_code is E.NONE
-    assert d.coordinator.group_state("g") is S.Dead
+    assert d.coordinator.group_state("g") is S.DEAD
     assert d.request(HeartbeatRequest("g", generation, member_id)).error_code is E.COORDINATOR_NOT_AVAILABLE
     assert d.request(c1.join_request(member_id=member_id)).error_code is E.COORDINATOR_NOT_AVAILABLE
     assert d.request(SyncGroupRequest("g", generation, member_id)).error_code is E.COORDINATOR_NOT_AVAILABLE
@@ -212,7 +212,7 @@ def test_illegal_transition_names_both_states():
 
     group = Group("g")
     with pytest.raises(IllegalStateTransition, match="Empty to Stable"):
-        group.transition_to(S.Stable)
+        group.transition_to(S.STABLE)
 
 
 def test_rebalance_timeout_removes_dynamic_members_that_did_not_rejoin():
@@ -237,7 +237,7 @@ def test_last_member_leaving_empties_the_group():
     c1 = Client(d, "c1")
     make_stable(d, c1)
     c1.leave()
-    assert d.states()[-2:] == [S.PreparingRebalance, S.Empty]
+    assert d.states()[-2:] == [S.PREPARING_REBALANCE, S.EMPTY]
     assert d.request(HeartbeatRequest("g", c1.generation_id, c1.member_id)).error_code is E.UNKNOWN_MEMBER_ID
 
 
@@ -258,7 +258,7 @@ def test_pending_member_leaving_does_not_start_a_rebalance():
     pending = d.request(c2.join_request()).member_id
     response = d.request(LeaveGroupRequest("g", (MemberIdentity(pending),)))
     assert response.members[0].error_code is E.NONE
-    assert d.coordinator.group_state("g") is S.Stable
+    assert d.coordinator.group_state("g") is S.STABLE
     assert d.request(c2.join_request(member_id=pending)).error_code is E.UNKNOWN_MEMBER_ID
 
 
@@ -271,4 +271,4 @@ def test_zero_timeouts_do_not_make_on_timers_spin():
     d.fire()  # completes; both awaiting-join sessions were due at once
     assert c1.poll_join().generation_id == 1
     d.advance(5)
-    assert d.coordinator.group_state("g") in (S.PreparingRebalance, S.Empty)
+    assert d.coordinator.group_state("g") in (S.PREPARING_REBALANCE, S.EMPTY)

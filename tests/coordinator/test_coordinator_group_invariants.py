@@ -56,24 +56,24 @@ def test_kafka_select_protocol_raises_if_no_members(group):
 
 def test_kafka_init_next_generation(group):
     """Kafka ClassicGroupTest.testInitNextGeneration."""
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     group.add(member(), "join", protocol_type=PROTOCOL_TYPE)
     assert group.generation_id == 0 and group.protocol_name is None
     group.init_next_generation()
     assert group.generation_id == 1 and group.protocol_name == "roundrobin"
-    assert group.state is S.CompletingRebalance
+    assert group.state is S.COMPLETING_REBALANCE
 
 
 def test_kafka_init_next_generation_empty_group(group):
     """Kafka ClassicGroupTest.testInitNextGenerationEmptyGroup."""
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     group.init_next_generation()
-    assert group.generation_id == 1 and group.protocol_name is None and group.state is S.Empty
+    assert group.generation_id == 1 and group.protocol_name is None and group.state is S.EMPTY
 
 
 def test_kafka_update_member(group):
     """Kafka ClassicGroupTest.testUpdateMember."""
-    group.transition_to(S.PreparingRebalance)  # where a member rejoins (assert_invariants checks states too)
+    group.transition_to(S.PREPARING_REBALANCE)  # where a member rejoins (assert_invariants checks states too)
     m = member()
     group.add(m, protocol_type=PROTOCOL_TYPE)
     group.update_member(m, RANGE_ROUNDROBIN, session_timeout_ms=20_000, rebalance_timeout_ms=120_000,
@@ -95,8 +95,8 @@ def test_kafka_replace_group_instance(group):
     old incarnation's parked JoinGroup and SyncGroup are handed back to be fenced."""
     old = member(instance_id="groupInstanceId")
     group.add(old, "old-join", protocol_type=PROTOCOL_TYPE)
-    group.transition_to(S.PreparingRebalance)
-    group.transition_to(S.CompletingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
+    group.transition_to(S.COMPLETING_REBALANCE)
     group.park_sync(old, "old-sync")
     assert group.leader_id == "memberId" and group.static_members["groupInstanceId"] == "memberId"
     replacement = member("newMemberId", "groupInstanceId")
@@ -166,7 +166,7 @@ def test_kafka_removal_from_pending_when_member_is_removed(group):
 def test_kafka_cannot_add_static_member_if_already_present(group):
     """Kafka ClassicGroupTest.testCannotAddStaticMemberIfAlreadyPresent, plus a second member id
     claiming the same instance id (one instance id must map to one member)."""
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     m = member(instance_id="groupInstanceId")
     group.add(m, protocol_type=PROTOCOL_TYPE)
     with pytest.raises(GroupInvariantViolation, match="already in the group"):
@@ -204,7 +204,7 @@ def test_kafka_new_generation_clears_pending_sync_members(group):
     """Kafka ClassicGroupTest.testNewGenerationClearsPendingSyncMembers."""
     m = member()
     group.add(m, protocol_type=PROTOCOL_TYPE)
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     group.await_syncs()
     assert set(group.pending_sync_members) == {"memberId"}
     group.park_join(m, "join")
@@ -234,7 +234,7 @@ def test_kafka_maybe_elect_new_joined_leader_choose_existing(group):
 
 
 def test_add_refuses_another_protocol_type_and_unshared_protocols(group):
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     group.add(member(), protocol_type=PROTOCOL_TYPE)
     with pytest.raises(GroupInvariantViolation, match="protocol type"):
         group.add(member("b"), protocol_type="connect")
@@ -252,11 +252,11 @@ def test_the_first_member_needs_a_protocol_type(group):
 
 def test_a_new_generation_needs_a_joined_leader(group):
     group.add(member(), protocol_type=PROTOCOL_TYPE)
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     group.elect_joined_leader()  # nobody rejoined: no leader
     with pytest.raises(GroupInvariantViolation, match="leader"):
         group.init_next_generation()
-    assert group.generation_id == 0 and group.state is S.PreparingRebalance
+    assert group.generation_id == 0 and group.state is S.PREPARING_REBALANCE
 
 
 def test_init_next_generation_outside_a_rebalance_is_an_illegal_transition(group):
@@ -269,7 +269,7 @@ def test_a_group_with_members_cannot_be_deleted(group):
     group.add(member(), protocol_type=PROTOCOL_TYPE)
     with pytest.raises(GroupInvariantViolation, match="cannot be deleted"):
         group.delete()
-    assert group.state is S.Empty
+    assert group.state is S.EMPTY
 
 
 def test_changes_to_a_member_not_in_the_group_are_refused(group):
@@ -308,7 +308,7 @@ def test_take_records_writes_each_change_once():
     changes: list[str] = []
     group = Group("g", on_change=changes.append)
     assert changes == ["g"]  # a new group has a header to write
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     a = member("a", group_id="g")
     group.add(a, "join", protocol_type=PROTOCOL_TYPE)
     group.add(member("b", group_id="g"))
@@ -327,7 +327,7 @@ def test_take_records_writes_each_change_once():
 def test_an_assignment_change_is_recorded_only_when_it_changes():
     group = Group("g")
     group.add(member("a", group_id="g"), "join", protocol_type=PROTOCOL_TYPE)
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     group.init_next_generation()
     group.take_records()
     group.assign({"a": b"a-0"})
@@ -342,7 +342,7 @@ def test_delete_returns_offset_and_group_tombstones():
     assert group.commit_offset(tp, OffsetAndMetadata(5)) == OffsetCommitRecord("g", tp, OffsetAndMetadata(5))
     group.add_pending_member("p")
     assert group.delete() == [OffsetTombstone("g", tp), GroupTombstone("g")]
-    assert group.state is S.Dead and not group.offsets and not group.pending_members
+    assert group.state is S.DEAD and not group.offsets and not group.pending_members
     assert group.take_records() == []
     with pytest.raises(GroupInvariantViolation):
         group.commit_offset(tp, OffsetAndMetadata(6))
@@ -352,7 +352,7 @@ def test_delete_returns_offset_and_group_tombstones():
 def test_restore_refuses_a_leader_that_is_not_a_loaded_member():
     header = GroupMetadataRecord("g", "Stable", 3, PROTOCOL_TYPE, "roundrobin", "gone")
     a = member("a", group_id="g")
-    group = Group("g", initial=S.Stable)
+    group = Group("g", initial=S.STABLE)
     group.add(a, protocol_type=PROTOCOL_TYPE)
     with pytest.raises(GroupInvariantViolation, match="leader 'gone'"):
         group.restore(header, {"a": a.record("g")}, {})
@@ -362,7 +362,7 @@ def test_restore_refuses_a_leader_that_is_not_a_loaded_member():
 
 
 def test_group_assert_invariants_catches_a_drifted_counter(group):
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     group.add(member(), "join", protocol_type=PROTOCOL_TYPE)
     group.assert_invariants()
     group._num_awaiting_join += 1  # simulate a bookkeeping bug
@@ -371,7 +371,7 @@ def test_group_assert_invariants_catches_a_drifted_counter(group):
 
 
 def test_group_assert_invariants_catches_an_unrecorded_change(group):
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     group.add(member(), protocol_type=PROTOCOL_TYPE)
     group.take_records()
     group._dirty_members.clear()
@@ -404,7 +404,7 @@ def test_load_replays_members_through_group_add_and_rejects_two_members_for_one_
         GroupCoordinator.load([header, a, b], 0)
     loaded = GroupCoordinator.load([header, a], 0)
     loaded.assert_invariants()
-    assert loaded.group_state("g") is S.Stable
+    assert loaded.group_state("g") is S.STABLE
 
 
 # -- composition: the handlers see only what they are given ---------------------------
@@ -431,10 +431,10 @@ def test_offset_handler_works_on_its_narrow_interface():
 
     group = groups["g"]
     group.add(member("m", group_id="g"), protocol_type=PROTOCOL_TYPE)
-    group.transition_to(S.PreparingRebalance)
+    group.transition_to(S.PREPARING_REBALANCE)
     group.park_join(group.members["m"], "join")
     group.init_next_generation()
-    group.transition_to(S.Stable)
+    group.transition_to(S.STABLE)
     request = OffsetCommitRequest("g", (PartitionOffsetCommit(tp, OffsetAndMetadata(8)),), generation_id=1,
                                   member_id="m")
     assert [p.error_code for p in offsets.commit(request, 456).partitions] == [E.NONE]
@@ -449,7 +449,7 @@ def test_admin_handler_cancels_timers_through_its_hook_before_deleting():
     admin = AdminHandler({"g": group}, lambda g: cancelled.append(set(g.pending_members)), emitted.append)
     response = admin.delete(DeleteGroupsRequest(("g", "missing")))
     assert [r.error_code for r in response.results] == [E.NONE, E.GROUP_ID_NOT_FOUND]
-    assert cancelled == [{"p"}] and emitted == [GroupTombstone("g")] and group.state is S.Dead
+    assert cancelled == [{"p"}] and emitted == [GroupTombstone("g")] and group.state is S.DEAD
 
 
 def test_coordinator_owns_its_handlers_instead_of_mixing_them_in():

@@ -18,15 +18,15 @@ TP0, TP1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
 def _commit(group_id, offsets, **kw):
-    return OffsetCommitRequest(group_id, tuple(PartitionOffsetCommit(tp, OffsetAndMetadata(o, "m")) for tp, o in
-                                               offsets.items()), **kw)
+    return OffsetCommitRequest(group_id, tuple(PartitionOffsetCommit(tp, OffsetAndMetadata(o, "m"))
+                                               for tp, o in offsets.items()), **kw)
 
 
 def test_simple_consumer_commit_creates_an_empty_group_and_fetch_returns_it():
     d = Driver()
     response = d.request(_commit("simple", {TP0: 10, TP1: 20}))
     assert [p.error_code for p in response.partitions] == [E.NONE, E.NONE]
-    assert d.coordinator.group_state("simple") is S.Empty
+    assert d.coordinator.group_state("simple") is S.EMPTY
     fetched = d.request(OffsetFetchRequest("simple", (TP0, TopicPartition("t", 9))))
     assert fetched.error_code is E.NONE
     assert fetched.partitions[0].committed == OffsetAndMetadata(10, "m")
@@ -61,7 +61,7 @@ def test_commit_during_preparing_rebalance_with_the_current_generation_is_accept
     c1, c2 = Client(d, "c1"), Client(d, "c2")
     make_stable(d, c1)
     c2.join()
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     response = d.request(_commit("g", {TP0: 7}, generation_id=c1.generation_id, member_id=c1.member_id))
     assert response.partitions[0].error_code is E.NONE
 
@@ -85,9 +85,10 @@ def test_describe_and_list_groups():
     d.request(_commit("simple", {TP0: 1}))
     described = d.request(DescribeGroupsRequest(("g", "missing"))).groups
     g, missing = described
-    assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data) == (E.NONE, "Stable", "consumer", "range")
+    assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data) == \
+        (E.NONE, "Stable", "consumer", "range")
     assert {m.member_id: m.member_assignment for m in g.members} == {c1.member_id: c1.assignment,
-                                                                      c2.member_id: c2.assignment}
+                                                                     c2.member_id: c2.assignment}
     assert all(m.member_metadata for m in g.members)
     assert missing.group_state == "Dead"
     listed = d.request(ListGroupsRequest()).groups

@@ -1,4 +1,4 @@
-"""Regression tests for the coordinator items of the QA report (each failed before its fix).
+"""Regression tests for coordinator fixes (each failed before its fix).
 
 Every test names the Kafka behaviour it pins (GroupMetadataManager / ClassicGroup
 in trunk, GroupCoordinator.scala in 3.x).
@@ -36,7 +36,7 @@ def _commit(group_id: str, offset: int = 5, **identity) -> OffsetCommitRequest:
     return OffsetCommitRequest(group_id, (PartitionOffsetCommit(TP0, OffsetAndMetadata(offset)),), **identity)
 
 
-# -- item 4: a static bounce does not rebalance ---------------------------------------------------
+# -- a static bounce does not rebalance ---------------------------------------------------
 
 
 def test_static_follower_restart_with_new_metadata_bytes_keeps_the_group_stable():
@@ -50,7 +50,7 @@ def test_static_follower_restart_with_new_metadata_bytes_keeps_the_group_stable(
     restarted = (JoinGroupProtocol("range", b"s:t;owned=t-1;generation=-1"),)
     response = s.join(protocols=restarted)
     assert response.error_code is E.NONE and response.generation_id == 1
-    assert len(d.transitions) == transitions and d.coordinator.group_state("g") is S.Stable
+    assert len(d.transitions) == transitions and d.coordinator.group_state("g") is S.STABLE
     assert s.sync().assignment == assigned
     # The stored metadata is the new one (what a later rebalance gives the leader).
     stored = d.coordinator.persisted_view().groups["g"].members[s.member_id]
@@ -64,13 +64,13 @@ def test_static_member_rejoin_in_completing_rebalance_rebalances():
     leader.join()
     s.join()
     d.fire()
-    assert d.coordinator.group_state("g") is S.CompletingRebalance
+    assert d.coordinator.group_state("g") is S.COMPLETING_REBALANCE
     _restart(s)
     s.join()
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
 
 
-# -- item 12: JoinGroup v4-v8 static leader replacement ----------------------------------------------
+# -- JoinGroup v4-v8 static leader replacement ----------------------------------------------
 
 
 def test_static_leader_replacement_before_v9_names_the_old_leader_and_sends_no_members():
@@ -83,10 +83,10 @@ def test_static_leader_replacement_before_v9_names_the_old_leader_and_sends_no_m
     response = s.join(api_version=8)
     assert response.error_code is E.NONE and response.member_id != old_id
     assert response.leader == old_id and response.members == () and not response.skip_assignment
-    assert d.coordinator.group_state("g") is S.Stable
+    assert d.coordinator.group_state("g") is S.STABLE
 
 
-# -- item 7: instance ids stay one-to-one ---------------------------------------------------------
+# -- instance ids stay one-to-one ---------------------------------------------------------
 
 
 def test_pending_member_rejoining_with_a_static_instance_id_is_rejected():
@@ -103,7 +103,7 @@ def test_pending_member_rejoining_with_a_static_instance_id_is_rejected():
     assert len(d.coordinator.persisted_view().groups["g"].members) == 2
 
 
-# -- item 9: unknown instance id with a known member id -------------------------------------------
+# -- unknown instance id with a known member id -------------------------------------------
 
 
 def test_unknown_instance_id_with_a_known_member_id_is_unknown_member():
@@ -120,10 +120,10 @@ def test_unknown_instance_id_with_a_known_member_id_is_unknown_member():
     assert commit.partitions[0].error_code is E.UNKNOWN_MEMBER_ID
     join = d.request(c1.join_request(group_instance_id="ghost"))
     assert join.error_code is E.UNKNOWN_MEMBER_ID
-    assert d.coordinator.group_state("g") is S.Stable
+    assert d.coordinator.group_state("g") is S.STABLE
 
 
-# -- item 6: bad requests never corrupt state or stop the driver ----------------------------------
+# -- bad requests never corrupt state or stop the driver ----------------------------------
 
 
 def test_join_with_a_duplicated_protocol_name_is_rejected_before_any_change():
@@ -183,7 +183,7 @@ def test_hub_timer_thread_survives_an_exception():
         hub.close()
 
 
-# -- item 10: failed syncs restart the members' sessions ------------------------------------------
+# -- failed syncs restart the members' sessions ------------------------------------------
 
 
 def test_sync_failed_by_a_rebalance_restarts_the_members_session():
@@ -201,7 +201,7 @@ def test_sync_failed_by_a_rebalance_restarts_the_members_session():
     assert d.coordinator.session_deadline_ms("g", follower.member_id) == 18_000
 
 
-# -- item 11: the initial delay is not capped by the rebalance timeout ----------------------------
+# -- the initial delay is not capped by the rebalance timeout ----------------------------
 
 
 def test_initial_rebalance_delay_is_waited_even_beyond_the_rebalance_timeout():
@@ -215,7 +215,7 @@ def test_initial_rebalance_delay_is_waited_even_beyond_the_rebalance_timeout():
     assert c.poll_join().generation_id == 1
 
 
-# -- item 13: group.max.size ---------------------------------------------------------------------
+# -- group.max.size ---------------------------------------------------------------------
 
 
 def test_rejected_pending_member_gets_an_empty_member_id_and_its_retry_is_rejected_again():
@@ -238,7 +238,7 @@ def test_existing_members_over_the_max_size_are_kicked_out_when_they_rejoin():
     make_stable(d, *clients[:4])
     d.config = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, group_max_size=2)
     d.failover()  # a freshly loaded group over capacity rebalances
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     codes = []
     for c in clients[:4]:
         c.join()
@@ -249,7 +249,7 @@ def test_existing_members_over_the_max_size_are_kicked_out_when_they_rejoin():
     assert clients[0].poll_join().generation_id == 2 and len(clients[0].leader_members) == 2
 
 
-# -- item 14 / 15: offsets and admin on deleted groups and the empty group id ---------------------
+# -- offsets and admin on deleted groups and the empty group id ---------------------
 
 
 def test_offset_fetch_after_delete_groups_answers_no_offsets():
@@ -272,7 +272,7 @@ def test_empty_group_id_is_accepted_by_offsets_describe_and_delete():
     assert d.request(DeleteGroupsRequest(("",))).results[0].error_code is E.GROUP_ID_NOT_FOUND
 
 
-# -- item 16: pending syncs expire -----------------------------------------------------------------
+# -- pending syncs expire -----------------------------------------------------------------
 
 
 def test_member_that_never_syncs_is_removed_after_the_rebalance_timeout():
@@ -292,11 +292,11 @@ def test_member_that_never_syncs_is_removed_after_the_rebalance_timeout():
         assert lazy.heartbeat().error_code is E.NONE
         leader.heartbeat()
     d.advance(5_000)
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     assert lazy.heartbeat().error_code is E.UNKNOWN_MEMBER_ID
 
 
-# -- item 17: new-member join timeout ----------------------------------------------------------------
+# -- new-member join timeout ----------------------------------------------------------------
 
 
 def test_new_member_join_times_out_after_five_minutes():
@@ -315,7 +315,7 @@ def test_new_member_join_times_out_after_five_minutes():
     assert response.error_code is E.UNKNOWN_MEMBER_ID and response.member_id == ""
 
 
-# -- item 18: DescribeGroups outside Stable -----------------------------------------------------------
+# -- DescribeGroups outside Stable -----------------------------------------------------------
 
 
 def test_describe_outside_stable_shows_assignments_but_no_metadata():

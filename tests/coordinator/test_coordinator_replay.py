@@ -110,15 +110,15 @@ def _check_invariants(coordinator: GroupCoordinator) -> None:
         assert group.static_members == {m.group_instance_id: m.member_id for m in members
                                         if m.group_instance_id is not None}
         assert group.leader_id is None or group.leader_id in group.members
-        if group.is_(GroupState.Dead):
+        if group.is_(GroupState.DEAD):
             continue
         for m in members:  # every member can expire
             assert coordinator.session_deadline_ms(group.group_id, m.member_id) is not None
-        if group.is_(GroupState.PreparingRebalance):
+        if group.is_(GroupState.PREPARING_REBALANCE):
             assert coordinator._timers.deadline_of(group.join_key) is not None
         else:
             assert all(m.join_key is None for m in members)
-        if not group.is_(GroupState.CompletingRebalance):
+        if not group.is_(GroupState.COMPLETING_REBALANCE):
             assert all(m.sync_key is None for m in members)
 
 
@@ -134,7 +134,7 @@ def test_loading_all_records_gives_the_live_persisted_state(sequence):
         loaded.assert_invariants()
         assert loaded.persisted_view() == d.coordinator.persisted_view(), op
         live_state = d.coordinator.group_state("g")
-        expected = None if live_state in (None, GroupState.Dead) else live_state
+        expected = None if live_state in (None, GroupState.DEAD) else live_state
         assert loaded.group_state("g") is expected
 
 
@@ -148,11 +148,11 @@ def test_a_loaded_coordinator_keeps_serving_the_group():
     c1.sync()
     c2.poll_sync()
     loaded = GroupCoordinator.load(d.records, d.clock.now_ms)
-    assert loaded.group_state("g") is GroupState.Stable
+    assert loaded.group_state("g") is GroupState.STABLE
     assert loaded.session_deadline_ms("g", c1.member_id) == d.clock.now_ms + c1.session_timeout_ms
     d.coordinator = loaded
     assert c2.heartbeat().error_code is ErrorCode.NONE
     assert c2.sync().assignment == c2.assignment
     # Nobody heartbeats: both sessions expire, the group empties.
     d.advance(c1.session_timeout_ms)
-    assert loaded.group_state("g") is GroupState.Empty
+    assert loaded.group_state("g") is GroupState.EMPTY

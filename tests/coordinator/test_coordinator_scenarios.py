@@ -1,5 +1,7 @@
-"""Seed 002's three-consumer scenarios, its missed-JoinGroup-response cases and
-seed 003's liveness walk-through, on a mock clock."""
+"""Kafka's classic GroupCoordinator on a mock clock: three consumers joining together or one by one
+(the initial rebalance delay of KIP-134), members missing their JoinGroup response, and liveness
+(GroupCoordinator's heartbeat expiration: completeAndScheduleNextHeartbeatExpiration /
+onExpireHeartbeat) while members await a join or a sync."""
 from __future__ import annotations
 
 from coord_harness import Client, Driver, make_stable
@@ -25,7 +27,7 @@ def test_three_consumers_join_at_once_one_rebalance():
     assert c3.poll_join().generation_id == 1 and c3.is_leader
     # consumer-2 and consumer-1 join while the group awaits consumer-3's sync.
     assert c2.join() is None
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     assert c1.join() is None
     # consumer-3's sync for generation 1 is void now; it rejoins and completes the join.
     assert c3.sync().error_code is E.REBALANCE_IN_PROGRESS
@@ -37,9 +39,9 @@ def test_three_consumers_join_at_once_one_rebalance():
     assert c1.sync() is None and c2.sync() is None  # parked until the leader syncs
     assert c3.sync().error_code is E.NONE
     c1.poll_sync(), c2.poll_sync()
-    # The seed's log starts in Stable (old Kafka); a new group starts Empty in Kafka >= 0.11.
-    assert d.states() == [S.Empty, S.PreparingRebalance, S.CompletingRebalance, S.PreparingRebalance,
-                          S.CompletingRebalance, S.Stable]
+    # A new group starts Empty (KAFKA-2720, Kafka 0.10.1); older Kafka had no Empty state.
+    assert d.states() == [S.EMPTY, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.PREPARING_REBALANCE,
+                          S.COMPLETING_REBALANCE, S.STABLE]
     assert [c.assignments_received for c in (c1, c2, c3)] == [1, 1, 1]
     assert {c.name: c.assignment for c in (c1, c2, c3)} == {"c1": b"t-0", "c2": b"t-1", "c3": b"t-2"}
 
@@ -56,9 +58,10 @@ def test_second_and_third_join_after_first_is_stable_two_rebalances():
     c1.join()
     assert all(c.poll_join().generation_id == 2 for c in (c1, c2, c3))
     assert c1.sync().error_code is E.NONE
-    assert c2.sync().error_code is E.NONE and c3.sync().error_code is E.NONE  # already Stable: answered at once
-    assert d.states() == [S.Empty, S.PreparingRebalance, S.CompletingRebalance, S.Stable,
-                          S.PreparingRebalance, S.CompletingRebalance, S.Stable]
+    # already Stable: answered at once
+    assert c2.sync().error_code is E.NONE and c3.sync().error_code is E.NONE
+    assert d.states() == [S.EMPTY, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE,
+                          S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE]
     assert [c.assignments_received for c in (c1, c2, c3)] == [2, 1, 1]
     ids = sorted((c.member_id, c.name) for c in (c1, c2, c3))
     expected = dict(zip((name for _, name in ids), (b"t-0", b"t-1", b"t-2")))
@@ -89,7 +92,7 @@ def test_each_consumer_joins_separately_three_rebalances():
     _rebalance_with_all(d, [c1], c2)
     assert {c1.assignment, c2.assignment} == {b"t-0,t-2", b"t-1"}
     _rebalance_with_all(d, [c1, c2], c3)
-    assert d.states() == [S.Empty] + [S.PreparingRebalance, S.CompletingRebalance, S.Stable] * 3
+    assert d.states() == [S.EMPTY] + [S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE] * 3
     assert [c.assignments_received for c in (c1, c2, c3)] == [3, 2, 1]
     assert sorted(c.assignment for c in (c1, c2, c3)) == [b"t-0", b"t-1", b"t-2"]
     assert all(c.generation_id == 3 for c in (c1, c2, c3))
@@ -102,7 +105,7 @@ def test_initial_delay_is_extended_while_members_arrive():
     d.advance(2_000)
     c2.join()
     d.advance(2_000)  # the delay fired at 3,000 and was extended to 6,000
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     c3.join()
     d.advance(4_999)  # extended again at 6,000 to 9,000
     assert c1.poll_join() is None
@@ -152,12 +155,12 @@ def test_leader_missing_its_join_response_rejoins_in_completing_rebalance():
     for c in (c2, c3):  # the leader c1 never sees its response
         c.poll_join()
     assert c2.sync() is None and c3.sync() is None
-    assert d.coordinator.group_state("g") is S.CompletingRebalance
+    assert d.coordinator.group_state("g") is S.COMPLETING_REBALANCE
     response = c1.join()
     assert response.error_code is E.NONE and response.generation_id == 1 and len(response.members) == 3
     assert c1.sync().error_code is E.NONE
     assert c2.poll_sync().error_code is E.NONE and c3.poll_sync().error_code is E.NONE
-    assert d.states() == [S.Empty, S.PreparingRebalance, S.CompletingRebalance, S.Stable]
+    assert d.states() == [S.EMPTY, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE]
 
 
 def test_liveness_awaiting_sync_keeps_a_member_alive():
@@ -179,7 +182,7 @@ def test_liveness_awaiting_sync_keeps_a_member_alive():
     d.advance(2_000)
     assert c2.sync() is None
     d.advance(20_000)  # t=25,000: both deadlines passed while awaiting sync
-    assert coord.group_state("g") is S.CompletingRebalance
+    assert coord.group_state("g") is S.COMPLETING_REBALANCE
     assert c3.sync().error_code is E.NONE
     assert c1.poll_sync().error_code is E.NONE and c2.poll_sync().error_code is E.NONE
     assert coord.session_deadline_ms("g", c1.member_id) == 35_000
@@ -236,7 +239,7 @@ def test_follower_missing_its_join_response_rejoins_in_completing_rebalance():
     assert c2.sync() is None
     c1.sync()
     assert c2.poll_sync().assignment == b"t-1"
-    assert d.states() == [S.Empty, S.PreparingRebalance, S.CompletingRebalance, S.Stable]
+    assert d.states() == [S.EMPTY, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE]
 
 
 def test_leader_rejoining_in_stable_starts_a_rebalance():
@@ -245,6 +248,6 @@ def test_leader_rejoining_in_stable_starts_a_rebalance():
     make_stable(d, c1, c2)
     assert c1.is_leader
     assert c1.join() is None  # Kafka: a leader's rejoin in Stable means it wants to reassign
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     c2.join()
     assert c1.poll_join().generation_id == 2

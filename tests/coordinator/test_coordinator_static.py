@@ -37,7 +37,7 @@ def test_static_follower_restart_with_same_metadata_keeps_its_assignment_without
     response = s.join()
     assert response.error_code is E.NONE and response.member_id != old_id
     assert response.generation_id == 1 and not response.members
-    assert len(d.transitions) == before and d.coordinator.group_state("g") is S.Stable
+    assert len(d.transitions) == before and d.coordinator.group_state("g") is S.STABLE
     assert s.sync().assignment == assigned
     # The old incarnation is fenced.
     fenced = d.request(HeartbeatRequest("g", 1, old_id, group_instance_id="inst-s"))
@@ -57,7 +57,7 @@ def test_static_leader_replacement_gets_members_but_skips_assignment():
     assert response.error_code is E.NONE and response.skip_assignment
     assert response.leader == response.member_id == s.member_id
     assert {m.member_id for m in response.members} == {s.member_id, follower.member_id}
-    assert d.coordinator.group_state("g") is S.Stable
+    assert d.coordinator.group_state("g") is S.STABLE
     assert follower.heartbeat().error_code is E.NONE
 
 
@@ -71,7 +71,7 @@ def test_static_restart_that_changes_the_selected_protocol_triggers_a_rebalance(
     old_id = _restart(s)
     changed = (JoinGroupProtocol("roundrobin", b"s:t,u"),)
     assert d.send(s.join_request(protocols=changed))[0] is None
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     leader.join()
     assert leader.poll_join().generation_id == 2
     ids = {m.member_id for m in leader.leader_members}
@@ -97,7 +97,7 @@ def test_static_member_session_expiry_removes_it():
     s = Client(d, "s", instance_id="inst-s", session_timeout_ms=10_000)
     make_stable(d, c1, s)
     d.advance(10_000)
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     assert s.heartbeat().error_code is E.UNKNOWN_MEMBER_ID
 
 
@@ -107,10 +107,10 @@ def test_static_leave_by_instance_id_and_fencing_of_a_stale_member_id():
     make_stable(d, c1, s)
     stale = d.request(LeaveGroupRequest("g", (MemberIdentity("inst-s-999", "inst-s"),)))
     assert stale.members[0].error_code is E.FENCED_INSTANCE_ID
-    assert d.coordinator.group_state("g") is S.Stable
+    assert d.coordinator.group_state("g") is S.STABLE
     batch = d.request(LeaveGroupRequest("g", (MemberIdentity("", "inst-s"), MemberIdentity("", "inst-x"))))
     assert [m.error_code for m in batch.members] == [E.NONE, E.UNKNOWN_MEMBER_ID]
-    assert d.coordinator.group_state("g") is S.PreparingRebalance
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
     assert s.heartbeat().error_code is E.UNKNOWN_MEMBER_ID
 
 

@@ -16,7 +16,7 @@ import pytest
 from kgroup.core import messages as m
 from kgroup.core.broker import (BrokerBackend, BrokerUnreachable, InvalidRequestContextError, RequestContext,
                                 StandaloneCoordinator, UnsupportedRequestError, with_context)
-from kgroup.core.cluster import Cluster, ClusterConfig
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode as E
@@ -24,14 +24,14 @@ from kgroup.errors import ConfigError, KGroupError
 from kgroup.io.inprocess import InProcessHub
 from kgroup.io.transport import TransportError
 from kgroup.testing.clock import MockClock
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing import InMemoryKafka
 from kgroup.values import TopicPartition
 
 FAST = GroupCoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0)
 
 
 def _hosting(**cluster_options):
-    cluster = Cluster(ClusterConfig(**cluster_options))
+    cluster = ClusterStateMachine(ClusterConfig(**cluster_options))
     return GroupHosting(cluster, GroupHostingConfig(offsets_topic_partitions=3, group_load_time_ms=0,
                                                     coordinator=FAST))
 

@@ -13,7 +13,6 @@ import time
 from typing import Callable, Optional
 
 from kafka import ConsumerRebalanceListener
-from kafka.structs import OffsetAndMetadata
 
 #: Group timing used by every integration test: short enough for takeovers in
 #: seconds, long enough that a loaded 2-core machine does not evict members.
@@ -87,11 +86,6 @@ class OwnershipLog:
                     bad.append((tp, a, b))
         return bad
 
-    def assignment_rounds(self, member: str, since: float) -> int:
-        """How many assignments ``member`` received after ``since``."""
-        with self._lock:
-            return sum(1 for t, m, kind, _ in self.events if m == member and kind == "assigned" and t >= since)
-
 
 class _Listener(ConsumerRebalanceListener):
     def __init__(self, owner: "RunningConsumer") -> None:
@@ -112,7 +106,8 @@ class _Listener(ConsumerRebalanceListener):
 class RunningConsumer:
     """A consumer polling in a background thread, as an application would."""
 
-    def __init__(self, name: str, consumer_factory: Callable[[], object], topic: str, log: OwnershipLog) -> None:
+    def __init__(self, name: str, consumer_factory: Callable[[], object], topic: str,
+                 log: OwnershipLog) -> None:
         self.name = name
         self.log = log
         self.topic = topic

@@ -36,7 +36,8 @@ HERE = Path(__file__).resolve().parent
 class MemberProcess:
     """A consumer in a subprocess whose ownership lines feed the shared log."""
 
-    def __init__(self, name: str, kind: str, bootstrap: str, topic: str, group: str, strategy: str, log: OwnershipLog):
+    def __init__(self, name: str, kind: str, bootstrap: str, topic: str, group: str, strategy: str,
+                 log: OwnershipLog):
         self.name = name
         self.log = log
         self.topic = topic
@@ -81,7 +82,8 @@ class MemberProcess:
 
 
 def _expect_exactly_once(consumers, expected: list[bytes], timeout_s: float) -> None:
-    wait_for(lambda: len(consumed_values(consumers)) >= len(expected), timeout_s, f"{len(expected)} records consumed")
+    wait_for(lambda: len(consumed_values(consumers)) >= len(expected), timeout_s,
+             f"{len(expected)} records consumed")
     time.sleep(0.3)  # a duplicate delivery would show up right behind the last record
     counts = Counter(consumed_values(consumers))
     duplicates = {v: n for v, n in counts.items() if n > 1}

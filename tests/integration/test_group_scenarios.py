@@ -10,7 +10,8 @@ pytestmark = pytest.mark.broker
 
 
 def _report(label: str, figures: dict) -> None:
-    shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in figures.items() if k not in ("owned", "overlaps")}
+    shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in figures.items()
+             if k not in ("owned", "overlaps")}
     print(f"\n{label}: {shown}")
 
 
@@ -59,7 +60,8 @@ def test_cooperative_kgroup_group_never_double_owns_a_partition(tansu_bootstrap,
 @pytest.mark.parametrize("strategy", ["sticky", "cooperative-sticky"])
 def test_mixed_group_of_kgroup_and_stock_consumers(tansu_bootstrap, unique_name, strategy):
     figures = run_group_scenario(
-        tansu_bootstrap, unique_name("mixed"), unique_name("g"), ["kgroup", "stock", "kgroup"], "stock", strategy
+        tansu_bootstrap, unique_name("mixed"), unique_name("g"), ["kgroup", "stock", "kgroup"], "stock",
+        strategy,
     )
     _report(f"mixed {strategy}", figures)
     if strategy == "cooperative-sticky":

@@ -41,7 +41,8 @@ def test_join_group_request(version):
     )
     got = wire(req, KJoin, version)
     assert (got.group_id, got.member_id, got.session_timeout_ms) == ("g", "m-1", 6000)
-    assert [(p.name, bytes(p.metadata)) for p in got.protocols] == [("range", b"\x01\x02"), ("roundrobin", b"")]
+    assert [(p.name, bytes(p.metadata)) for p in got.protocols] == \
+        [("range", b"\x01\x02"), ("roundrobin", b"")]
     if version >= 1:
         assert got.rebalance_timeout_ms == 9000
     if version >= 5:
@@ -90,7 +91,8 @@ def test_batched_leave_needs_v3():
 
 @pytest.mark.parametrize("version", [2, 3])
 def test_leave_group_response(version):
-    members = [KLeaveResponse.MemberResponse(member_id="a", group_instance_id=None, error_code=25)] if version >= 3 else []
+    members = ([KLeaveResponse.MemberResponse(member_id="a", group_instance_id=None, error_code=25)]
+               if version >= 3 else [])
     got = from_struct(m.LeaveGroupRequest("g", [m.MemberIdentity("a")]),
                       KLeaveResponse(version=version, error_code=0, members=members))
     assert got.error_code is ErrorCode.NONE
@@ -107,7 +109,8 @@ def test_offset_commit_request_groups_by_topic(version):
     ], generation_id=3, member_id="m")
     got = wire(req, KCommit, version)
     assert (got.generation_id_or_member_epoch, got.member_id) == (3, "m")
-    flat = {(t.name, p.partition_index): (p.committed_offset, p.committed_metadata) for t in got.topics for p in t.partitions}
+    flat = {(t.name, p.partition_index): (p.committed_offset, p.committed_metadata)
+            for t in got.topics for p in t.partitions}
     assert flat == {("t", 0): (5, "a"), ("t", 1): (6, ""), ("u", 0): (7, "")}
 
 
@@ -119,10 +122,11 @@ def test_offset_commit_never_asks_for_kip_848_versions():
 def test_offset_commit_response():
     topic = KCommitResponse.OffsetCommitResponseTopic
     part = topic.OffsetCommitResponsePartition
-    resp = KCommitResponse(version=8, topics=[topic(name="t", partitions=[part(partition_index=0, error_code=0),
-                                                                         part(partition_index=1, error_code=22)])])
+    partitions = [part(partition_index=0, error_code=0), part(partition_index=1, error_code=22)]
+    resp = KCommitResponse(version=8, topics=[topic(name="t", partitions=partitions)])
     got = from_struct(m.OffsetCommitRequest("g", []), resp)
-    assert got.partitions == (m.PartitionError(T0, ErrorCode.NONE), m.PartitionError(T1, ErrorCode.ILLEGAL_GENERATION))
+    assert got.partitions == (m.PartitionError(T0, ErrorCode.NONE),
+                              m.PartitionError(T1, ErrorCode.ILLEGAL_GENERATION))
 
 
 @pytest.mark.parametrize("version", [1, 7, 8])
@@ -144,8 +148,10 @@ def test_offset_fetch_of_everything_needs_v2():
 @pytest.mark.parametrize("version", [1, 5, 8])
 def test_offset_fetch_response_layouts(version):
     def partitions(cls):
-        return [cls(partition_index=0, committed_offset=9, committed_leader_epoch=3, metadata="x", error_code=0),
-                cls(partition_index=1, committed_offset=-1, committed_leader_epoch=-1, metadata="", error_code=0)]
+        return [cls(partition_index=0, committed_offset=9, committed_leader_epoch=3, metadata="x",
+                    error_code=0),
+                cls(partition_index=1, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                    error_code=0)]
 
     if version >= 8:
         g = KFetchResponse.OffsetFetchResponseGroup
@@ -160,7 +166,8 @@ def test_offset_fetch_response_layouts(version):
     got = from_struct(m.OffsetFetchRequest("g", [T0, T1]), resp)
     assert got.error_code is ErrorCode.NONE
     epoch = 3 if version >= 5 else -1
-    assert got.partitions == (m.PartitionOffset(T0, m.OffsetAndMetadata(9, "x", epoch)), m.PartitionOffset(T1, None))
+    assert got.partitions == (m.PartitionOffset(T0, m.OffsetAndMetadata(9, "x", epoch)),
+                              m.PartitionOffset(T1, None))
 
 
 @pytest.mark.parametrize("version", [0, 3, 4, 6])
@@ -183,6 +190,6 @@ def test_find_coordinator_layouts(version):
 
 
 def test_unnamed_error_codes_become_unknown_server_error():
-    assert error_code(30) is ErrorCode.GROUP_AUTHORIZATION_FAILED  # named since item 27 (Kafka's Errors)
+    assert error_code(30) is ErrorCode.GROUP_AUTHORIZATION_FAILED  # named as in Kafka's Errors enum
     assert error_code(9_999) is ErrorCode.UNKNOWN_SERVER_ERROR     # a code Kafka does not define
     assert error_code(27) is ErrorCode.REBALANCE_IN_PROGRESS

@@ -45,18 +45,23 @@ CASES = [
     (kg.CommitFailedError("commit failed: the member has no generation"), Errors.CommitFailedError, False),
     (kg.FencedInstanceIdError("fenced", ErrorCode.FENCED_INSTANCE_ID), Errors.FencedInstanceIdError, False),
     (kg.RetriableCommitFailedError("r", ErrorCode.NOT_COORDINATOR), Errors.NotCoordinatorError, True),
-    (kg.RetriableCommitFailedError("r", ErrorCode.COORDINATOR_NOT_AVAILABLE), Errors.CoordinatorNotAvailableError, True),
+    (kg.RetriableCommitFailedError("r", ErrorCode.COORDINATOR_NOT_AVAILABLE),
+     Errors.CoordinatorNotAvailableError, True),
     (kg.RetriableCommitFailedError("r", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS),
      Errors.CoordinatorLoadInProgressError, True),
     (kg.RetriableCommitFailedError("r", ErrorCode.REQUEST_TIMED_OUT), Errors.RequestTimedOutError, True),
-    (kg.RetriableCommitFailedError("r", ErrorCode.UNSTABLE_OFFSET_COMMIT), Errors.UnstableOffsetCommitError, True),
+    (kg.RetriableCommitFailedError("r", ErrorCode.UNSTABLE_OFFSET_COMMIT),
+     Errors.UnstableOffsetCommitError, True),
     (kg.RetriableCommitFailedError("commit failed: transport error"), Errors.RetriableError, True),
     (kg.GroupMemberError("join failed", ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
      Errors.InconsistentGroupProtocolError, False),
-    (kg.GroupMemberError("commit failed", ErrorCode.OFFSET_METADATA_TOO_LARGE), Errors.OffsetMetadataTooLargeError, False),
+    (kg.GroupMemberError("commit failed", ErrorCode.OFFSET_METADATA_TOO_LARGE),
+     Errors.OffsetMetadataTooLargeError, False),
     (kg.GroupMemberError("commit failed", ErrorCode.UNKNOWN_SERVER_ERROR), Errors.UnknownError, False),
-    (kg.GroupMemberError("join failed", ErrorCode.GROUP_MAX_SIZE_REACHED), Errors.GroupMaxSizeReachedError, False),
-    (kg.GroupMemberError("denied", 30), Errors.GroupAuthorizationFailedError, False),  # a code ErrorCode lacks
+    (kg.GroupMemberError("join failed", ErrorCode.GROUP_MAX_SIZE_REACHED),
+     Errors.GroupMaxSizeReachedError, False),
+    # 30 as a bare int, not an ErrorCode member: mapped by its number
+    (kg.GroupMemberError("denied", 30), Errors.GroupAuthorizationFailedError, False),
     (kg.GroupMemberError("no code"), Errors.KafkaError, False),
     (kg.MemberClosedError("the group member is closed"), Errors.IllegalStateError, False),
     (kg.ConfigError("bad"), Errors.KafkaConfigurationError, False),
@@ -65,7 +70,8 @@ CASES = [
     (kg.IllegalStateTransition("member", MemberState.STABLE, MemberState.COMPLETING_REBALANCE),
      Errors.IllegalStateError, False),
     (kg.ProtocolError("Stable", object(), "unknown member"), Errors.IllegalStateError, False),
-    (kg.ClusterError("no such topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), Errors.UnknownTopicOrPartitionError, True),
+    (kg.ClusterError("no such topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+     Errors.UnknownTopicOrPartitionError, True),
     (kg.ClusterError("refused"), Errors.KafkaError, False),
     (TransportError("kafka-python network client unavailable"), Errors.KafkaConnectionError, True),
     (kg.KGroupError("anything else"), Errors.KafkaError, False),
@@ -178,7 +184,8 @@ def test_bad_strategy_is_a_configuration_error_before_any_socket_opens():
     from kgroup.io.kafka_python.consumer import KafkaConsumer
 
     with pytest.raises(Errors.KafkaConfigurationError) as info:
-        KafkaConsumer(bootstrap_servers="127.0.0.1:1", group_id="g", partition_assignment_strategy=["no-such"])
+        KafkaConsumer(bootstrap_servers="127.0.0.1:1", group_id="g",
+                      partition_assignment_strategy=["no-such"])
     assert isinstance(info.value, kg.ConfigError)
 
 
@@ -213,7 +220,8 @@ def make_coordinator(hub, monkeypatch):
         client = types.SimpleNamespace(cluster=cluster, _manager=types.SimpleNamespace(_net=None))
         subscription = SubscriptionState()
         subscription.subscribe(topics=[TOPIC])
-        coordinator = module.ConsumerCoordinator(client, subscription, group_id="g", **dict(FAST, **overrides))
+        coordinator = module.ConsumerCoordinator(client, subscription, group_id="g",
+                                                 **dict(FAST, **overrides))
         made.append(coordinator)
         return coordinator
 
@@ -267,7 +275,8 @@ def test_commit_after_eviction_is_commit_failed_for_sync_async_and_callbacks(mak
     assert future.failed() and isinstance(future.exception, Errors.CommitFailedError)
     assert isinstance(future.exception, kg.CommitFailedError) and not future.retriable()
     c.commit_offsets_async({})                     # runs completed callbacks, as kafka-python does
-    assert len(seen) == 1 and isinstance(seen[0], Errors.CommitFailedError) and isinstance(seen[0], kg.CommitFailedError)
+    assert len(seen) == 1
+    assert isinstance(seen[0], Errors.CommitFailedError) and isinstance(seen[0], kg.CommitFailedError)
 
 
 def test_commit_while_the_member_rejoins_is_rebalance_in_progress(make_coordinator):
@@ -309,7 +318,8 @@ def test_commit_results_handed_to_futures_and_callbacks_are_mapped(make_coordina
     seen = []
     future = Future()
     c._pending_commits[10**6] = (future, lambda offsets, result: seen.append(result), OFFSETS)
-    c._complete_commit(CommitCompleted(10**6, {}, kg.RetriableCommitFailedError("r", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)))
+    c._complete_commit(CommitCompleted(
+        10**6, {}, kg.RetriableCommitFailedError("r", ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)))
     assert isinstance(future.exception, Errors.CoordinatorLoadInProgressError) and future.retriable()
     c._invoke_completed_offset_commit_callbacks()
     assert seen == [future.exception] and isinstance(seen[0], kg.RetriableCommitFailedError)
@@ -330,7 +340,8 @@ def test_heartbeat_thread_failure_is_raised_as_kafka_error(make_coordinator):
 @pytest.mark.broker
 @pytest.mark.parametrize("kind", ["stock", "kgroup"])
 def test_commit_after_eviction_raises_kafka_commit_failed_error(tansu_bootstrap, unique_name, kind):
-    """``commit()`` once max_poll_interval_ms evicted the member: CommitFailedError, stock and kgroup alike."""
+    """``commit()`` once max_poll_interval_ms evicted the member: CommitFailedError, stock and kgroup
+    alike."""
     from factories import make_consumer
     from harness import wait_for
 

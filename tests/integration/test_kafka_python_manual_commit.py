@@ -2,7 +2,10 @@
 
 Stock kafka-python (and Java) commit with generation -1 and member id ""
 when partitions are assigned by hand; the coordinator accepts that for a
-group without members.  kgroup's drop-in must do the same (item 30).
+group without members (Kafka's GroupCoordinator.handleCommitOffsets in 3.x, ClassicGroup
+.validateOffsetCommit in 4.x: a generation -1 commit to an Empty group comes from a consumer
+that does not use group management).
+kgroup's drop-in must do the same.
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ from kafka.structs import TopicPartition
 
 from kgroup.io.kafka_python.subscription import SubscriptionBridge
 
-T0, T1, T2, U0 = (TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2), TopicPartition("u", 0))
+T0, T1, T2, U0 = (TopicPartition("t", 0), TopicPartition("t", 1), TopicPartition("t", 2),
+                  TopicPartition("u", 0))
 
 
 class Recorder(ConsumerRebalanceListener):

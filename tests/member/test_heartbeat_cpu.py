@@ -37,5 +37,6 @@ def idle_cpu_fraction(session_timeout_ms, heartbeat_interval_ms, seconds=3.0):
 @pytest.mark.parametrize("session_ms,interval_ms", [(10_000, 3_000), (400, 100)])
 def test_idle_heartbeat_thread_cpu_is_small(session_ms, interval_ms):
     fraction = idle_cpu_fraction(session_ms, interval_ms)
-    print(f"\nidle CPU, session {session_ms} ms / heartbeat {interval_ms} ms: {fraction * 100:.3f}% of one core")
+    print(f"\nidle CPU, session {session_ms} ms / heartbeat {interval_ms} ms: "
+          f"{fraction * 100:.3f}% of one core")
     assert fraction < 0.02

@@ -9,9 +9,10 @@ import pytest
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
 from kgroup.io.inprocess import InProcessHub
 
-from member_fakes import CooperativeSplit, EagerOnly
-from test_threads_inprocess import FAST, TOPICS, balanced, poll_until
 from kgroup.io.group_consumer import GroupConsumer
+
+from inprocess_threads import FAST, TOPICS, balanced, poll_until
+from member_fakes import CooperativeSplit, EagerOnly
 
 
 @pytest.mark.slow

@@ -8,7 +8,9 @@ from kgroup.core.member import (
     CommitCompleted, CommittedFetched, FatalError, MemberState, PartitionsAssigned, PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.errors import CommitFailedError, FencedInstanceIdError, MemberClosedError, RetriableCommitFailedError
+from kgroup.errors import (
+    CommitFailedError, FencedInstanceIdError, MemberClosedError, RetriableCommitFailedError,
+)
 from kgroup.values import Assignment, Subscription, TopicPartition as TP
 
 from member_fakes import OK, EagerOnly, Harness, SplitAssignor
@@ -101,7 +103,8 @@ def test_eager_revokes_all_before_join_and_join_waits_for_callbacks_and_commit()
     assert h.member.assignment == frozenset()
     h.member.on_app_poll(h.now)
     assert h.pump() == []  # still waiting for the commit
-    commit = h.reply(m.OffsetCommitRequest, m.OffsetCommitResponse([m.PartitionError(T0, OK), m.PartitionError(T1, OK)]))
+    commit = h.reply(m.OffsetCommitRequest,
+                     m.OffsetCommitResponse([m.PartitionError(T0, OK), m.PartitionError(T1, OK)]))
     assert commit.generation_id == 1 and commit.member_id == "m1"
     assert types(h.pump()) == [m.JoinGroupRequest]
 
@@ -138,7 +141,8 @@ def test_cooperative_revokes_only_dropped_then_rejoins():
     assert set(sub.owned_partitions) == {T0, T1} and sub.generation_id == 1
     h.reply(m.JoinGroupRequest, m.JoinGroupResponse(OK, 2, "consumer", "split", "other", "m1"))
     h.pump()
-    h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "split", pickle.dumps(Assignment([T1, T2]))))
+    h.reply(m.SyncGroupRequest,
+            m.SyncGroupResponse(OK, "consumer", "split", pickle.dumps(Assignment([T1, T2]))))
     events = h.member.take_events()
     assert events[0] == PartitionsRevoked({T0})
     assert events[1].partitions == {T2} and events[1].assignment == {T1, T2}
@@ -313,7 +317,8 @@ def test_commit_failed_when_generation_gone():
     h, _ = stable()
     token = h.member.commit_offsets({T0: 10}, h.now)
     h.pump()
-    h.reply(m.OffsetCommitRequest, m.OffsetCommitResponse([m.PartitionError(T0, ErrorCode.ILLEGAL_GENERATION)]))
+    h.reply(m.OffsetCommitRequest,
+            m.OffsetCommitResponse([m.PartitionError(T0, ErrorCode.ILLEGAL_GENERATION)]))
     [event] = h.member.take_events()
     assert event.token == token and isinstance(event.error, CommitFailedError)
     assert h.member.state is MemberState.UNJOINED and h.member.rejoin_needed
@@ -328,7 +333,8 @@ def test_commit_retries_retriable_errors_until_deadline():
     h, _ = stable()
     token = h.member.commit_offsets({T0: 10}, h.now, deadline_ms=h.now + 1000)
     h.pump()
-    h.reply(m.OffsetCommitRequest, m.OffsetCommitResponse([m.PartitionError(T0, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)]))
+    h.reply(m.OffsetCommitRequest,
+            m.OffsetCommitResponse([m.PartitionError(T0, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)]))
     assert h.member.take_events() == []
     h.clock.advance(50)
     assert types(h.pump()) == [m.OffsetCommitRequest]
@@ -336,7 +342,8 @@ def test_commit_retries_retriable_errors_until_deadline():
     assert h.member.take_events() == [CommitCompleted(token, {T0: m.OffsetAndMetadata(10)}, None)]
     h.member.commit_offsets({T0: 11}, h.now)   # async: no deadline, fails on the first retriable error
     h.pump()
-    h.reply(m.OffsetCommitRequest, m.OffsetCommitResponse([m.PartitionError(T0, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)]))
+    h.reply(m.OffsetCommitRequest,
+            m.OffsetCommitResponse([m.PartitionError(T0, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)]))
     assert isinstance(h.member.take_events()[0].error, RetriableCommitFailedError)
 
 

@@ -9,11 +9,8 @@ from kgroup.core.member import MemberState
 from kgroup.io.group_consumer import GroupConsumer
 from kgroup.io.inprocess import InProcessHub
 
+from inprocess_threads import FAST, TOPICS, balanced, poll_until
 from member_fakes import EagerOnly
-
-TOPICS = {"t": 6}
-FAST = dict(session_timeout_ms=400, heartbeat_interval_ms=100, max_poll_interval_ms=1500,
-            retry_backoff_ms=50, enable_auto_commit=False)
 
 
 @pytest.fixture
@@ -28,22 +25,6 @@ def consumer(hub, listener=None, **kw):
     config = dict(FAST, **kw)
     return GroupConsumer(hub.transport(), group_id="g", topics=["t"], assignors=(EagerOnly(),),
                          listener=listener, partitions_per_topic=TOPICS, **config)
-
-
-def poll_until(consumers, predicate, timeout_s=5.0):
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for c in consumers:
-            c.poll(20)
-        if predicate():
-            return
-    pytest.fail("condition not reached: " + str([(c.member.state, sorted(c.assignment())) for c in consumers]))
-
-
-def balanced(consumers):
-    owned = [tp for c in consumers for tp in c.assignment()]
-    return len(owned) == len(set(owned)) == 6 and all(
-        c.member.state is MemberState.STABLE and not c.member.rejoin_needed for c in consumers)
 
 
 def test_slow_processing_within_max_poll_is_not_evicted_but_beyond_it_is(hub):

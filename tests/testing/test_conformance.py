@@ -185,7 +185,8 @@ class RevokesEveryRound(ReferenceCooperative):
             owned = set(subscriptions[member].owned_partitions)
             kept = [tp for tp in result[member].partitions if tp in owned]
             if kept:
-                result[member] = Assignment(partitions=[tp for tp in result[member].partitions if tp != kept[0]])
+                result[member] = Assignment(
+                    partitions=[tp for tp in result[member].partitions if tp != kept[0]])
                 break
         return result
 
@@ -209,7 +210,8 @@ def test_builtin_assignors_pass(name):
 
 @pytest.mark.parametrize("name", ["sticky", "cooperative-sticky"])
 def test_builtin_sticky_assignors_pass_larger_groups(name):
-    report = check_assignor(get_assignor(name), seed=7, rounds=5, max_members=40, max_topics=6, max_partitions=60)
+    report = check_assignor(get_assignor(name), seed=7, rounds=5, max_members=40, max_topics=6,
+                            max_partitions=60)
     assert report.moves_checked > 0
 
 
@@ -338,7 +340,8 @@ def test_balance_differing_subscriptions_uses_the_movable_bound():
 def test_topic_balance():
     subs = {"m1": _sub("a", "b"), "m2": _sub("a", "b")}
     # range's classic shape: 4 vs 2 overall, but each topic split 2/1.
-    check_topic_balance({"a": 3, "b": 3}, subs, _asg(m1=[("a", 0), ("a", 1), ("b", 0), ("b", 1)], m2=[("a", 2), ("b", 2)]))
+    check_topic_balance({"a": 3, "b": 3}, subs,
+                        _asg(m1=[("a", 0), ("a", 1), ("b", 0), ("b", 1)], m2=[("a", 2), ("b", 2)]))
     with pytest.raises(ConformanceError, match="topic-imbalance: topic 'a'"):
         check_topic_balance({"a": 2, "b": 0}, subs, _asg(m1=[("a", 0), ("a", 1)], m2=[]))
 

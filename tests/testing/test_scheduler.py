@@ -2,8 +2,7 @@
 import pytest
 
 from kgroup.errors import ConfigError
-from kgroup.testing import MockClock, Scheduler
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing import InMemoryKafka, MockClock, Scheduler
 from kgroup.testing.scheduler import PollCadence
 
 

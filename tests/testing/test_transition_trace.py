@@ -6,8 +6,7 @@ from kgroup.core.coordinator import GroupState
 from kgroup.core.fsm import StateMachine, transition_sink
 from kgroup.core.member import MemberState
 from kgroup.errors import IllegalStateTransition
-from kgroup.testing import MockClock, Trace
-from kgroup.testing.cluster import InMemoryKafka
+from kgroup.testing import InMemoryKafka, MockClock, Trace
 
 
 def test_machine_observer_sees_each_transition_after_it_happened():
@@ -91,7 +90,7 @@ def test_one_run_traces_member_group_partition_and_replica_transitions():
         states = [e.new for e in trace.of("member", machine_id)]
         assert states[0] is MemberState.PREPARING_REBALANCE and states[-1] is MemberState.STABLE
     group = trace.of("group", "group 'g'")
-    assert group[0].old is GroupState.Empty and group[-1].new is GroupState.Stable
+    assert group[0].old is GroupState.EMPTY and group[-1].new is GroupState.STABLE
     assert group[-1].now_ms <= settled_at
     # The kill happened at settled_at: broker 1's replicas went offline then.
     offline = [e for e in trace.of("replica") if e.new is ReplicaState.OFFLINE]

@@ -1,8 +1,12 @@
-"""An in-memory Kafka cluster (sans-I/O, driven by ``now_ms``) for testing consumers under failure.
+"""The replica layer of a Kafka cluster as a state machine (sans-I/O, driven by ``now_ms``).
+
+:class:`ClusterStateMachine` models brokers, the controller, partitions and their replicas; the
+test harness that adds group coordinators and in-process clients on top is
+:class:`kgroup.testing.InMemoryKafka`.
 
 API::
 
-    Cluster(config=ClusterConfig(broker_ids=(1, 2, 3), ...), now_ms=0)
+    ClusterStateMachine(config=ClusterConfig(broker_ids=(1, 2, 3), ...), now_ms=0)
       .create_topic(name, partitions, replication_factor=None, assignments=None)
       .add_partitions(name, count) ; .delete_topic(name)
       .produce(topic, partition, payload, acks_all=True) -> offset   # ClusterError(error_code=...)
@@ -15,11 +19,11 @@ API::
       .partition(topic, p) -> Partition (.leader, .isr, .leader_epoch, .logs[b].leo/.hw, .state)
       .controller_id, .controller_epoch, .brokers, .elections
 """
-from kgroup.core.cluster.cluster import Cluster
 from kgroup.core.cluster.config import ClusterConfig
 from kgroup.core.cluster.partition import Ack, Partition
 from kgroup.core.cluster.reassignment import Reassignment, ReassignmentStep
+from kgroup.core.cluster.state_machine import ClusterStateMachine
 from kgroup.core.cluster.states import BrokerState, PartitionState, ReplicaState
 
-__all__ = ["Ack", "BrokerState", "Cluster", "ClusterConfig", "Partition", "PartitionState",
+__all__ = ["Ack", "BrokerState", "ClusterConfig", "ClusterStateMachine", "Partition", "PartitionState",
            "Reassignment", "ReassignmentStep", "ReplicaState"]

@@ -22,20 +22,22 @@ requests.
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Deque, Hashable, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Deque, Hashable, List, Optional, Sequence, Tuple, Union, cast
 
 import attrs
 
 from kgroup.core import error_responses
 from kgroup.core import messages as m
 from kgroup.core.broker import BrokerUnreachable, RequestContext, UnsupportedRequestError, with_context
-from kgroup.core.cluster.cluster import Cluster
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, partition_for_group
+from kgroup.core.cluster.partition import Partition
+from kgroup.core.cluster.replica_log import ReplicaLog
+from kgroup.core.cluster.state_machine import ClusterStateMachine
 from kgroup.core.coordinator import CoordinatorResult, Delivery, GroupCoordinator, GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import ClusterError, ConfigError
 
-__all__ = ["BrokerUnreachable", "GroupHosting", "GroupHostingConfig", "records_of"]
+__all__ = ["BrokerUnreachable", "GroupHosting", "GroupHostingConfig"]
 
 E = ErrorCode
 
@@ -80,13 +82,16 @@ class _Slot:
     #: Single-slot holds, in write order (their offsets never decrease).
     held: Deque[_Held] = attrs.field(factory=deque)
 
-    @property
-    def loading(self) -> bool:
-        return self.leader is not None and self.coordinator is None
+    def leader_log(self, partition: Partition) -> ReplicaLog:
+        # A slot loads and writes only while it has a leader: _sync schedules a load only then, and
+        # _serving hands out only a slot the asking broker leads.
+        if self.leader is None:
+            raise ClusterError(f"{GROUP_METADATA_TOPIC}-{self.index} has no leader", E.NOT_LEADER_OR_FOLLOWER)
+        return partition.logs[self.leader]
 
 
 class GroupHosting:
-    def __init__(self, cluster: Cluster, config: GroupHostingConfig = GroupHostingConfig(),
+    def __init__(self, cluster: ClusterStateMachine, config: GroupHostingConfig = GroupHostingConfig(),
                  now_ms: int = 0, *,
                  member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition=None) -> None:
@@ -141,11 +146,11 @@ class GroupHosting:
             out.extend(self._multi_group(node_id, request_key, request, now_ms))
         elif isinstance(request, _SINGLE_GROUP_REQUESTS):
             slot = self._slots[self.partition_for(request.group_id)]
-            refusal = self._refusal(slot, node_id)
-            if refusal is not None:
-                out.append(Delivery(request_key, error_responses.for_request(request, refusal)))
+            serving = self._serving(slot, node_id)
+            if isinstance(serving, ErrorCode):
+                out.append(Delivery(request_key, error_responses.for_request(request, serving)))
             else:
-                handled = slot.coordinator.handle(request_key, with_context(request, context), now_ms)
+                handled = serving.handle(request_key, with_context(request, context), now_ms)
                 out.extend(self._apply(slot, handled))
         else:
             raise UnsupportedRequestError(f"the in-memory cluster cannot handle {type(request).__name__}")
@@ -262,7 +267,7 @@ class GroupHosting:
 
     def _load(self, slot: _Slot) -> None:
         p = self.cluster.partition(GROUP_METADATA_TOPIC, slot.index)
-        records = [entry.payload for entry in p.logs[slot.leader].entries]
+        records = [entry.payload for entry in slot.leader_log(p).entries]
         slot.coordinator = GroupCoordinator.load(
             records, self.now_ms, self.config.coordinator,
             member_id_factory=self._member_id_factory, on_transition=self._on_transition)
@@ -270,12 +275,13 @@ class GroupHosting:
 
     # -- routing --------------------------------------------------------------------
 
-    def _refusal(self, slot: _Slot, node_id: int) -> Optional[ErrorCode]:
+    def _serving(self, slot: _Slot, node_id: int) -> Union[GroupCoordinator, ErrorCode]:
+        """The slot's loaded coordinator if ``node_id`` leads the slot, else the error that broker answers."""
         if slot.leader != node_id:
             return E.NOT_COORDINATOR
         if slot.coordinator is None:
             return E.COORDINATOR_LOAD_IN_PROGRESS
-        return None
+        return slot.coordinator
 
     def _find_coordinator(self, request: m.FindCoordinatorRequest) -> m.FindCoordinatorResponse:
         if request.key_type != 0:
@@ -294,23 +300,26 @@ class GroupHosting:
             if slot.coordinator is None:
                 return m.ListGroupsResponse(E.COORDINATOR_LOAD_IN_PROGRESS)
             result = slot.coordinator.handle(None, request, now_ms)
-            groups.extend(result.deliveries[0].response.groups)
+            # A coordinator answers a ListGroupsRequest with a ListGroupsResponse, at once.
+            groups.extend(cast(m.ListGroupsResponse, result.deliveries[0].response).groups)
         return m.ListGroupsResponse(E.NONE, tuple(groups))
 
     def _multi_group(self, node_id: int, request_key: Hashable, request, now_ms: int) -> List[Delivery]:
         """DescribeGroups / DeleteGroups: each group answered by its own coordinator, one reply."""
-        parts = []
+        # One single-group answer per group, all of the request's own response type.
+        parts: List[Any] = []
         waits = []
         for group_id in request.groups:
             single = type(request)((group_id,))
             slot = self._slots[self.partition_for(group_id)]
-            refusal = self._refusal(slot, node_id)
-            if refusal is not None:
-                parts.append(error_responses.for_request(single, refusal))
+            serving = self._serving(slot, node_id)
+            if isinstance(serving, ErrorCode):
+                parts.append(error_responses.for_request(single, serving))
                 continue
-            result = slot.coordinator.handle(None, single, now_ms)
+            result = serving.handle(None, single, now_ms)
             parts.append(result.deliveries[0].response)
             waits.append(self._write(slot, result.records))
+        response: object
         if isinstance(request, m.DescribeGroupsRequest):
             response = m.DescribeGroupsResponse(tuple(g for part in parts for g in part.groups))
         else:
@@ -347,8 +356,7 @@ class GroupHosting:
         finally:
             # Completion is tracked here by the HW, not through the cluster's ack list.
             p.acked.clear()
-            p.failed.clear()
-        return (slot.index, slot.leader_epoch, p.logs[slot.leader].leo)
+        return (slot.index, slot.leader_epoch, slot.leader_log(p).leo)
 
     def _revert(self, slot: _Slot) -> List[Delivery]:
         leader, epoch = slot.leader, slot.leader_epoch
@@ -378,10 +386,3 @@ class GroupHosting:
                     still.append(held)
             self._multi_held = still
         return out
-
-
-def records_of(hosting: GroupHosting, group_partition: int, broker: Optional[int] = None) -> Iterable:
-    """The records in one offsets partition's log on ``broker`` (default: its leader)."""
-    p = hosting.cluster.partition(GROUP_METADATA_TOPIC, group_partition)
-    broker = p.leader if broker is None else broker
-    return [entry.payload for entry in p.logs[broker].entries]

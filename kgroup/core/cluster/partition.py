@@ -2,7 +2,7 @@
 
 Fetches are explicit: :meth:`Partition.replicate` lets every eligible follower fetch once.
 The fetch response carries the leader's HW *before* the fetch raised it, so a follower's HW
-lags one round behind, which is exactly what makes HW truncation lose data (seed 004).
+lags one round behind, which is exactly what makes HW truncation lose data (KIP-101).
 """
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from kgroup.core.cluster.replica_log import LogEntry, ReplicaLog
 from kgroup.core.cluster.states import (
     PARTITION_LEGAL_PREVIOUS, REPLICA_LEGAL_PREVIOUS, PartitionState, ReplicaState,
 )
+from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import StateMachine
+from kgroup.errors import ClusterError
 
 
 @attrs.frozen
@@ -41,7 +43,6 @@ class Partition:
         self.needs_truncation: set = set()
         self.pending: List[Tuple[int, int, Any]] = []  # (offset, epoch, payload) awaiting HW
         self.acked: List[Ack] = []
-        self.failed: List[Tuple[int, Any]] = []
         self.state = StateMachine(f"partition {topic}-{index}", PartitionState.NON_EXISTENT,
                                   PARTITION_LEGAL_PREVIOUS)
         self.replica_states: Dict[int, StateMachine] = {}
@@ -59,11 +60,17 @@ class Partition:
     def leader_log(self) -> Optional[ReplicaLog]:
         return None if self.leader is None else self.logs[self.leader]
 
+    def _led_log(self) -> ReplicaLog:
+        # Only reached while the partition has a leader: produce refuses a leaderless partition
+        # first, and replication (which shrinks the ISR) skips one.
+        if self.leader is None:
+            raise ClusterError(f"{self.topic}-{self.index} has no leader", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return self.logs[self.leader]
+
     # -- leadership -------------------------------------------------------------
     def set_leader(self, leader: Optional[int], now_ms: int, unclean: bool = False) -> None:
-        """Apply an election: bump the epoch, fail in-flight acks of the old epoch."""
-        for offset, _epoch, payload in self.pending:
-            self.failed.append((offset, payload))
+        """Apply an election: bump the epoch; the old epoch's appends still awaiting the HW are
+        dropped, never acknowledged (take_acks)."""
         self.pending = []
         if leader is None:
             # Losing the leader is a leader change too: Kafka writes NoLeader with a bumped leader epoch
@@ -92,7 +99,7 @@ class Partition:
 
     # -- produce ------------------------------------------------------------------
     def append(self, payload: Any, acks_all: bool) -> int:
-        log = self.logs[self.leader]
+        log = self._led_log()
         offset = log.append(LogEntry(self.leader_epoch, payload))
         if acks_all:
             self.pending.append((offset, self.leader_epoch, payload))
@@ -127,7 +134,7 @@ class Partition:
         self._advance_hw()
 
     def _epoch_start_reached(self, log: ReplicaLog) -> bool:
-        return log.leo >= self.logs[self.leader].end_offset_for(self.leader_epoch - 1)[1]
+        return log.leo >= self._led_log().end_offset_for(self.leader_epoch - 1)[1]
 
     def is_caught_up(self, broker: int, now_ms: int, lag_max_ms: int) -> bool:
         """Kafka ``ReplicaState.isCaughtUp``: a follower whose LEO equals the leader's is caught up however
@@ -167,7 +174,7 @@ class Partition:
         # (not even an acks=1 write) becomes visible to consumers that fewer replicas than required hold.
         if self.is_under_min_isr():
             return
-        leader_log = self.logs[self.leader]
+        leader_log = self._led_log()
         new_hw = min(self.logs[b].leo for b in self.isr)
         if new_hw > leader_log.hw:
             leader_log.hw = new_hw

@@ -1,4 +1,9 @@
-"""Partition reassignment, seed 001 steps 1-12, recording AR / leader / ISR after each step."""
+"""Partition reassignment, recording AR / leader / ISR after each step.
+
+The steps are numbered 1-12 as in Kafka 2.3's ``KafkaController.onPartitionReassignment`` (OAR =
+original replicas, RAR = reassigned replicas, AR = assigned replicas); KIP-455 (Kafka 2.4) regroups the
+same steps into its phases U, A and B.
+"""
 from __future__ import annotations
 
 from typing import List, Optional, Tuple
@@ -50,7 +55,8 @@ class Reassignment:
         self._record(3)
 
     def poll(self, now_ms: int, elect) -> bool:
-        """Finish steps 4-12 if every RAR replica is in the ISR; ``elect(partition, candidates)`` picks a leader."""
+        """Finish steps 4-12 if every RAR replica is in the ISR; ``elect(partition, candidates)`` picks a
+        leader."""
         p = self.partition
         if self.done or not all(b in p.isr for b in self.rar):
             return self.done

@@ -39,7 +39,8 @@ class ReplicaLog:
         return self.leo - 1
 
     def end_offset_for(self, epoch: int) -> Tuple[int, int]:
-        """OffsetsForLeaderEpoch: (largest known epoch <= epoch, offset where the next epoch starts or LEO)."""
+        """OffsetsForLeaderEpoch: (largest known epoch <= epoch, offset where the next epoch starts or
+        LEO)."""
         found = -1
         end = 0
         for i, (e, _start) in enumerate(self.epoch_starts):

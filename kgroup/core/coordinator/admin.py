@@ -34,11 +34,11 @@ class AdminHandler:
 
     def _describe_one(self, group_id: str) -> DescribedGroup:
         group = self._groups.get(group_id)
-        if group is None or group.is_(S.Dead):
-            return DescribedGroup(E.NONE, group_id, S.Dead.value)
+        if group is None or group.is_(S.DEAD):
+            return DescribedGroup(E.NONE, group_id, S.DEAD.value)
         # Kafka's describeGroups: member metadata and the protocol only when Stable (the selected
         # protocol is final then); the assignment as stored, whatever the state.
-        stable = group.is_(S.Stable)
+        stable = group.is_(S.STABLE)
         protocol = group.protocol_name
         members = tuple(
             DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
@@ -53,7 +53,7 @@ class AdminHandler:
         listed = tuple(
             ListedGroup(gid, group.protocol_type or "", group.state.value)
             for gid, group in self._groups.items()
-            if not group.is_(S.Dead) and (not wanted or group.state.value.lower() in wanted)
+            if not group.is_(S.DEAD) and (not wanted or group.state.value.lower() in wanted)
         )
         return ListGroupsResponse(E.NONE, listed)
 
@@ -62,9 +62,9 @@ class AdminHandler:
 
     def _delete_one(self, group_id: str) -> ErrorCode:
         group = self._groups.get(group_id)
-        if group is None or group.is_(S.Dead):
+        if group is None or group.is_(S.DEAD):
             return E.GROUP_ID_NOT_FOUND
-        if not group.is_(S.Empty):
+        if not group.is_(S.EMPTY):
             return E.NON_EMPTY_GROUP
         self._cancel_timers(group)
         for record in group.delete():

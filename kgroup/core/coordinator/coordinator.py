@@ -133,13 +133,13 @@ class GroupCoordinator:
         return self._timers.deadline_of(session_key(group_id, member_id))
 
     def group_ids(self) -> list[str]:
-        return [gid for gid, group in self._groups.items() if not group.is_(S.Dead)]
+        return [gid for gid, group in self._groups.items() if not group.is_(S.DEAD)]
 
     def persisted_view(self) -> PersistedView:
         groups = {}
         offsets = {}
         for gid, group in self._groups.items():
-            if group.is_(S.Dead):
+            if group.is_(S.DEAD):
                 continue
             members = {mid: m.record(gid) for mid, m in group.members.items()}
             groups[gid] = PersistedGroup(group.header_record(), members)
@@ -155,16 +155,16 @@ class GroupCoordinator:
         timers = self._timers
         for gid, group in self._groups.items():
             group.assert_invariants()
-            if group.is_(S.Dead):
+            if group.is_(S.DEAD):
                 continue
             rules = [(session_key(gid, member_id) in timers, f"member {member_id!r} can never expire")
                      for member_id in (*group.members, *group.pending_members)]
             rules += [
-                (not group.is_(S.PreparingRebalance) or group.join_key in timers,
+                (not group.is_(S.PREPARING_REBALANCE) or group.join_key in timers,
                  "a rebalance without a join deadline"),
                 (group.has_received_sync_from_all_members() or group.sync_key in timers,
                  "members owe a SyncGroup but no sync deadline is armed"),
-                (gid not in self._initial_delays or group.is_(S.PreparingRebalance),
+                (gid not in self._initial_delays or group.is_(S.PREPARING_REBALANCE),
                  f"an initial delay in {group.state.value}"),
             ]
             for holds, violation in rules:
@@ -192,14 +192,14 @@ class GroupCoordinator:
                 group.add(member, protocol_type=header.protocol_type)
                 coordinator._schedule_session(member, now_ms)
             group.restore(header, persisted.members, view.offsets.get(gid, {}))
-            if group.is_(S.PreparingRebalance):
+            if group.is_(S.PREPARING_REBALANCE):
                 # Nobody's join is parked any more: give members a rebalance timeout to rejoin.
                 coordinator._schedule_join(group, now_ms + group.rebalance_timeout_ms(), None)
-            elif group.is_(S.CompletingRebalance):
+            elif group.is_(S.COMPLETING_REBALANCE):
                 # Nobody has synced with this coordinator yet.
                 coordinator._await_syncs(group, now_ms)
             over_capacity = len(group.members) > config.group_max_size
-            if over_capacity and (group.is_(S.Stable) or group.is_(S.CompletingRebalance)):
+            if over_capacity and (group.is_(S.STABLE) or group.is_(S.COMPLETING_REBALANCE)):
                 # The limit was lowered: rebalance so the last rejoiners are kicked out (Kafka's
                 # GroupMetadataManager replay: "Freshly-loaded group ... is over capacity").
                 coordinator._prepare_rebalance(group, now_ms)
@@ -273,7 +273,7 @@ class GroupCoordinator:
         for member_id in group.pending_members:
             self._cancel(session_key(group.group_id, member_id))
 
-    def _create_group(self, group_id: str, initial: GroupState = GroupState.Empty) -> Group:
+    def _create_group(self, group_id: str, initial: GroupState = GroupState.EMPTY) -> Group:
         group = Group(group_id, self._observer, initial, on_change=self._note_changed)
         self._groups[group_id] = group
         return group
@@ -314,7 +314,7 @@ class GroupCoordinator:
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         unknown = req.member_id == UNKNOWN_MEMBER_ID
         group = self._groups.get(req.group_id)
-        if group is None or (group.is_(S.Dead) and unknown):
+        if group is None or (group.is_(S.DEAD) and unknown):
             if not unknown:
                 return fail(E.UNKNOWN_MEMBER_ID)
             # A deleted group's id is free again: a new member creates a new group.
@@ -325,7 +325,7 @@ class GroupCoordinator:
             self._reject_over_max_size(group, req.member_id, now_ms)
             self._deliver(key, JoinGroupResponse(E.GROUP_MAX_SIZE_REACHED))
             return
-        if group.is_(S.Dead):
+        if group.is_(S.DEAD):
             return fail(E.COORDINATOR_NOT_AVAILABLE)
         if not group.supports_protocols(req.protocol_type, names):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
@@ -338,10 +338,10 @@ class GroupCoordinator:
         """GROUP_MAX_SIZE check, Kafka's acceptJoiningMember."""
         limit = self.config.group_max_size
         state = group.state
-        if state is S.Empty or state is S.Dead:
+        if state is S.EMPTY or state is S.DEAD:
             return True
         member = group.members.get(member_id) if member_id is not None else None
-        if state is S.PreparingRebalance:
+        if state is S.PREPARING_REBALANCE:
             # Counting members awaiting the join (not all members) kicks out the last rejoiners
             # of a group that is over a lowered limit.
             return (member is not None and member.join_key is not None) or group.num_awaiting_join < limit
@@ -355,7 +355,7 @@ class GroupCoordinator:
             if member is None:
                 return
             self._remove_member(group, member)
-        if group.is_(S.PreparingRebalance):
+        if group.is_(S.PREPARING_REBALANCE):
             # The members left may all have joined already.
             self._maybe_complete_join(group, now_ms)
 
@@ -393,7 +393,7 @@ class GroupCoordinator:
         if old_sync_key is not None:
             self._deliver(old_sync_key, SyncGroupResponse(E.FENCED_INSTANCE_ID))
         self._schedule_session(new, now_ms)
-        if group.is_(S.Stable) and group.select_protocol() == group.protocol_name:
+        if group.is_(S.STABLE) and group.select_protocol() == group.protocol_name:
             # A restarted process cannot reproduce its subscription bytes (owned partitions,
             # generation), so only a change of the selected protocol forces a rebalance; the
             # member gets its stored assignment back through SyncGroup.
@@ -409,7 +409,7 @@ class GroupCoordinator:
                     protocol_name=group.protocol_name, leader=previous_leader_id or "", member_id=new_id))
             return
         group.park_join(new, key)
-        if group.is_(S.Stable) or group.is_(S.CompletingRebalance):
+        if group.is_(S.STABLE) or group.is_(S.COMPLETING_REBALANCE):
             # In CompletingRebalance the leader may already be assigning with the old member id.
             self._prepare_rebalance(group, now_ms)
         else:
@@ -433,16 +433,16 @@ class GroupCoordinator:
             return
         member = group.members[mid]
         state = group.state
-        if state is S.PreparingRebalance:
+        if state is S.PREPARING_REBALANCE:
             self._update_member_and_rebalance(key, group, member, req, now_ms)
-        elif state is S.CompletingRebalance:
+        elif state is S.COMPLETING_REBALANCE:
             if member.matches(req.protocols):
                 # The member missed its JoinGroup response: send it again.
                 self._schedule_session(member, now_ms)
                 self._deliver(key, self._join_response(group, member, mid == group.leader_id))
             else:
                 self._update_member_and_rebalance(key, group, member, req, now_ms)
-        elif state is S.Stable:
+        elif state is S.STABLE:
             if mid == group.leader_id or not member.matches(req.protocols):
                 # A leader's rejoin means it wants a new assignment (e.g. metadata changed).
                 self._update_member_and_rebalance(key, group, member, req, now_ms)
@@ -489,17 +489,17 @@ class GroupCoordinator:
         self._maybe_prepare_rebalance_or_complete_join(group, now_ms)
 
     def _maybe_prepare_rebalance_or_complete_join(self, group: Group, now_ms: int) -> None:
-        if group.can_transition_to(S.PreparingRebalance):
+        if group.can_transition_to(S.PREPARING_REBALANCE):
             self._prepare_rebalance(group, now_ms)
         else:
             self._maybe_complete_join(group, now_ms)
 
     def _prepare_rebalance(self, group: Group, now_ms: int) -> None:
-        if group.is_(S.CompletingRebalance):
+        if group.is_(S.COMPLETING_REBALANCE):
             self._reset_assignments(group, E.REBALANCE_IN_PROGRESS, now_ms)
         group.clear_pending_sync_members()
         self._cancel(group.sync_key)
-        initial = group.is_(S.Empty)
+        initial = group.is_(S.EMPTY)
         if initial:
             rebalance_timeout_ms = group.rebalance_timeout_ms()
             # Kafka's prepareRebalance: the first wait is the whole configured delay; only the
@@ -507,7 +507,7 @@ class GroupCoordinator:
             delay_ms = self.config.group_initial_rebalance_delay_ms
             delay = _InitialDelay(delay_ms, max(rebalance_timeout_ms - delay_ms, 0))
             self._schedule_join(group, now_ms + delay_ms, delay)
-        group.transition_to(S.PreparingRebalance)
+        group.transition_to(S.PREPARING_REBALANCE)
         if not initial:
             self._schedule_join(group, now_ms + group.rebalance_timeout_ms(), None)
             self._maybe_complete_join(group, now_ms)
@@ -525,14 +525,14 @@ class GroupCoordinator:
 
     def _maybe_complete_join(self, group: Group, now_ms: int) -> None:
         # The initial delay is never cut short (Kafka's InitialDelayedJoin).
-        if (group.is_(S.PreparingRebalance) and group.has_all_members_joined()
-                and group.previous_state is not S.Empty):
+        if (group.is_(S.PREPARING_REBALANCE) and group.has_all_members_joined()
+                and group.previous_state is not S.EMPTY):
             self._cancel(group.join_key)
             self._complete_join(group, now_ms)
 
     def _on_join_timer(self, group_id: str, now_ms: int) -> None:
         group = self._groups.get(group_id)
-        if group is None or not group.is_(S.PreparingRebalance):
+        if group is None or not group.is_(S.PREPARING_REBALANCE):
             return
         delay = self._initial_delays.get(group_id)
         if delay is not None and delay.remaining_ms > 0 and group.take_new_member_added():
@@ -555,7 +555,7 @@ class GroupCoordinator:
         self._initial_delays.pop(group.group_id, None)
         group.elect_joined_leader()
         group.init_next_generation()
-        if group.is_(S.Empty):
+        if group.is_(S.EMPTY):
             return
         leader_id = group.leader_id
         for member in group.members.values():
@@ -574,7 +574,7 @@ class GroupCoordinator:
     def _on_sync_timer(self, group_id: str, now_ms: int) -> None:
         """Kafka's expirePendingSync: members that never synced are removed and the group rebalances."""
         group = self._groups.get(group_id)
-        if group is None or not (group.is_(S.CompletingRebalance) or group.is_(S.Stable)):
+        if group is None or not (group.is_(S.COMPLETING_REBALANCE) or group.is_(S.STABLE)):
             return
         if group.has_received_sync_from_all_members():
             return
@@ -610,9 +610,9 @@ class GroupCoordinator:
 
     def _update_group_after_removal(self, group: Group, now_ms: int) -> None:
         state = group.state
-        if state is S.Stable or state is S.CompletingRebalance:
+        if state is S.STABLE or state is S.COMPLETING_REBALANCE:
             self._prepare_rebalance(group, now_ms)
-        elif state is S.PreparingRebalance:
+        elif state is S.PREPARING_REBALANCE:
             self._maybe_complete_join(group, now_ms)
 
     def _on_session_timer(self, group_id: str, member_id: str, now_ms: int) -> None:
@@ -621,7 +621,7 @@ class GroupCoordinator:
             return
         if member_id in group.pending_members:
             self._drop_pending(group, member_id)
-            if group.is_(S.PreparingRebalance):
+            if group.is_(S.PREPARING_REBALANCE):
                 self._maybe_complete_join(group, now_ms)
             return
         member = group.members.get(member_id)
@@ -647,7 +647,7 @@ class GroupCoordinator:
         group = self._groups.get(req.group_id)
         if group is None:
             return fail(E.UNKNOWN_MEMBER_ID)
-        if group.is_(S.Dead):
+        if group.is_(S.DEAD):
             return fail(E.COORDINATOR_NOT_AVAILABLE)
         code = group.validate_member(req.member_id, req.group_instance_id)
         if code is not E.NONE:
@@ -659,15 +659,15 @@ class GroupCoordinator:
                 or (req.protocol_name is not None and req.protocol_name != group.protocol_name)):
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         state = group.state
-        if state is S.PreparingRebalance:
+        if state is S.PREPARING_REBALANCE:
             return fail(E.REBALANCE_IN_PROGRESS)
-        if state is S.Stable:
+        if state is S.STABLE:
             self._synced(group, member.member_id)
             self._schedule_session(member, now_ms)
             self._deliver(key, SyncGroupResponse(E.NONE, group.protocol_type, group.protocol_name,
                                                  member.assignment))
             return
-        if state is not S.CompletingRebalance:
+        if state is not S.COMPLETING_REBALANCE:
             return fail(E.UNKNOWN_MEMBER_ID)
         superseded = group.park_sync(member, key)
         if superseded is not None:
@@ -677,7 +677,7 @@ class GroupCoordinator:
         if req.member_id != group.leader_id:
             return
         group.assign({a.member_id: a.assignment for a in req.assignments})
-        group.transition_to(S.Stable)
+        group.transition_to(S.STABLE)
         for m in group.members.values():
             sync_key = group.take_sync_key(m)
             if sync_key is not None:
@@ -709,7 +709,7 @@ class GroupCoordinator:
         group = self._groups.get(req.group_id)
         if group is None:
             return self._deliver(key, LeaveGroupResponse(E.UNKNOWN_MEMBER_ID))
-        if group.is_(S.Dead):
+        if group.is_(S.DEAD):
             return self._deliver(key, LeaveGroupResponse(E.COORDINATOR_NOT_AVAILABLE))
         results = []
         members_before = len(group.members)
@@ -718,7 +718,7 @@ class GroupCoordinator:
             results.append(LeaveGroupMemberResponse(ident.member_id, ident.group_instance_id, code))
         if len(group.members) < members_before:
             self._update_group_after_removal(group, now_ms)
-        elif group.is_(S.PreparingRebalance):
+        elif group.is_(S.PREPARING_REBALANCE):
             # Only pending members left: that alone may complete the join, never start one.
             self._maybe_complete_join(group, now_ms)
         self._deliver(key, LeaveGroupResponse(E.NONE, tuple(results)))

@@ -147,7 +147,7 @@ class Group:
     """Members, generation, protocol and offsets of one group; the coordinator drives it."""
 
     def __init__(self, group_id: str, observer: Optional[TransitionObserver] = None,
-                 initial: GroupState = GroupState.Empty, *,
+                 initial: GroupState = GroupState.EMPTY, *,
                  on_change: Optional[ChangeObserver] = None) -> None:
         self._group_id = group_id
         self._fsm = StateMachine(f"group {group_id!r}", initial, LEGAL_PREVIOUS)
@@ -234,10 +234,6 @@ class Group:
         return self._supported_protocols
 
     @property
-    def new_member_added(self) -> bool:
-        return self._new_member_added
-
-    @property
     def join_key(self) -> tuple[str, str]:
         """Key of the group's join timer (initial delay or rebalance timeout)."""
         return self._join_key
@@ -262,7 +258,7 @@ class Group:
     def transition_to(self, target: GroupState) -> None:
         previous = self._fsm.transition_to(target)
         self._previous_state = previous
-        if target is S.PreparingRebalance and previous is S.Empty:
+        if target is S.PREPARING_REBALANCE and previous is S.EMPTY:
             # A new initial delay starts: only members added during it may extend it.
             self._new_member_added = False
         self._changed()
@@ -322,7 +318,7 @@ class Group:
         if self._leader_id is None:
             self._leader_id = member_id
         self._park_join(member, join_key)
-        if self.is_(S.PreparingRebalance) and self._previous_state is S.Empty:
+        if self.is_(S.PREPARING_REBALANCE) and self._previous_state is S.EMPTY:
             # Kafka's addMemberThenRebalanceOrCompleteJoin: the initial delay waits once more.
             self._new_member_added = True
         self._mark_dirty(member_id)
@@ -474,23 +470,17 @@ class Group:
         """Kafka's validateClassicGroupHeartbeat: the answer, and the member whose session the
         heartbeat restarts (None when it is refused).  The hot path: private fields, one call."""
         state = self._fsm.state
-        if state is S.Dead:
+        if state is S.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, None
         code = self.validate_member(member_id, group_instance_id)
         if code is not ErrorCode.NONE:
             return code, None
         if generation_id != self._generation_id:
             return ErrorCode.ILLEGAL_GENERATION, None
-        if state is S.Empty:
+        if state is S.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID, None
         member = self._members[member_id]
-        return (ErrorCode.REBALANCE_IN_PROGRESS if state is S.PreparingRebalance else ErrorCode.NONE), member
-
-    def is_static_member_fenced(self, member_id: str, group_instance_id: Optional[str]) -> bool:
-        if group_instance_id is None:
-            return False
-        current = self._static_members.get(group_instance_id)
-        return current is not None and current != member_id
+        return (ErrorCode.REBALANCE_IN_PROGRESS if state is S.PREPARING_REBALANCE else ErrorCode.NONE), member
 
     def take_new_member_added(self) -> bool:
         """Whether a member joined since the initial delay was last (re)armed; resets the flag."""
@@ -547,10 +537,10 @@ class Group:
             _set(member, "is_new", False)
         if self._members:
             self._protocol_name = self.select_protocol()
-            self.transition_to(S.CompletingRebalance)
+            self.transition_to(S.COMPLETING_REBALANCE)
         else:
             self._protocol_name = None
-            self.transition_to(S.Empty)
+            self.transition_to(S.EMPTY)
 
     def await_syncs(self) -> None:
         """Every member of the new generation owes a SyncGroup (Kafka's addPendingSyncMember)."""
@@ -588,7 +578,7 @@ class Group:
     def commit_offset(self, topic_partition: TopicPartition,
                       committed: OffsetAndMetadata) -> OffsetCommitRecord:
         """Store a committed offset; returns the record that persists it."""
-        if self.is_(S.Dead):
+        if self.is_(S.DEAD):
             raise self._violation("a deleted group stores no offsets")
         self._offsets[topic_partition] = committed
         return OffsetCommitRecord(self._group_id, topic_partition, committed)
@@ -621,7 +611,7 @@ class Group:
     def take_records(self) -> list[GroupRecord]:
         """Records for what changed since the last call: the header, members added, changed or gone."""
         self._unflushed = False
-        if self.is_(S.Dead):
+        if self.is_(S.DEAD):
             self._dirty_members.clear()
             return []
         records: list[GroupRecord] = []
@@ -651,7 +641,7 @@ class Group:
         """
         if self._members:
             raise self._violation("a group with members cannot be deleted")
-        self.transition_to(S.Dead)
+        self.transition_to(S.DEAD)
         self._pending_members.clear()
         tombstones: list[Union[OffsetTombstone, GroupTombstone]] = [
             OffsetTombstone(self._group_id, tp) for tp in self._offsets
@@ -690,7 +680,7 @@ class Group:
               "a member is filed under another id")
         check(not self._pending_members & self._members.keys(), "a member is also pending")
         check(self._pending_sync_members <= self._members.keys(), "a pending sync member is not a member")
-        check(not self._pending_sync_members or state in (S.CompletingRebalance, S.Stable),
+        check(not self._pending_sync_members or state in (S.COMPLETING_REBALANCE, S.STABLE),
               f"members owe a SyncGroup in {state.value}")
         if self._members:
             check(self._leader_id in self._members, f"leader {self._leader_id!r} is not a member")
@@ -699,13 +689,13 @@ class Group:
                   "no protocol is supported by every member")
         else:
             check(self._leader_id is None, f"leader {self._leader_id!r} of a group without members")
-        check(bool(self._members) or state not in (S.CompletingRebalance, S.Stable),
+        check(bool(self._members) or state not in (S.COMPLETING_REBALANCE, S.STABLE),
               f"{state.value} without members")
-        check(not self._members or state not in (S.Empty, S.Dead), f"{state.value} with members")
-        check(state is S.PreparingRebalance or awaiting == 0, f"a member awaits a join in {state.value}")
-        check(state is S.CompletingRebalance or all(m.sync_key is None for m in members),
+        check(not self._members or state not in (S.EMPTY, S.DEAD), f"{state.value} with members")
+        check(state is S.PREPARING_REBALANCE or awaiting == 0, f"a member awaits a join in {state.value}")
+        check(state is S.COMPLETING_REBALANCE or all(m.sync_key is None for m in members),
               f"a member awaits a sync in {state.value}")
-        if state is S.Dead:
+        if state is S.DEAD:
             check(not self._offsets and not self._pending_members,
                   "a deleted group keeps offsets or pending ids")
             return

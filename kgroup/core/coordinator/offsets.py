@@ -44,14 +44,14 @@ class OffsetHandler:
         """The error code, and the group to store the offsets in when the commit is accepted."""
         # The empty group id is a valid group here, as in Kafka ("for backwards compatibility").
         group = self._groups.get(req.group_id)
-        if group is None or group.is_(S.Dead):
+        if group is None or group.is_(S.DEAD):
             if group is not None and (req.generation_id >= 0 or req.member_id or req.group_instance_id):
                 return E.COORDINATOR_NOT_AVAILABLE, None
             if req.generation_id >= 0:
                 # Kafka 4.x: a generation-bearing commit does not create a group.
                 return E.ILLEGAL_GENERATION, None
             return E.NONE, self._create_group(req.group_id)
-        if req.generation_id < 0 and group.is_(S.Empty):
+        if req.generation_id < 0 and group.is_(S.EMPTY):
             # A simple (manually assigned) consumer or an admin tool storing offsets.
             return E.NONE, group
         if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
@@ -61,7 +61,7 @@ class OffsetHandler:
             member = group.members[req.member_id]
             if req.generation_id != group.generation_id:
                 return E.ILLEGAL_GENERATION, None
-            if group.is_(S.CompletingRebalance):
+            if group.is_(S.COMPLETING_REBALANCE):
                 return E.REBALANCE_IN_PROGRESS, None
             self._heard_from(member, now_ms)
             return E.NONE, group
@@ -71,7 +71,7 @@ class OffsetHandler:
     def fetch(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
         group = self._groups.get(req.group_id)
         # A deleted group has no offsets: Kafka answers -1 per partition, not a retriable error.
-        offsets = group.offsets if group is not None and not group.is_(S.Dead) else {}
+        offsets = group.offsets if group is not None and not group.is_(S.DEAD) else {}
         if req.partitions is None:
             partitions = tuple(PartitionOffset(tp, committed) for tp, committed in offsets.items())
         else:

@@ -66,7 +66,8 @@ class OffsetTombstone:
 
 
 Record = Union[
-    GroupMetadataRecord, MemberMetadataRecord, MemberTombstone, GroupTombstone, OffsetCommitRecord, OffsetTombstone
+    GroupMetadataRecord, MemberMetadataRecord, MemberTombstone, GroupTombstone, OffsetCommitRecord,
+    OffsetTombstone,
 ]
 
 

@@ -8,22 +8,27 @@ from kgroup.core.fsm import check_table
 
 class GroupState(enum.Enum):
     # Values are Kafka's state strings, as DescribeGroups / ListGroups carry them.
-    Empty = "Empty"
-    PreparingRebalance = "PreparingRebalance"
-    CompletingRebalance = "CompletingRebalance"
-    Stable = "Stable"
-    Dead = "Dead"
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+    @property
+    def display_name(self) -> str:
+        """Kafka's name for the state (ClassicGroupState), the one errors and traces show."""
+        return self.value
 
 
 S = GroupState
 
 #: target state -> states it may be entered from (Kafka's ClassicGroupState).
 LEGAL_PREVIOUS: dict[GroupState, frozenset] = {
-    S.Empty: frozenset({S.PreparingRebalance}),
-    S.PreparingRebalance: frozenset({S.Stable, S.CompletingRebalance, S.Empty}),
-    S.CompletingRebalance: frozenset({S.PreparingRebalance}),
-    S.Stable: frozenset({S.CompletingRebalance}),
-    S.Dead: frozenset({S.Stable, S.PreparingRebalance, S.CompletingRebalance, S.Empty, S.Dead}),
+    S.EMPTY: frozenset({S.PREPARING_REBALANCE}),
+    S.PREPARING_REBALANCE: frozenset({S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY}),
+    S.COMPLETING_REBALANCE: frozenset({S.PREPARING_REBALANCE}),
+    S.STABLE: frozenset({S.COMPLETING_REBALANCE}),
+    S.DEAD: frozenset({S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.EMPTY, S.DEAD}),
 }
 
 check_table(GroupState, LEGAL_PREVIOUS)

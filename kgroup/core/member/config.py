@@ -1,8 +1,9 @@
 """Member configuration, validated once at construction.
 
 Impossible combinations raise :class:`~kgroup.errors.ConfigError` here
-rather than as odd behaviour later (seed 003: the heartbeat interval must be
-below the session timeout).
+rather than as odd behaviour later (the heartbeat interval must be below the
+session timeout, as Kafka's ``org.apache.kafka.clients.consumer.internals.Heartbeat``
+constructor requires).
 """
 from __future__ import annotations
 

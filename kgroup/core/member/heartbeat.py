@@ -1,4 +1,5 @@
-"""Heartbeat timing as a pure object (seed 003, Kafka's ``Heartbeat``).
+"""Heartbeat timing as a pure object (Kafka's ``org.apache.kafka.clients.consumer.internals.Heartbeat``,
+driven as ``AbstractCoordinator``'s heartbeat thread drives it).
 
 Tracks four instants - last heartbeat sent, last response received, last
 session reset, last application poll - and answers "when is the next

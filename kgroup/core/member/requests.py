@@ -38,10 +38,6 @@ class Outbound:
     request: object
     node_id: Optional[int]
 
-    @property
-    def to_coordinator(self) -> bool:
-        return self.node_id is not None
-
 
 @attrs.define
 class Queued:

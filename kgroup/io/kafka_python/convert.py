@@ -201,7 +201,8 @@ def _join_response(resp) -> m.JoinGroupResponse:
         leader=resp.leader,
         member_id=resp.member_id,
         members=[
-            m.JoinGroupMember(member_id=x.member_id, group_instance_id=x.group_instance_id, metadata=bytes(x.metadata))
+            m.JoinGroupMember(member_id=x.member_id, group_instance_id=x.group_instance_id,
+                              metadata=bytes(x.metadata))
             for x in resp.members
         ],
         skip_assignment=bool(resp.skip_assignment),
@@ -257,7 +258,8 @@ def _offset_fetch_response(resp) -> m.OffsetFetchResponse:
                 epoch = p.committed_leader_epoch if p.committed_leader_epoch is not None else -1
                 committed = m.OffsetAndMetadata(p.committed_offset, p.metadata or "", epoch)
             partitions.append(
-                m.PartitionOffset(TopicPartition(t.name, p.partition_index), committed, error_code(p.error_code))
+                m.PartitionOffset(TopicPartition(t.name, p.partition_index), committed,
+                                  error_code(p.error_code))
             )
     return m.OffsetFetchResponse(error_code=error_code(top_error), partitions=partitions)
 

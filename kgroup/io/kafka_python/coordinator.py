@@ -18,7 +18,7 @@ import collections
 import copy
 import functools
 import logging
-from typing import Optional
+from typing import Any, ClassVar, Optional
 
 import kafka.errors as Errors
 from kafka.future import Future
@@ -91,7 +91,8 @@ def member_config(config: dict, cluster=None) -> MemberConfig:
 
 
 class ConsumerCoordinator:
-    DEFAULT_CONFIG = {
+    # kafka-python's config dicts mix ints, strings, tuples and None under known keys.
+    DEFAULT_CONFIG: ClassVar[dict[str, Any]] = {
         "group_id": "kafka-python-default-group",
         "group_instance_id": None,
         "session_timeout_ms": 45_000,
@@ -463,8 +464,8 @@ class ConsumerCoordinator:
         """``error`` as kafka-python's class too (``kgroup.io.kafka_python.errors``)."""
         member = getattr(self, "_member", None)
         state = None if member is None else member.state
-        return to_kafka_error(error, rebalancing=state in _REBALANCING, timed_out=timed_out,
-                              fatal=member.last_error if state is MemberState.FATAL else None)
+        fatal = member.last_error if member is not None and state is MemberState.FATAL else None
+        return to_kafka_error(error, rebalancing=state in _REBALANCING, timed_out=timed_out, fatal=fatal)
 
     def _check_heartbeat_thread(self) -> None:
         if self._heartbeat.error is not None:

@@ -16,7 +16,7 @@ from typing import Iterable, Optional
 
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 
-from kgroup.assignors import Assignor, RebalanceProtocol, get_assignor
+from kgroup.assignors import Assignor, get_assignor
 from kgroup.assignors.kafka_python import KafkaPythonAssignor, WrappedKafkaPythonAssignor, from_kafka_python
 from kgroup.errors import ConfigError, UnknownAssignorError
 
@@ -78,16 +78,3 @@ def kafka_python_assignor(assignors: Iterable[Assignor],
         if assignor.name == name and isinstance(assignor, WrappedKafkaPythonAssignor):
             return assignor
     return None
-
-
-def common_protocol(assignors: Iterable[Assignor]) -> RebalanceProtocol:
-    """The highest rebalance protocol every assignor supports (KIP-429)."""
-    assignors = list(assignors)
-    common = set(RebalanceProtocol)
-    for assignor in assignors:
-        common &= set(assignor.supported_protocols)
-    if not common:
-        names = ", ".join(a.name for a in assignors)
-        raise ConfigError(
-            f"assignors {names} share no rebalance protocol (mixing EAGER-only and COOPERATIVE-only)")
-    return max(common)

@@ -77,7 +77,8 @@ class KafkaPythonTransport(Transport):
         struct = to_struct(request)
         target = self._coordinator_nodes.get(node_id, node_id) if node_id is not None else None
         try:
-            future = self._manager.call_soon(self._send_on_io_thread, struct, target, self._timeout_for(request))
+            future = self._manager.call_soon(self._send_on_io_thread, struct, target,
+                                             self._timeout_for(request))
         except RuntimeError as exc:  # kafka-python's IO loop is closed or crashed
             raise TransportError(f"kafka-python network client unavailable: {exc}") from exc
         future.add_callback(self._on_response, correlation_id, request)
@@ -121,7 +122,8 @@ class KafkaPythonTransport(Transport):
     def _on_response(self, correlation_id: int, request: object, struct) -> None:
         try:
             value = from_struct(request, struct)
-            if isinstance(value, m.FindCoordinatorResponse) and not value.error_code.is_error:
+            if (isinstance(request, m.FindCoordinatorRequest) and isinstance(value, m.FindCoordinatorResponse)
+                    and not value.error_code.is_error):
                 self._remember_coordinator(request, value)
         except Exception as exc:  # a malformed answer must not kill the IO thread
             value = TransportError(f"cannot decode {type(struct).__name__}: {exc!r}")
@@ -130,7 +132,8 @@ class KafkaPythonTransport(Transport):
     def _on_failure(self, correlation_id: int, exc: BaseException) -> None:
         self._complete(Completion(correlation_id, TransportError(f"{type(exc).__name__}: {exc}")))
 
-    def _remember_coordinator(self, request: m.FindCoordinatorRequest, resp: m.FindCoordinatorResponse) -> None:
+    def _remember_coordinator(self, request: m.FindCoordinatorRequest,
+                              resp: m.FindCoordinatorResponse) -> None:
         cluster = self._manager.cluster
         synthesized = cluster.add_coordinator(resp, request.key_type, request.key)
         self._coordinator_nodes[resp.node_id] = synthesized

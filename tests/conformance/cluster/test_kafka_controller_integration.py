@@ -7,14 +7,14 @@ kgroup's controller is the lowest live broker id (``controllerId`` below is brok
 leader epoch.  ZooKeeper paths, metrics, feature znodes, topic ids, AlterPartition versions and event
 preemption have no kgroup counterpart and are not ported (docs/conformance/cluster.md).
 """
-from kgroup.core.cluster import Cluster, ClusterConfig, PartitionState
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig, PartitionState
 
 INITIAL_LEADER_EPOCH = 0
 CONTROLLER, OTHER = 1, 2
 
 
 def _cluster(brokers=(CONTROLLER, OTHER), **config):
-    return Cluster(ClusterConfig(broker_ids=brokers, **config))
+    return ClusterStateMachine(ClusterConfig(broker_ids=brokers, **config))
 
 
 def test_empty_cluster():

@@ -1,18 +1,18 @@
 """Kafka PartitionStateMachineTest and ReplicaStateMachineTest (3.7, core/src/test/scala/unit/kafka/
-controller/), the scenarios with effects beyond the legality of a move, ported to the Cluster API.
+controller/), the scenarios with effects beyond the legality of a move, ported to the ClusterStateMachine API.
 
 Kafka drives its state machines directly against a mocked ZooKeeper; kgroup's state machines are
 driven by the cluster's controller, so each test reaches the same starting point through the
-Cluster (create a topic, kill or restart a broker) and asserts the state, leader and ISR Kafka
+ClusterStateMachine (create a topic, kill or restart a broker) and asserts the state, leader and ISR Kafka
 asserts.  Transition legality alone is in test_kafka_cluster_state_tables.py.
 """
 import pytest
 
-from kgroup.core.cluster import Cluster, ClusterConfig, PartitionState, ReplicaState
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig, PartitionState, ReplicaState
 
 
 def _cluster(brokers=(1, 2), **config):
-    return Cluster(ClusterConfig(broker_ids=brokers, **config))
+    return ClusterStateMachine(ClusterConfig(broker_ids=brokers, **config))
 
 
 def test_new_partition_to_online_partition_transition():

@@ -8,7 +8,7 @@ these tests assert the committed one (docs/conformance/cluster.md).
 """
 from partition_harness import REPLICA_LAG_TIME_MAX_MS, fetch, leader_hw, leader_partition
 
-from kgroup.core.cluster import Cluster, ClusterConfig
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.partition import Partition
 from kgroup.core.cluster.replica_log import LogEntry
 
@@ -164,7 +164,7 @@ def test_isr_not_expanded_if_replica_is_in_controlled_shutdown():
     out of the ISR whose broker is shutting down is not added back however it fetched before, and once
     the broker is back and fetches, it is.  (kgroup's controlled_shutdown also stops the broker, so it
     cannot fetch meanwhile.)"""
-    cluster = Cluster(ClusterConfig(broker_ids=(1, 2), replica_lag_time_max_ms=1000))
+    cluster = ClusterStateMachine(ClusterConfig(broker_ids=(1, 2), replica_lag_time_max_ms=1000))
     cluster.create_topic("t", 1, assignments=[[1, 2]])
     p = cluster.partition("t", 0)
     cluster.replicate(10)

@@ -139,7 +139,7 @@ class Ctx:
     def create_group(self, group_id: str = GROUP) -> None:
         """Kafka's createClassicGroup: an Empty group (here made by a simple-consumer commit)."""
         assert self.commit(group_id) is E.NONE
-        assert self.state(group_id) is S.Empty
+        assert self.state(group_id) is S.EMPTY
 
     def join_dynamic_and_complete_join(self, group_id: str = GROUP, **kw):
         """Kafka's joinClassicGroupAsDynamicMemberAndCompleteJoin: MEMBER_ID_REQUIRED round, then the join."""
@@ -154,9 +154,9 @@ class Ctx:
     def join_dynamic_and_complete_rebalance(self, group_id: str = GROUP, **kw):
         """Kafka's joinClassicGroupAsDynamicMemberAndCompleteRebalance: one member, Stable."""
         joined = self.join_dynamic_and_complete_join(group_id, **kw)
-        assert joined.generation_id == 1 and self.state(group_id) is S.CompletingRebalance
+        assert joined.generation_id == 1 and self.state(group_id) is S.COMPLETING_REBALANCE
         synced = self.result(self.sync(joined.member_id, 1, group_id=group_id))
-        assert synced.error_code is E.NONE and self.state(group_id) is S.Stable
+        assert synced.error_code is E.NONE and self.state(group_id) is S.STABLE
         return joined
 
     def static_members_join_and_rebalance(self, leader_instance: str = "leader-instance-id",
@@ -174,11 +174,11 @@ class Ctx:
         leader, follower = self.result(leader_key), self.result(follower_key)
         assert leader.error_code is E.NONE and follower.error_code is E.NONE
         assert leader.generation_id == follower.generation_id == 1
-        assert self.state(group_id) is S.CompletingRebalance
+        assert self.state(group_id) is S.COMPLETING_REBALANCE
         assignments = {leader.member_id: b"\x01", follower.member_id: b"\x02"}
         leader_sync = self.result(self.sync(leader.member_id, 1, group_id=group_id,
                                             instance_id=leader_instance, assignments=assignments))
-        assert leader_sync.error_code is E.NONE and self.state(group_id) is S.Stable
+        assert leader_sync.error_code is E.NONE and self.state(group_id) is S.STABLE
         follower_sync = self.result(self.sync(follower.member_id, 1, group_id=group_id,
                                               instance_id=follower_instance))
         assert follower_sync.error_code is E.NONE
@@ -197,7 +197,7 @@ class Ctx:
         assert all(self.result(k) is None for k in keys)
         self.sleep(rebalance_ms)
         assert all(self.result(k).error_code is E.NONE for k in keys)
-        assert self.state(group_id) is S.CompletingRebalance
+        assert self.state(group_id) is S.COMPLETING_REBALANCE
         return [self.result(k) for k in keys]
 
 
@@ -221,15 +221,15 @@ def setup_group_with_pending_member(ctx: Ctx):
     assert ctx.result(ctx.sync(leader.member_id, leader.generation_id)).error_code is E.NONE
     follower_key = ctx.join(api_version=3, **request)
     leader_key = ctx.join(member_id=leader.member_id, **request)
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
     joined_leader, joined_follower = ctx.result(leader_key), ctx.result(follower_key)
     assert joined_leader.error_code is E.NONE and joined_follower.error_code is E.NONE
     assert joined_leader.leader == joined_follower.leader == leader.member_id
     generation = joined_leader.generation_id
     assert ctx.result(ctx.sync(leader.member_id, generation)).error_code is E.NONE
-    assert ctx.state() is S.Stable
+    assert ctx.state() is S.STABLE
     leader_key = ctx.join(member_id=leader.member_id, **request)
-    assert ctx.result(leader_key) is None and ctx.state() is S.PreparingRebalance
+    assert ctx.result(leader_key) is None and ctx.state() is S.PREPARING_REBALANCE
     pending = ctx.call(ctx.join_request(rebalance_ms=10_000, session_ms=2_500))
     assert pending.error_code is E.MEMBER_ID_REQUIRED and len(ctx.group().pending_members) == 1
     follower_key = ctx.join(member_id=joined_follower.member_id, **request)

@@ -79,7 +79,7 @@ def test_testNewMemberFailureAfterSyncGroupCompletion():
                            assignments={first.member_id: b"", second_id: b""})
     assert ctx.result(leader_sync).error_code is E.NONE and ctx.result(follower_sync).error_code is E.NONE
     ctx.sleep(500 + 1)
-    assert ctx.state(GROUP) is S.Empty and not ctx.group(GROUP).members
+    assert ctx.state(GROUP) is S.EMPTY and not ctx.group(GROUP).members
 
 
 def test_testOffsetCommitDeadGroup():
@@ -107,12 +107,12 @@ def _group_stuck_in_rebalance_due_to_nonjoined_static_member(ctx: Ctx):
     joined = ctx.result(dynamic)
     assert joined.error_code is E.NONE and joined.leader == joined.member_id
     assert len(joined.members) == 3 and joined.generation_id == 2
-    assert ctx.state(GROUP) is S.CompletingRebalance
+    assert ctx.state(GROUP) is S.COMPLETING_REBALANCE
     leave = ctx.leave((r.follower_id, None), group_id=GROUP)
-    assert leave.members[0].error_code is E.NONE and ctx.state(GROUP) is S.PreparingRebalance
+    assert leave.members[0].error_code is E.NONE and ctx.state(GROUP) is S.PREPARING_REBALANCE
     ctx.sleep(500 + 1)
     assert list(ctx.group(GROUP).members) == [r.leader_id]
-    assert ctx.group(GROUP).generation_id == 2 and ctx.state(GROUP) is S.PreparingRebalance
+    assert ctx.group(GROUP).generation_id == 2 and ctx.state(GROUP) is S.PREPARING_REBALANCE
     return r
 
 
@@ -122,7 +122,7 @@ def test_testLeaderFailToRejoinBeforeFinalRebalanceTimeoutWithLongSessionTimeout
     ctx.sleep(500 + 1)
     group = ctx.group(GROUP)
     assert not group.members and group.leader_id is None
-    assert group.generation_id == 3 and ctx.state(GROUP) is S.Empty
+    assert group.generation_id == 3 and ctx.state(GROUP) is S.EMPTY
 
 
 def test_testLeaderRejoinBeforeFinalRebalanceTimeoutWithLongSessionTimeout():
@@ -132,7 +132,7 @@ def test_testLeaderRejoinBeforeFinalRebalanceTimeoutWithLongSessionTimeout():
     assert response.error_code is E.NONE and response.generation_id == 3
     assert {m.group_instance_id for m in response.members} == {LEADER}
     assert list(ctx.group(GROUP).members) == [response.member_id]
-    assert ctx.group(GROUP).leader_id is not None and ctx.state(GROUP) is S.CompletingRebalance
+    assert ctx.group(GROUP).leader_id is not None and ctx.state(GROUP) is S.COMPLETING_REBALANCE
 
 
 def test_testCommitMaintainsSession():

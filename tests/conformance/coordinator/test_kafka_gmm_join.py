@@ -35,13 +35,13 @@ def test_testDynamicMembersJoinGroupWithMaxSizeAndRequiredKnownMember():
     ctx = Ctx(max_size=10, initial_delay_ms=50)
     ctx.create_group()
     ids = [ctx.call(ctx.join_request()).member_id for _ in range(11)]
-    assert len(set(ids)) == 11 and ctx.state() is S.Empty and len(ctx.group().pending_members) == 11
+    assert len(set(ids)) == 11 and ctx.state() is S.EMPTY and len(ctx.group().pending_members) == 11
     second = [ctx.join(member_id=mid) for mid in ids]
     ctx.sleep(50)
     ctx.sleep(50)
     assert _codes(ctx, second) == [E.NONE] * 10 + [E.GROUP_MAX_SIZE_REACHED]
     assert len(ctx.group().members) == 10 and not ctx.group().pending_members
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
     third = [ctx.join(member_id=mid) for mid in ids]
     assert _codes(ctx, third) == [E.NONE] * 10 + [E.GROUP_MAX_SIZE_REACHED]
 
@@ -51,7 +51,7 @@ def test_testDynamicMembersJoinGroupWithMaxSizeAndNotRequiredKnownMember():
     ctx.create_group()
     first = [ctx.join(api_version=3) for _ in range(11)]
     assert len(ctx.group().members) == 10 and ctx.group().num_awaiting_join == 10
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
     ctx.sleep(50)
     ctx.sleep(50)
     assert _codes(ctx, first) == [E.NONE] * 10 + [E.GROUP_MAX_SIZE_REACHED]
@@ -59,7 +59,7 @@ def test_testDynamicMembersJoinGroupWithMaxSizeAndNotRequiredKnownMember():
     second = [ctx.join(member_id=mid, api_version=3) for mid in ids]
     assert _codes(ctx, second) == [E.NONE] * 10 + [E.GROUP_MAX_SIZE_REACHED]
     assert len(ctx.group().members) == 10 and ctx.group().num_awaiting_join == 0
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testStaticMembersJoinGroupWithMaxSize():
@@ -67,14 +67,14 @@ def test_testStaticMembersJoinGroupWithMaxSize():
     ctx.create_group()
     instances = [f"instance-id-{i}" for i in range(11)]
     first = [ctx.join(instance_id=i) for i in instances]
-    assert len(ctx.group().members) == 10 and ctx.state() is S.PreparingRebalance
+    assert len(ctx.group().members) == 10 and ctx.state() is S.PREPARING_REBALANCE
     ctx.sleep(50)
     ctx.sleep(50)
     assert _codes(ctx, first) == [E.NONE] * 10 + [E.GROUP_MAX_SIZE_REACHED]
     ids = [ctx.result(k).member_id for k in first]
     second = [ctx.join(member_id=mid, instance_id=i) for mid, i in zip(ids, instances)]
     assert _codes(ctx, second) == [E.NONE] * 10 + [E.GROUP_MAX_SIZE_REACHED]
-    assert len(ctx.group().members) == 10 and ctx.state() is S.CompletingRebalance
+    assert len(ctx.group().members) == 10 and ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testDynamicMembersCanRejoinGroupWithMaxSizeWhileRebalancing():
@@ -84,12 +84,12 @@ def test_testDynamicMembersCanRejoinGroupWithMaxSizeWhileRebalancing():
     for mid in ids:
         ctx.join(member_id=mid)
     assert len(ctx.group().members) == 10 and ctx.group().num_awaiting_join == 10
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
     third = [ctx.join(member_id=mid) for mid in ids]
     ctx.sleep(50)
     ctx.sleep(50)
     assert _codes(ctx, third) == [E.NONE] * 10 + [E.GROUP_MAX_SIZE_REACHED]
-    assert len(ctx.group().members) == 10 and ctx.state() is S.CompletingRebalance
+    assert len(ctx.group().members) == 10 and ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testLastJoiningMembersAreKickedOutWhenRejoiningGroupWithMaxSize():
@@ -103,7 +103,7 @@ def test_testLastJoiningMembersAreKickedOutWhenRejoiningGroupWithMaxSize():
     from kgroup.core.coordinator import GroupCoordinator
     ctx = Ctx(max_size=10, initial_delay_ms=50)
     ctx.coordinator = GroupCoordinator.load(big.records, 0, ctx.config)
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
     keys = [ctx.join(member_id=mid, rebalance_ms=10_000, session_ms=600_000) for mid in ids]
     ctx.sleep(10_000 + 1)
     assert _codes(ctx, keys) == [E.NONE] * 10 + [E.GROUP_MAX_SIZE_REACHED] * 2
@@ -195,7 +195,7 @@ def test_testJoinGroupUnknownConsumerNewDeadGroup():
     ctx.create_group()
     assert ctx.delete(GROUP) == [E.NONE]
     assert ctx.result(ctx.join(api_version=3)) is None
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
 
 
 def test_testExistingMemberJoinDeadGroup():
@@ -207,7 +207,7 @@ def test_testExistingMemberJoinDeadGroup():
     mid = response.member_id
     ctx.leave((mid, None))
     ctx.sleep(ctx.delay_ms)
-    assert ctx.state() is S.Empty
+    assert ctx.state() is S.EMPTY
     assert ctx.delete(GROUP) == [E.NONE]
     assert ctx.call(ctx.join_request(member_id=mid)).error_code is E.COORDINATOR_NOT_AVAILABLE
 
@@ -302,10 +302,10 @@ def test_testJoinGroupExistingMemberUpdatedMetadataTriggersRebalance():
     ctx = Ctx()
     ctx.create_group()
     mid = ctx.join_dynamic_and_complete_join().member_id
-    assert ctx.state() is S.CompletingRebalance and ctx.group().generation_id == 1
+    assert ctx.state() is S.COMPLETING_REBALANCE and ctx.group().generation_id == 1
     key = ctx.join(member_id=mid, protocols=SUPERSET)
     assert ctx.result(key).error_code is E.NONE
-    assert ctx.state() is S.CompletingRebalance and ctx.group().generation_id == 2
+    assert ctx.state() is S.COMPLETING_REBALANCE and ctx.group().generation_id == 2
     assert ctx.group().members[mid].protocols == SUPERSET
 
 
@@ -315,7 +315,7 @@ def test_testJoinGroupAsExistingLeaderTriggersRebalanceInStableState():
     mid = ctx.join_dynamic_and_complete_rebalance().member_id
     key = ctx.join(member_id=mid)
     assert ctx.result(key).error_code is E.NONE
-    assert ctx.state() is S.CompletingRebalance and ctx.group().generation_id == 2
+    assert ctx.state() is S.COMPLETING_REBALANCE and ctx.group().generation_id == 2
 
 
 def _leader_and_member_in_generation_2(ctx, protocols=DEFAULT_PROTOCOLS):
@@ -324,9 +324,9 @@ def _leader_and_member_in_generation_2(ctx, protocols=DEFAULT_PROTOCOLS):
     assert ctx.result(member) is None
     leader = ctx.join(member_id=leader_id, protocols=protocols)
     assert ctx.result(leader).error_code is E.NONE and ctx.result(member).error_code is E.NONE
-    assert ctx.state() is S.CompletingRebalance and ctx.group().generation_id == 2
+    assert ctx.state() is S.COMPLETING_REBALANCE and ctx.group().generation_id == 2
     ctx.result(ctx.sync(leader_id, 2))
-    assert ctx.state() is S.Stable
+    assert ctx.state() is S.STABLE
     return leader_id, ctx.result(member).member_id
 
 
@@ -338,7 +338,7 @@ def test_testJoinGroupAsExistingMemberWithUpdatedMetadataTriggersRebalanceInStab
     assert ctx.result(member) is None
     leader = ctx.join(member_id=leader_id)
     assert ctx.result(leader).error_code is E.NONE and ctx.result(member).error_code is E.NONE
-    assert ctx.state() is S.CompletingRebalance and ctx.group().generation_id == 3
+    assert ctx.state() is S.COMPLETING_REBALANCE and ctx.group().generation_id == 3
 
 
 def test_testJoinGroupExistingMemberDoesNotTriggerRebalanceInStableState():
@@ -347,7 +347,7 @@ def test_testJoinGroupExistingMemberDoesNotTriggerRebalanceInStableState():
     _, member_id = _leader_and_member_in_generation_2(ctx)
     response = ctx.call(ctx.join_request(member_id=member_id))
     assert response.error_code is E.NONE and response.generation_id == 2
-    assert ctx.state() is S.Stable
+    assert ctx.state() is S.STABLE
 
 
 def test_testJoinGroupExistingMemberInEmptyState():
@@ -358,7 +358,7 @@ def test_testJoinGroupExistingMemberInEmptyState():
     mid = ctx.join_dynamic_and_complete_join().member_id
     ctx.leave((mid, None))
     ctx.sleep(ctx.delay_ms)
-    assert ctx.state() is S.Empty
+    assert ctx.state() is S.EMPTY
     response = ctx.call(ctx.join_request(member_id=mid))
     assert response.error_code is E.UNKNOWN_MEMBER_ID and response.generation_id == -1
 
@@ -369,7 +369,7 @@ def test_testCompleteJoinRemoveNotYetRejoinedDynamicMembers():
     ctx.join_dynamic_and_complete_join(session_ms=1_000, rebalance_ms=1_000)
     key = ctx.join(session_ms=1_000, rebalance_ms=1_000, api_version=3)
     assert ctx.result(key) is None and len(ctx.group().members) == 2
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
     ctx.sleep(1_000)
     response = ctx.result(key)
     assert response.error_code is E.NONE and list(ctx.group().members) == [response.member_id]
@@ -393,16 +393,16 @@ def test_testCompleteJoinPhaseNoMembersRejoinedExtendsJoinPhase():
     third = ctx.join(instance_id="third-instance-id", **request)
     ctx.leave(("", "third-instance-id"))
     assert ctx.result(third).error_code is E.UNKNOWN_MEMBER_ID
-    assert ctx.state() is S.PreparingRebalance and ctx.group().num_awaiting_join == 0
+    assert ctx.state() is S.PREPARING_REBALANCE and ctx.group().num_awaiting_join == 0
     ctx.sleep(10_000)
     assert ctx.coordinator.next_deadline_ms() - ctx.now_ms <= 10_000
     ctx.sleep(10_000)
-    assert ctx.state() is S.PreparingRebalance and len(ctx.group().members) == 2
+    assert ctx.state() is S.PREPARING_REBALANCE and len(ctx.group().members) == 2
     first_key = ctx.join(member_id=first_id, instance_id="first-instance-id", **request)
     assert ctx.result(first_key) is None
     second_key = ctx.join(member_id=second_id, instance_id="second-instance-id", **request)
     assert ctx.result(first_key).error_code is E.NONE and ctx.result(second_key).error_code is E.NONE
-    assert ctx.state() is S.CompletingRebalance and ctx.group().generation_id == 3
+    assert ctx.state() is S.COMPLETING_REBALANCE and ctx.group().generation_id == 3
 
 
 # -- new-member join timeout ------------------------------------------------------------------------------
@@ -430,7 +430,7 @@ def test_testNewMemberTimeoutCompletion():
     ctx.sleep(ctx.delay_ms)
     response = ctx.result(key)
     assert response.error_code is E.NONE and ctx.group().generation_id == 1
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
     assert not any(m.is_new for m in ctx.group().members.values())
     assert ctx.result(ctx.sync(response.member_id, 1)).error_code is E.NONE
     # The new-member timeout is no longer in effect...
@@ -438,7 +438,7 @@ def test_testNewMemberTimeoutCompletion():
     assert len(ctx.group().members) == 1
     # ...the session timeout is.
     ctx.sleep(5_000)
-    assert not ctx.group().members and ctx.state() is S.Empty and ctx.group().generation_id == 2
+    assert not ctx.group().members and ctx.state() is S.EMPTY and ctx.group().generation_id == 2
 
 
 def test_testNewMemberFailureAfterJoinGroupCompletion():
@@ -449,13 +449,13 @@ def test_testNewMemberFailureAfterJoinGroupCompletion():
     ctx.sleep(ctx.delay_ms)
     joined = ctx.result(key)
     assert joined.member_id == joined.leader and joined.generation_id == 1
-    assert ctx.result(ctx.sync(joined.member_id, 1)).error_code is E.NONE and ctx.state() is S.Stable
+    assert ctx.result(ctx.sync(joined.member_id, 1)).error_code is E.NONE and ctx.state() is S.STABLE
     other = ctx.join(**request)
     rejoin = ctx.join(member_id=joined.member_id, **request)
     assert ctx.result(rejoin).error_code is E.NONE and ctx.result(other).error_code is E.NONE
     # Kafka's verifySessionExpiration: after the join, new members expire like any member.
     ctx.sleep(5_000)
-    assert not ctx.group().members and ctx.state() is S.Empty
+    assert not ctx.group().members and ctx.state() is S.EMPTY
 
 
 # -- pending members ------------------------------------------------------------------------------------
@@ -466,7 +466,7 @@ def test_testJoinGroupCompletionWhenPendingMemberJoins():
     ctx.create_group()
     _, _, pending_id = setup_group_with_pending_member(ctx)
     response = ctx.call(ctx.join_request(member_id=pending_id, rebalance_ms=10_000, session_ms=5_000))
-    assert response.error_code is E.NONE and ctx.state() is S.CompletingRebalance
+    assert response.error_code is E.NONE and ctx.state() is S.COMPLETING_REBALANCE
     assert len(ctx.group().members) == 3 and not ctx.group().pending_members
 
 
@@ -475,7 +475,7 @@ def test_testJoinGroupCompletionWhenPendingMemberTimesOut():
     ctx.create_group()
     setup_group_with_pending_member(ctx)
     ctx.sleep(2_500)
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
     assert len(ctx.group().members) == 2 and not ctx.group().pending_members
 
 
@@ -492,7 +492,7 @@ def test_testJoinGroupFromUnchangedLeaderShouldRebalance():
     ctx.create_group()
     mid = ctx.join_dynamic_and_complete_rebalance().member_id
     response = ctx.call(ctx.join_request(member_id=mid))
-    assert response.generation_id == 2 and ctx.state() is S.CompletingRebalance
+    assert response.generation_id == 2 and ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testJoinGroupFromUnchangedFollowerDoesNotRebalance():
@@ -500,7 +500,7 @@ def test_testJoinGroupFromUnchangedFollowerDoesNotRebalance():
     ctx.create_group()
     _, member_id = _leader_and_member_in_generation_2(ctx)
     response = ctx.call(ctx.join_request(member_id=member_id))
-    assert response.error_code is E.NONE and response.generation_id == 2 and ctx.state() is S.Stable
+    assert response.error_code is E.NONE and response.generation_id == 2 and ctx.state() is S.STABLE
 
 
 def test_testRebalanceCompletesBeforeMemberJoins():
@@ -510,28 +510,28 @@ def test_testRebalanceCompletesBeforeMemberJoins():
     key = ctx.join(instance_id="leader-instance-id", **request)
     ctx.sleep(ctx.delay_ms)
     first_id = ctx.result(key).member_id
-    assert ctx.result(key).generation_id == 1 and ctx.state() is S.CompletingRebalance
-    assert ctx.result(ctx.sync(first_id, 1)).error_code is E.NONE and ctx.state() is S.Stable
+    assert ctx.result(key).generation_id == 1 and ctx.state() is S.COMPLETING_REBALANCE
+    assert ctx.result(ctx.sync(first_id, 1)).error_code is E.NONE and ctx.state() is S.STABLE
     second = ctx.join(rebalance_ms=10_000, session_ms=2_500, api_version=3)
-    assert ctx.result(second) is None and ctx.state() is S.PreparingRebalance
+    assert ctx.result(second) is None and ctx.state() is S.PREPARING_REBALANCE
     for _ in range(2):
         ctx.sleep(2_500)
         assert ctx.heartbeat(first_id, 1) is E.REBALANCE_IN_PROGRESS
     ctx.sleep(8_000)
     other_id = ctx.result(second).member_id
     assert ctx.result(second).error_code is E.NONE and len(ctx.group().members) == 2
-    assert ctx.group().generation_id == 2 and ctx.state() is S.CompletingRebalance
-    assert ctx.result(ctx.sync(other_id, 2)).error_code is E.NONE and ctx.state() is S.Stable
+    assert ctx.group().generation_id == 2 and ctx.state() is S.COMPLETING_REBALANCE
+    assert ctx.result(ctx.sync(other_id, 2)).error_code is E.NONE and ctx.state() is S.STABLE
     # The static member that did not rejoin is still in the group, one generation behind.
     assert ctx.heartbeat(first_id, 1) is E.ILLEGAL_GENERATION
     expected = [E.NONE, E.NONE, E.REBALANCE_IN_PROGRESS]
     for code in expected:
         ctx.sleep(2_000)
         assert ctx.heartbeat(other_id, 2) is code
-    assert len(ctx.group().members) == 1 and ctx.state() is S.PreparingRebalance
+    assert len(ctx.group().members) == 1 and ctx.state() is S.PREPARING_REBALANCE
     rejoin = ctx.call(ctx.join_request(member_id=other_id, rebalance_ms=10_000, session_ms=2_500))
-    assert rejoin.error_code is E.NONE and rejoin.generation_id == 3 and ctx.state() is S.CompletingRebalance
-    assert ctx.result(ctx.sync(other_id, 3)).error_code is E.NONE and ctx.state() is S.Stable
+    assert rejoin.error_code is E.NONE and rejoin.generation_id == 3 and ctx.state() is S.COMPLETING_REBALANCE
+    assert ctx.result(ctx.sync(other_id, 3)).error_code is E.NONE and ctx.state() is S.STABLE
     for _ in range(20):
         ctx.sleep(2_000)
         assert ctx.heartbeat(other_id, 3) is E.NONE
@@ -543,12 +543,12 @@ def test_testSecondMemberPartiallyJoinAndTimeout():
     key = ctx.join(instance_id="leader-instance-id", rebalance_ms=10_000, session_ms=5_000)
     ctx.sleep(ctx.delay_ms)
     first_id = ctx.result(key).member_id
-    assert ctx.result(ctx.sync(first_id, 1)).error_code is E.NONE and ctx.state() is S.Stable
+    assert ctx.result(ctx.sync(first_id, 1)).error_code is E.NONE and ctx.state() is S.STABLE
     pending = ctx.call(ctx.join_request(rebalance_ms=10_000, session_ms=5_000))
     assert pending.error_code is E.MEMBER_ID_REQUIRED and len(ctx.group().pending_members) == 1
-    assert ctx.state() is S.Stable
+    assert ctx.state() is S.STABLE
     for _ in range(2):
         ctx.sleep(2_500)
         assert ctx.heartbeat(first_id, 1) is E.NONE
     assert list(ctx.group().members) == [first_id] and not ctx.group().pending_members
-    assert ctx.group().generation_id == 1 and ctx.state() is S.Stable
+    assert ctx.group().generation_id == 1 and ctx.state() is S.STABLE

@@ -86,14 +86,15 @@ def test_testGroupStuckInRebalanceTimeoutDueToNonjoinedStaticMember():
     ctx.sleep(5_000)
     response = ctx.result(key)
     assert response.error_code is E.NONE and response.leader == response.member_id
-    assert len(response.members) == 3 and response.generation_id == 2 and ctx.state() is S.CompletingRebalance
+    assert len(response.members) == 3 and response.generation_id == 2
+    assert ctx.state() is S.COMPLETING_REBALANCE
     assert set(ctx.group().members) == {r.leader_id, r.follower_id, response.member_id}
     assert set(ctx.group().static_members.values()) == {r.leader_id, r.follower_id}
     leave = ctx.leave((r.follower_id, FOLLOWER))
-    assert _members(leave) == [(r.follower_id, FOLLOWER, E.NONE)] and ctx.state() is S.PreparingRebalance
+    assert _members(leave) == [(r.follower_id, FOLLOWER, E.NONE)] and ctx.state() is S.PREPARING_REBALANCE
     ctx.sleep(5_000)
     assert list(ctx.group().members) == [r.leader_id]
-    assert ctx.group().generation_id == 2 and ctx.state() is S.PreparingRebalance
+    assert ctx.group().generation_id == 2 and ctx.state() is S.PREPARING_REBALANCE
 
 
 # -- LeaveGroup ------------------------------------------------------------------------------------------
@@ -105,7 +106,7 @@ def test_testPendingMembersLeaveGroup():
     _, _, pending_id = setup_group_with_pending_member(ctx)
     leave = ctx.leave((pending_id, None))
     assert _members(leave) == [(pending_id, None, E.NONE)]
-    assert ctx.state() is S.CompletingRebalance and len(ctx.group().members) == 2
+    assert ctx.state() is S.COMPLETING_REBALANCE and len(ctx.group().members) == 2
     assert not ctx.group().pending_members
 
 
@@ -143,7 +144,7 @@ def test_testValidLeaveGroup():
     joined = ctx.join_dynamic_and_complete_join()
     leave = ctx.leave((joined.member_id, None))
     assert _members(leave) == [(joined.member_id, None, E.NONE)]
-    assert ctx.state() is S.Empty and ctx.group().generation_id == 2
+    assert ctx.state() is S.EMPTY and ctx.group().generation_id == 2
 
 
 def test_testLeaveGroupWithFencedInstanceId():
@@ -240,5 +241,5 @@ def test_testClassicGroupMaybeDelete():
     ctx = Ctx()
     ctx.create_group()
     ctx.join(api_version=3)
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
     assert ctx.delete("group-id", "invalid-group-id") == [E.NON_EMPTY_GROUP, E.GROUP_ID_NOT_FOUND]

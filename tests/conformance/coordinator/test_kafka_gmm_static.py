@@ -30,7 +30,7 @@ def _stable_single_static_member(ctx, protocols=RANGE, **kw):
     ctx.sleep(ctx.delay_ms)
     response = ctx.result(key)
     assert response.error_code is E.NONE and ctx.group().generation_id == 1
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
     # Kafka: "Simulate successful sync group phase".
     assert ctx.result(ctx.sync(response.member_id, 1)).error_code is E.NONE
     return response.member_id
@@ -73,7 +73,7 @@ def test_testReplaceStaticMemberInStableStateNoError(api_version):
     member = ctx.group().members[new_id]
     assert (member.rebalance_timeout_ms, member.session_timeout_ms) == (7_000, 4_500)
     assert member.protocols == SUPERSET
-    assert len(ctx.group().members) == 1 and ctx.group().generation_id == 1 and ctx.state() is S.Stable
+    assert len(ctx.group().members) == 1 and ctx.group().generation_id == 1 and ctx.state() is S.STABLE
 
 
 def test_testReplaceStaticMemberInStableStateWithUpdatedProtocolTriggersRebalance():
@@ -83,7 +83,7 @@ def test_testReplaceStaticMemberInStableStateWithUpdatedProtocolTriggersRebalanc
     response = ctx.call(ctx.join_request(instance_id="group-instance-id", protocols=ROUNDROBIN))
     assert response.error_code is E.NONE
     assert len(ctx.group().members) == 1 and ctx.group().generation_id == 2
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
 
 
 @pytest.mark.parametrize("api_version", [9, 8])
@@ -101,7 +101,7 @@ def test_testReplaceStaticMemberInStableStateSucceeds(api_version):
     assert member.member_id == new_id != old_id
     assert (member.rebalance_timeout_ms, member.session_timeout_ms) == (7_000, 6_000)
     assert member.protocols == SUPERSET
-    assert ctx.state() is S.Stable and ctx.group().generation_id == 1
+    assert ctx.state() is S.STABLE and ctx.group().generation_id == 1
 
 
 def test_testReplaceStaticMemberInCompletingRebalanceStateTriggersRebalance():
@@ -109,11 +109,11 @@ def test_testReplaceStaticMemberInCompletingRebalanceStateTriggersRebalance():
     ctx.create_group()
     key = ctx.join(instance_id="group-instance-id")
     ctx.sleep(ctx.delay_ms)
-    assert ctx.result(key).error_code is E.NONE and ctx.state() is S.CompletingRebalance
+    assert ctx.result(key).error_code is E.NONE and ctx.state() is S.COMPLETING_REBALANCE
     response = ctx.call(ctx.join_request(instance_id="group-instance-id"))
     assert response.error_code is E.NONE
     assert len(ctx.group().members) == 1 and ctx.group().generation_id == 2
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testStaticMemberFenceDuplicateRejoinedFollower():
@@ -121,14 +121,14 @@ def test_testStaticMemberFenceDuplicateRejoinedFollower():
     ctx.create_group()
     r = ctx.static_members_join_and_rebalance()
     ctx.join(api_version=3)  # a new dynamic member: PreparingRebalance
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
     old = ctx.join(member_id=r.follower_id, instance_id=FOLLOWER)
     assert ctx.result(old) is None
     ctx.join(instance_id=FOLLOWER)
     fenced = ctx.result(old)
     assert fenced.error_code is E.FENCED_INSTANCE_ID and fenced.member_id == r.follower_id
     assert fenced.generation_id == -1 and fenced.protocol_name is None and fenced.leader == ""
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
 
 
 def test_testStaticMemberFenceDuplicateSyncingFollowerAfterMemberIdChanged():
@@ -136,20 +136,20 @@ def test_testStaticMemberFenceDuplicateSyncingFollowerAfterMemberIdChanged():
     ctx.create_group()
     r = ctx.static_members_join_and_rebalance()
     leader = ctx.join(member_id=r.leader_id, instance_id=LEADER, rebalance_ms=10_000)
-    assert ctx.result(leader) is None and ctx.state() is S.PreparingRebalance
+    assert ctx.result(leader) is None and ctx.state() is S.PREPARING_REBALANCE
     old_follower = ctx.join(member_id=r.follower_id, instance_id=FOLLOWER, rebalance_ms=10_000)
     joined_leader, joined_follower = ctx.result(leader), ctx.result(old_follower)
     assert joined_leader.generation_id == 2 and joined_leader.leader == r.leader_id
     assert _member_ids(joined_leader) == {r.leader_id, r.follower_id}
     assert joined_follower.member_id == r.follower_id and joined_follower.members == ()
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
     old_sync = ctx.sync(r.follower_id, 2, instance_id=FOLLOWER)
     assert ctx.result(old_sync) is None
     duplicate = ctx.join(instance_id=FOLLOWER, rebalance_ms=10_000)
-    assert ctx.state() is S.PreparingRebalance and ctx.result(duplicate) is None
+    assert ctx.state() is S.PREPARING_REBALANCE and ctx.result(duplicate) is None
     assert ctx.result(old_sync).error_code is E.FENCED_INSTANCE_ID
     ctx.sleep(10_000)
-    assert ctx.state() is S.CompletingRebalance and ctx.group().generation_id == 3
+    assert ctx.state() is S.COMPLETING_REBALANCE and ctx.group().generation_id == 3
     new = ctx.result(duplicate)
     assert list(ctx.group().members) == [new.member_id] and new.leader == new.member_id
 
@@ -159,7 +159,7 @@ def test_testStaticMemberFenceDuplicateRejoiningFollowerAfterMemberIdChanged():
     ctx.create_group()
     r = ctx.static_members_join_and_rebalance()
     leader = ctx.join(member_id=r.leader_id, instance_id=LEADER, rebalance_ms=10_000)
-    assert ctx.result(leader) is None and ctx.state() is S.PreparingRebalance
+    assert ctx.result(leader) is None and ctx.state() is S.PREPARING_REBALANCE
     duplicate = ctx.join(instance_id=FOLLOWER, rebalance_ms=10_000)
     old_follower = ctx.join(member_id=r.follower_id, instance_id=FOLLOWER, rebalance_ms=10_000)
     joined_leader, joined_duplicate = ctx.result(leader), ctx.result(duplicate)
@@ -169,7 +169,7 @@ def test_testStaticMemberFenceDuplicateRejoiningFollowerAfterMemberIdChanged():
     assert joined_duplicate.members == ()
     fenced = ctx.result(old_follower)
     assert fenced.error_code is E.FENCED_INSTANCE_ID and fenced.member_id == r.follower_id
-    assert fenced.generation_id == -1 and ctx.state() is S.CompletingRebalance
+    assert fenced.generation_id == -1 and ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testStaticMemberRejoinWithKnownMemberId():
@@ -179,9 +179,9 @@ def test_testStaticMemberRejoinWithKnownMemberId():
     ctx.sleep(ctx.delay_ms)
     joined = ctx.result(key)
     rejoin = ctx.call(ctx.join_request(member_id=joined.member_id, instance_id="group-instance-id"))
-    assert rejoin.error_code is E.NONE and ctx.state() is S.CompletingRebalance
+    assert rejoin.error_code is E.NONE and ctx.state() is S.COMPLETING_REBALANCE
     sync = ctx.result(ctx.sync(joined.member_id, joined.generation_id, instance_id="group-instance-id"))
-    assert sync.error_code is E.NONE and ctx.state() is S.Stable
+    assert sync.error_code is E.NONE and ctx.state() is S.STABLE
 
 
 @pytest.mark.parametrize("api_version", [9, 8])
@@ -193,7 +193,7 @@ def test_testStaticMemberRejoinWithLeaderIdAndUnknownMemberId(api_version):
     assert response.error_code is E.NONE and response.generation_id == r.generation_id
     assert response.leader == (response.member_id if api_version >= 9 else r.leader_id)
     assert _member_ids(response) == ({response.member_id, r.follower_id} if api_version >= 9 else set())
-    assert response.skip_assignment is (api_version >= 9) and ctx.state() is S.Stable
+    assert response.skip_assignment is (api_version >= 9) and ctx.state() is S.STABLE
     stale_join = ctx.call(ctx.join_request(member_id=r.leader_id, instance_id=LEADER, protocols=SUPERSET))
     assert stale_join.error_code is E.FENCED_INSTANCE_ID
     stale_sync = ctx.result(ctx.sync(r.leader_id, r.generation_id, instance_id=LEADER))
@@ -211,7 +211,7 @@ def test_testStaticMemberRejoinWithLeaderIdAndKnownMemberId():
     assert r.follower_id not in ctx.group().members
     assert response.error_code is E.NONE and response.generation_id == r.generation_id + 1
     assert response.member_id == response.leader == r.leader_id
-    assert _member_ids(response) == {r.leader_id} and ctx.state() is S.CompletingRebalance
+    assert _member_ids(response) == {r.leader_id} and ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testStaticMemberRejoinWithFollowerIdAndChangeOfProtocol():
@@ -226,7 +226,7 @@ def test_testStaticMemberRejoinWithFollowerIdAndChangeOfProtocol():
     assert response.error_code is E.NONE and LEADER in ctx.group().static_members
     assert ctx.group().leader_id == r.follower_id == response.leader == response.member_id
     assert response.generation_id == r.generation_id + 1 and response.protocol_name == "roundrobin"
-    assert _member_ids(response) == {r.leader_id, r.follower_id} and ctx.state() is S.CompletingRebalance
+    assert _member_ids(response) == {r.leader_id, r.follower_id} and ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testStaticMemberRejoinWithUnknownMemberIdAndChangeOfProtocolWithSelectedProtocolChanged():
@@ -242,7 +242,7 @@ def test_testStaticMemberRejoinWithUnknownMemberIdAndChangeOfProtocolWithSelecte
     assert response.error_code is E.NONE and LEADER in ctx.group().static_members
     assert ctx.group().leader_id == response.member_id == response.leader != r.follower_id
     assert response.generation_id == r.generation_id + 1 and response.protocol_name == "roundrobin"
-    assert len(response.members) == 2 and ctx.state() is S.CompletingRebalance
+    assert len(response.members) == 2 and ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testStaticMemberRejoinWithUnknownMemberIdAndChangeOfProtocolWhileSelectProtocolUnchanged():
@@ -254,7 +254,7 @@ def test_testStaticMemberRejoinWithUnknownMemberIdAndChangeOfProtocolWhileSelect
     response = ctx.call(ctx.join_request(instance_id=FOLLOWER, protocols=protocols))
     assert response.error_code is E.NONE and response.generation_id == r.generation_id
     assert response.leader == r.leader_id and response.protocol_name == "range"
-    assert not response.skip_assignment and response.members == () and ctx.state() is S.Stable
+    assert not response.skip_assignment and response.members == () and ctx.state() is S.STABLE
     new_id = response.member_id
     assert new_id != r.follower_id
     stale = ctx.call(ctx.join_request(member_id=r.follower_id, instance_id=FOLLOWER, protocols=protocols))
@@ -273,18 +273,18 @@ def test_testStaticMemberRejoinWithKnownLeaderIdToTriggerRebalanceAndFollowerWit
     leader = ctx.join(member_id=r.leader_id, instance_id=LEADER, **request)
     assert ctx.result(leader) is None
     follower = ctx.join(member_id=r.follower_id, instance_id=FOLLOWER, **request)
-    assert ctx.state() is S.CompletingRebalance and ctx.group().generation_id == 2
+    assert ctx.state() is S.COMPLETING_REBALANCE and ctx.group().generation_id == 2
     joined_leader, joined_follower = ctx.result(leader), ctx.result(follower)
     assert joined_leader.leader == r.leader_id and _member_ids(joined_leader) == {r.leader_id, r.follower_id}
     assert joined_follower.leader == r.leader_id and joined_follower.members == ()
     follower = ctx.join(member_id=r.follower_id, instance_id=FOLLOWER, protocols=RANGE, rebalance_ms=10_000,
                         session_ms=5_000)
-    assert ctx.result(follower) is None and ctx.state() is S.PreparingRebalance
+    assert ctx.result(follower) is None and ctx.state() is S.PREPARING_REBALANCE
     ctx.sleep(5_000)
     response = ctx.result(follower)
     assert response.error_code is E.NONE and response.generation_id == r.generation_id + 2
     assert response.member_id == response.leader == r.follower_id
-    assert _member_ids(response) == {r.follower_id} and ctx.state() is S.CompletingRebalance
+    assert _member_ids(response) == {r.follower_id} and ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testStaticMemberRejoinAsFollowerWithUnknownMemberId():
@@ -295,7 +295,7 @@ def test_testStaticMemberRejoinAsFollowerWithUnknownMemberId():
     assert LEADER in ctx.group().static_members
     assert response.error_code is E.NONE and response.generation_id == r.generation_id
     assert response.leader == r.leader_id and response.members == () and not response.skip_assignment
-    assert ctx.state() is S.Stable and response.member_id != r.follower_id
+    assert ctx.state() is S.STABLE and response.member_id != r.follower_id
     sync = ctx.result(ctx.sync(response.member_id, r.generation_id, instance_id=FOLLOWER))
     assert sync.error_code is E.NONE and sync.assignment == r.follower_assignment
 
@@ -307,7 +307,7 @@ def test_testStaticMemberRejoinAsFollowerWithKnownMemberIdAndNoProtocolChange():
     response = ctx.call(ctx.join_request(member_id=r.follower_id, instance_id=FOLLOWER, protocols=SUPERSET))
     assert response.error_code is E.NONE and response.generation_id == r.generation_id
     assert response.member_id == r.follower_id and response.leader == r.leader_id
-    assert response.members == () and ctx.state() is S.Stable
+    assert response.members == () and ctx.state() is S.STABLE
 
 
 def test_testStaticMemberRejoinAsFollowerWithMismatchedInstanceId():
@@ -360,7 +360,7 @@ def test_testStaticMemberFollowerFailToRejoinBeforeRebalanceTimeout():
     ctx.create_group()
     r = ctx.static_members_join_and_rebalance(rebalance_ms=10_000, session_ms=15_000)
     new = ctx.join(instance_id=NEW, protocols=SUPERSET, rebalance_ms=10_000, session_ms=15_000)
-    assert ctx.result(new) is None and ctx.state() is S.PreparingRebalance
+    assert ctx.result(new) is None and ctx.state() is S.PREPARING_REBALANCE
     leader = ctx.join(member_id=r.leader_id, instance_id=LEADER, protocols=SUPERSET, rebalance_ms=10_000,
                       session_ms=15_000)
     assert ctx.result(leader) is None
@@ -370,7 +370,7 @@ def test_testStaticMemberFollowerFailToRejoinBeforeRebalanceTimeout():
     assert joined_leader.member_id == joined_leader.leader == r.leader_id
     assert {m.group_instance_id for m in joined_leader.members} == {LEADER, FOLLOWER, NEW}
     assert joined_new.leader == r.leader_id and joined_new.members == ()
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testStaticMemberLeaderFailToRejoinBeforeRebalanceTimeout():
@@ -391,7 +391,7 @@ def test_testStaticMemberLeaderFailToRejoinBeforeRebalanceTimeout():
     assert new_leader in {joined_follower.member_id, joined_new.member_id}
     leader_response = joined_follower if joined_follower.member_id == new_leader else joined_new
     assert {m.group_instance_id for m in leader_response.members} == {LEADER, FOLLOWER, NEW}
-    assert ctx.state() is S.CompletingRebalance and ctx.group().generation_id == r.generation_id + 1
+    assert ctx.state() is S.COMPLETING_REBALANCE and ctx.group().generation_id == r.generation_id + 1
 
 
 def test_testStaticMemberReJoinWithIllegalStateAsUnknownMember():
@@ -402,6 +402,6 @@ def test_testStaticMemberReJoinWithIllegalStateAsUnknownMember():
     ctx.create_group()
     r = ctx.static_members_join_and_rebalance()
     ctx.leave((r.leader_id, LEADER), (r.follower_id, FOLLOWER))
-    assert ctx.state() is S.Empty and not ctx.group().static_members
+    assert ctx.state() is S.EMPTY and not ctx.group().static_members
     key = ctx.join(instance_id=FOLLOWER, protocols=SUPERSET)
-    assert ctx.result(key) is None and ctx.state() is S.PreparingRebalance
+    assert ctx.result(key) is None and ctx.state() is S.PREPARING_REBALANCE

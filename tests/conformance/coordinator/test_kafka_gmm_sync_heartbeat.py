@@ -73,7 +73,7 @@ def _leader_and_follower_in_generation_2(ctx):
     assert joined_leader.error_code is E.NONE and joined_follower.error_code is E.NONE
     assert joined_leader.generation_id == joined_follower.generation_id
     assert joined_leader.leader == joined_follower.leader == leader_id
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
     return leader_id, joined_follower.member_id, joined_leader.generation_id
 
 
@@ -85,7 +85,7 @@ def test_testLeaderFailureInSyncGroup():
     assert ctx.result(follower_sync) is None
     ctx.sleep(10_000)
     assert ctx.result(follower_sync).error_code is E.REBALANCE_IN_PROGRESS
-    assert list(ctx.group().members) == [follower_id] and ctx.state() is S.PreparingRebalance
+    assert list(ctx.group().members) == [follower_id] and ctx.state() is S.PREPARING_REBALANCE
 
 
 def test_testSyncGroupFollowerAfterLeader():
@@ -97,7 +97,7 @@ def test_testSyncGroupFollowerAfterLeader():
     assert leader_sync.error_code is E.NONE and leader_sync.assignment == b"\x00"
     follower_sync = ctx.result(ctx.sync(follower_id, generation))
     assert follower_sync.error_code is E.NONE and follower_sync.assignment == b"\x01"
-    assert ctx.state() is S.Stable
+    assert ctx.state() is S.STABLE
 
 
 def test_testSyncGroupLeaderAfterFollower():
@@ -110,7 +110,7 @@ def test_testSyncGroupLeaderAfterFollower():
     leader_sync = ctx.result(ctx.sync(leader_id, generation, assignments=assignments))
     assert leader_sync.error_code is E.NONE and leader_sync.assignment == b"\x00"
     assert ctx.result(follower_sync).error_code is E.NONE and ctx.result(follower_sync).assignment == b"\x01"
-    assert ctx.state() is S.Stable
+    assert ctx.state() is S.STABLE
 
 
 def test_testSyncGroupEmptyAssignment():
@@ -153,7 +153,7 @@ def test_testHeartbeatDuringPreparingRebalance():
     ctx.create_group()
     member_id = ctx.call(ctx.join_request()).member_id
     ctx.join(member_id=member_id)
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
     assert ctx.heartbeat(member_id, 0) is E.REBALANCE_IN_PROGRESS
 
 
@@ -161,7 +161,7 @@ def test_testHeartbeatDuringCompletingRebalance():
     ctx = Ctx()
     ctx.create_group()
     joined = ctx.join_dynamic_and_complete_join()
-    assert joined.generation_id == 1 and ctx.state() is S.CompletingRebalance
+    assert joined.generation_id == 1 and ctx.state() is S.COMPLETING_REBALANCE
     assert ctx.heartbeat(joined.member_id, joined.generation_id) is E.NONE
 
 
@@ -184,7 +184,7 @@ def test_testClassicGroupMemberSessionTimeout():
     ctx.create_group()
     joined = ctx.join_dynamic_and_complete_rebalance(session_ms=5_000, rebalance_ms=10_000)
     ctx.sleep(5_000)
-    assert not ctx.group().members and ctx.state() is S.Empty
+    assert not ctx.group().members and ctx.state() is S.EMPTY
     assert ctx.heartbeat(joined.member_id, joined.generation_id) is E.UNKNOWN_MEMBER_ID
 
 
@@ -202,7 +202,7 @@ def test_testClassicGroupMemberSessionTimeoutDuringRebalance():
     ctx.create_group()
     joined = ctx.join_dynamic_and_complete_rebalance(session_ms=5_000, rebalance_ms=10_000)
     other = ctx.join(rebalance_ms=10_000, session_ms=5_000, api_version=3)
-    assert ctx.result(other) is None and ctx.state() is S.PreparingRebalance
+    assert ctx.result(other) is None and ctx.state() is S.PREPARING_REBALANCE
     ctx.sleep(2_500)
     assert ctx.heartbeat(joined.member_id, joined.generation_id) is E.REBALANCE_IN_PROGRESS
     ctx.sleep(5_000)
@@ -210,14 +210,14 @@ def test_testClassicGroupMemberSessionTimeoutDuringRebalance():
     ctx.sleep(2_500)
     assert ctx.result(other).error_code is E.NONE
     assert len(ctx.group().members) == 1 and ctx.group().generation_id == 2
-    assert ctx.state() is S.CompletingRebalance
+    assert ctx.state() is S.COMPLETING_REBALANCE
 
 
 def test_testHeartbeatDuringRebalanceCausesRebalanceInProgress():
     ctx = Ctx()
     ctx.create_group()
     joined = ctx.join_dynamic_and_complete_join(rebalance_ms=10_000, session_ms=5_000)
-    assert joined.generation_id == 1 and ctx.state() is S.CompletingRebalance
+    assert joined.generation_id == 1 and ctx.state() is S.COMPLETING_REBALANCE
     assert ctx.result(ctx.join(rebalance_ms=10_000, session_ms=5_000, api_version=3)) is None
     assert ctx.heartbeat(joined.member_id, joined.generation_id) is E.REBALANCE_IN_PROGRESS
 
@@ -232,7 +232,7 @@ def test_testRebalanceTimesOutWhenSyncRequestIsNotReceived():
     assert [ctx.heartbeat(r.member_id, r.generation_id) for r in responses] == [E.NONE] * 3
     ctx.sleep(2_500)
     assert [ctx.heartbeat(r.member_id, r.generation_id) for r in responses] == [E.UNKNOWN_MEMBER_ID] * 3
-    assert ctx.state() is S.Empty
+    assert ctx.state() is S.EMPTY
 
 
 def test_testRebalanceTimesOutWhenSyncRequestIsNotReceivedFromFollowers():
@@ -240,12 +240,12 @@ def test_testRebalanceTimesOutWhenSyncRequestIsNotReceivedFromFollowers():
     responses = ctx.join_with_n_members(3, rebalance_ms=5_000, session_ms=5_000)
     ctx.sleep(2_500)
     assert [ctx.heartbeat(r.member_id, r.generation_id) for r in responses] == [E.NONE] * 3
-    assert ctx.result(ctx.sync(responses[0].member_id, 1)).error_code is E.NONE and ctx.state() is S.Stable
+    assert ctx.result(ctx.sync(responses[0].member_id, 1)).error_code is E.NONE and ctx.state() is S.STABLE
     assert ctx.heartbeat(responses[0].member_id, 1) is E.NONE
     ctx.sleep(2_500)
     assert ctx.heartbeat(responses[0].member_id, 1) is E.REBALANCE_IN_PROGRESS
     assert [ctx.heartbeat(r.member_id, 1) for r in responses[1:]] == [E.UNKNOWN_MEMBER_ID] * 2
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
 
 
 def test_testRebalanceTimesOutWhenSyncRequestIsNotReceivedFromLeaders():
@@ -259,7 +259,7 @@ def test_testRebalanceTimesOutWhenSyncRequestIsNotReceivedFromLeaders():
     assert [ctx.result(k).error_code for k in syncs] == [E.REBALANCE_IN_PROGRESS] * 2
     assert ctx.heartbeat(responses[0].member_id, 1) is E.UNKNOWN_MEMBER_ID
     assert [ctx.heartbeat(r.member_id, 1) for r in responses[1:]] == [E.REBALANCE_IN_PROGRESS] * 2
-    assert ctx.state() is S.PreparingRebalance
+    assert ctx.state() is S.PREPARING_REBALANCE
 
 
 def test_testRebalanceDoesNotTimeOutWhenAllSyncAreReceived():
@@ -275,4 +275,4 @@ def test_testRebalanceDoesNotTimeOutWhenAllSyncAreReceived():
     for _ in range(2):
         ctx.sleep(2_500)
         assert [ctx.heartbeat(r.member_id, r.generation_id) for r in responses] == [E.NONE] * 3
-    assert ctx.state() is S.Stable
+    assert ctx.state() is S.STABLE

@@ -19,7 +19,7 @@ def _static_member_in_generation_1(ctx, group_id="foo", stable=True):
     key = ctx.join(group_id=group_id, instance_id="new-instance-id", session_ms=5_000, rebalance_ms=10_000)
     ctx.sleep(ctx.delay_ms)
     joined = ctx.result(key)
-    assert joined.generation_id == 1 and ctx.state(group_id) is S.CompletingRebalance
+    assert joined.generation_id == 1 and ctx.state(group_id) is S.COMPLETING_REBALANCE
     if stable:
         assert ctx.result(ctx.sync(joined.member_id, 1, group_id=group_id,
                                    instance_id="new-instance-id")).error_code is E.NONE
@@ -102,7 +102,7 @@ def test_testGenericGroupOffsetCommitMaintainsSession():
 def test_testSimpleGroupOffsetCommit():
     ctx = Ctx()
     assert ctx.commit("foo") is E.NONE
-    assert ctx.state("foo") is S.Empty
+    assert ctx.state("foo") is S.EMPTY
     assert ctx.fetch("foo").partitions[0].committed.offset == 100
 
 

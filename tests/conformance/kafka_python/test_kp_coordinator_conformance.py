@@ -40,11 +40,6 @@ def once(response):
     return answer
 
 
-def commit_answer(code):
-    return lambda request: m.OffsetCommitResponse(
-        [m.PartitionError(p.topic_partition, error_code(code)) for p in request.offsets])
-
-
 def sent(coordinator, kind):
     return [r for r in coordinator.transport.sent if isinstance(r, kind)]
 

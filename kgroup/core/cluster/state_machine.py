@@ -1,4 +1,5 @@
-"""The cluster facade: brokers, the controller, topics, produce, replication and fault injection."""
+"""The replica-layer state machine's facade: brokers, the controller, topics, produce, replication
+and fault injection (the test harness on top of it is :class:`kgroup.testing.InMemoryKafka`)."""
 from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -14,7 +15,7 @@ from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import ClusterError, ConfigError
 
 
-class Cluster:
+class ClusterStateMachine:
     def __init__(self, config: ClusterConfig = ClusterConfig(), now_ms: int = 0) -> None:
         if not config.broker_ids:
             raise ConfigError("a cluster needs at least one broker")

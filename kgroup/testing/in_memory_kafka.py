@@ -1,6 +1,6 @@
 """An in-memory Kafka cluster with group coordinators, for testing consumers under faults.
 
-:class:`InMemoryKafka` joins the pieces: the replica-layer :class:`Cluster`,
+:class:`InMemoryKafka` joins the pieces: the replica-layer :class:`ClusterStateMachine`,
 the coordinators hosted on ``__consumer_offsets`` leaders
 (:class:`GroupHosting`) and an :class:`InProcessHub` that carries requests
 from kgroup members to them.  Two ways to drive it:
@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 from kgroup.core.broker import DEFAULT_CLIENT_ID
-from kgroup.core.cluster import Cluster, ClusterConfig
+from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.messages import DescribeGroupsRequest
@@ -75,7 +75,7 @@ class InMemoryKafka:
                                            default_replication_factor=min(replication_factor, brokers),
                                            listeners=listeners or ())
         self.clock = clock
-        self.cluster = Cluster(cluster_config, now_ms=(clock or monotonic_ms)())
+        self.cluster = ClusterStateMachine(cluster_config, now_ms=(clock or monotonic_ms)())
         hosting_config = GroupHostingConfig(
             offsets_topic_partitions=offsets_partitions,
             offsets_topic_replication_factor=replication_factor,
@@ -99,7 +99,10 @@ class InMemoryKafka:
     # -- topics and connections --------------------------------------------------
 
     def create_topic(self, name: str, partitions: int, replication_factor: Optional[int] = None) -> None:
-        self.hub.apply(lambda now: (self.cluster.create_topic(name, partitions, replication_factor), [])[1])
+        def create(now_ms: int) -> list:
+            self.cluster.create_topic(name, partitions, replication_factor)
+            return []  # a new topic answers no parked request
+        self.hub.apply(create)
 
     def partitions_per_topic(self) -> Dict[str, int]:
         return {t: len(ps) for t, ps in self.cluster.topics.items() if not t.startswith("__")}
@@ -121,33 +124,38 @@ class InMemoryKafka:
 
     def member(self, name: str, group_id: str, topics: Sequence[str], **config) -> GroupMember:
         """A pure member named ``name`` that ``run()`` drives (MockClock only)."""
-        if self.clock is None:
-            raise ConfigError("member() needs a MockClock; on the real clock use consumer()")
+        clock, scheduler = self._mock_clock_and_scheduler("member()")
         if name in self._runners:
             raise ConfigError(f"a member named {name!r} already exists")
-        member = GroupMember(MemberConfig(group_id=group_id, **config), self.clock())
-        member.subscribe(list(topics), self.clock())
-        member.update_metadata(self.partitions_per_topic(), self.clock())
-        runner = MemberRunner(member, self.transport(member.config.client_id), self.clock)
+        member = GroupMember(MemberConfig(group_id=group_id, **config), clock())
+        member.subscribe(list(topics), clock())
+        member.update_metadata(self.partitions_per_topic(), clock())
+        runner = MemberRunner(member, self.transport(member.config.client_id), clock)
         self._runners[name] = runner
-        assert self.scheduler is not None
-        self.scheduler.add_member(name, runner, _PollingApp(self, name, member, self.clock()))
+        scheduler.add_member(name, runner, _PollingApp(self, name, member, clock()))
         return member
+
+    def _mock_clock_and_scheduler(self, what: str) -> Tuple[MockClock, Scheduler]:
+        # The constructor makes the scheduler exactly when it is given a MockClock.
+        if self.clock is None or self.scheduler is None:
+            raise ConfigError(f"{what} needs a MockClock; on the real clock use consumer()")
+        return self.clock, self.scheduler
 
     def members(self) -> Dict[str, GroupMember]:
         return {name: runner.member for name, runner in self._runners.items()}
 
     def remove_member(self, name: str, leave_group: Optional[bool] = None) -> None:
         """Close a pure member (leaving the group if dynamic) and stop driving it."""
+        clock, _scheduler = self._mock_clock_and_scheduler("remove_member()")
         runner = self._runners.pop(name)
         self._stop_driving(name)
-        runner.member.close(self.clock(), leave_group)
+        runner.member.close(clock(), leave_group)
         for _ in range(100):
             runner.step(0)
             self.hub.tick()
             if runner.member.closed:
                 break
-            self.clock.advance(10)
+            clock.advance(10)
         runner.transport.close()
 
     def crash_member(self, name: str) -> None:
@@ -210,7 +218,7 @@ class InMemoryKafka:
         if not all(view[0] is MemberState.STABLE and not view[1] and view[2] == node for view in views):
             return False
         generations = {view[3] for view in views}
-        if len(generations) != 1 or self.group_state(group_id) is not GroupState.Stable:
+        if len(generations) != 1 or self.group_state(group_id) is not GroupState.STABLE:
             return False
         if names is None:
             # A member whose leave was lost stays in the group until its session expires.
@@ -266,7 +274,10 @@ class InMemoryKafka:
         self.hub.apply(lambda now: self.hosting.elect_preferred_leaders(now))
 
     def slow_follower(self, broker: int, fetch_interval_ms: Optional[int]) -> None:
-        self.hub.apply(lambda now: (self.cluster.slow_follower(broker, fetch_interval_ms), [])[1])
+        def slow(now_ms: int) -> list:
+            self.cluster.slow_follower(broker, fetch_interval_ms)
+            return []  # nothing fails over: replication only slows
+        self.hub.apply(slow)
 
     def isolate_member(self, member) -> None:
         """Cut a consumer (``GroupConsumer`` or member name) off the network until ``heal_member``."""
@@ -276,9 +287,10 @@ class InMemoryKafka:
         self._transport_of(member).heal()
 
     def _transport_of(self, member) -> InProcessTransport:
-        if isinstance(member, str):
-            return self._runners[member].transport
-        return member._runner.transport
+        transport = self._runners[member].transport if isinstance(member, str) else member._runner.transport
+        if not isinstance(transport, InProcessTransport):
+            raise ConfigError(f"{member!r} is not connected to an in-memory cluster")
+        return transport
 
     # -- teardown ----------------------------------------------------------------------
 
