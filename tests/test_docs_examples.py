@@ -136,7 +136,8 @@ def run_pytest_examples(examples: Sequence[Example], directory: Path) -> PytestR
                               timeout=PYTEST_TIMEOUT_S)
         output = done.stdout + done.stderr
     except subprocess.TimeoutExpired as exc:
-        return PytestRun(f"pytest did not finish within {PYTEST_TIMEOUT_S} s:\n{exc.stdout or ''}", {})
+        partial = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        return PytestRun(f"pytest did not finish within {PYTEST_TIMEOUT_S} s:\n{partial}", {})
     outcomes: Dict[str, Dict[str, str]] = {}
     if report.exists():
         for case in ElementTree.parse(report).iter("testcase"):
@@ -159,7 +160,8 @@ def check_pytest_example(example: Example, run: PytestRun) -> None:
 
 
 def check_script_example(example: Example, done: subprocess.CompletedProcess) -> None:
-    assert done.returncode == 0, f"{example.id} failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, \
+        f"{example.id} failed (exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
 
 
 EXAMPLES = collect_examples(DOC_FILES)
