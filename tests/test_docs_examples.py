@@ -174,7 +174,13 @@ def pytest_examples_run(tmp_path_factory) -> PytestRun:
     return run_pytest_examples(PYTEST_EXAMPLES, tmp_path_factory.mktemp("doc_pytest_examples"))
 
 
-@pytest.mark.parametrize("example", SCRIPT_EXAMPLES, ids=[e.id for e in SCRIPT_EXAMPLES])
+def _script_param(example: Example):
+    # Examples that start the Tansu broker carry the integration tests' marker, so -m "not broker" skips them.
+    marks = [pytest.mark.broker] if "running_tansu" in example.source else []
+    return pytest.param(example, id=example.id, marks=marks)
+
+
+@pytest.mark.parametrize("example", [_script_param(e) for e in SCRIPT_EXAMPLES])
 def test_script_example_runs(example, tmp_path):
     check_script_example(example, run_script(example, tmp_path))
 
