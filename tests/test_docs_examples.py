@@ -199,6 +199,31 @@ def test_every_guide_page_is_collected_and_has_examples():
     assert (ROOT / "README.md") in with_examples
 
 
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a markdown heading: lower case, punctuation dropped, spaces as dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip("# ").lower()).replace(" ", "-")
+
+
+def test_relative_links_resolve():
+    """Links between the guide, the README and the design notes point at files (and headings) that exist."""
+    broken = []
+    for page in DOC_FILES:
+        for target in _LINK.findall(page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z]+:", target):
+                continue  # http(s) and mailto links are not checked
+            path, _, anchor = target.partition("#")
+            linked = (page.parent / path).resolve() if path else page
+            if not linked.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {target}")
+            elif anchor and anchor not in {_anchor(line) for line in linked.read_text(encoding="utf-8")
+                                           .splitlines() if line.startswith("#")}:
+                broken.append(f"{page.relative_to(ROOT)}: {target} (no such heading)")
+    assert broken == []
+
+
 # -- the collector itself: a broken example must fail ---------------------------------------------------
 
 
