@@ -26,7 +26,6 @@ from kafka.consumer.subscription_state import SubscriptionState
 from kafka.structs import OffsetAndMetadata, TopicPartition
 
 import kgroup.errors as kg
-from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import CommitCompleted, MemberState
 from kgroup.io.kafka_python import errors as kerr
@@ -194,16 +193,6 @@ def test_bad_strategy_is_a_configuration_error_before_any_socket_opens():
 TOPIC = "t"
 FAST = dict(session_timeout_ms=600, heartbeat_interval_ms=100, max_poll_interval_ms=1_000,
             retry_backoff_ms=20, request_timeout_ms=2_000, enable_auto_commit=False, assignors=("range",))
-
-
-@pytest.fixture
-def hub():
-    from kgroup.io.inprocess import InProcessHub
-
-    hub = InProcessHub(GroupCoordinator(GroupCoordinatorConfig(group_min_session_timeout_ms=100,
-                                                               group_initial_rebalance_delay_ms=0)))
-    yield hub
-    hub.close()
 
 
 @pytest.fixture

@@ -7,18 +7,9 @@ import pytest
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
 from kgroup.core.member import MemberState
 from kgroup.io.group_consumer import GroupConsumer
-from kgroup.io.inprocess import InProcessHub
 
 from inprocess_threads import FAST, TOPICS, balanced, poll_until
 from member_fakes import EagerOnly
-
-
-@pytest.fixture
-def hub():
-    hub = InProcessHub(GroupCoordinator(GroupCoordinatorConfig(group_min_session_timeout_ms=100,
-                                                               group_initial_rebalance_delay_ms=0)))
-    yield hub
-    hub.close()
 
 
 def consumer(hub, listener=None, **kw):

@@ -3,17 +3,6 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
-from kgroup.io.inprocess import InProcessHub
-
-
-@pytest.fixture
-def hub():
-    hub = InProcessHub(GroupCoordinator(GroupCoordinatorConfig(group_min_session_timeout_ms=100,
-                                                               group_initial_rebalance_delay_ms=0)))
-    yield hub
-    hub.close()
-
 
 @pytest.fixture
 def make_coordinator(hub, monkeypatch):
