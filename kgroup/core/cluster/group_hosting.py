@@ -54,6 +54,10 @@ class GroupHostingConfig:
     #: How long a new leader takes to load a partition's groups.
     group_load_time_ms: int = 100
     coordinator: GroupCoordinatorConfig = GroupCoordinatorConfig()
+    #: Let followers fetch a coordinator's write at once (parked follower fetches, as in Kafka)
+    #: instead of at the next periodic replication round; a wire server turns it on so group
+    #: responses are not held for up to ``replica_fetch_interval_ms``.
+    eager_replication: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.offsets_topic_partitions < 1:
@@ -351,6 +355,8 @@ class GroupHosting:
         try:
             for record in records:
                 self.cluster.produce(GROUP_METADATA_TOPIC, slot.index, record, acks_all=True)
+            if records and self.config.eager_replication:
+                self.cluster.replicate(self.now_ms, partitions=[p])
         except ClusterError:
             return None
         finally:

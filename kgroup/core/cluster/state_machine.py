@@ -224,17 +224,30 @@ class ClusterStateMachine:
             return False
         return True
 
-    def replicate(self, now_ms: Optional[int] = None) -> None:
-        """One fetch round: every reachable follower fetches from its leader once."""
+    def replicate(self, now_ms: Optional[int] = None,
+                  partitions: Optional[Sequence[Partition]] = None) -> None:
+        """One fetch round: every reachable follower fetches from its leader once.
+
+        ``partitions`` limits the round to those partitions: what Kafka's followers do when
+        an append completes the fetch they had parked on the leader (a server uses it so
+        acks=all appends do not wait for the next periodic round).  A slowed follower takes
+        no part in such a round.
+        """
         if now_ms is not None:
             self.now_ms = max(self.now_ms, now_ms)
-        allowed = {b: self._can_fetch(b) for b in self.brokers}
-        for b, ok in allowed.items():
-            if ok:
-                self.last_fetch_ms[b] = self.now_ms
-        for p in self.partitions():
+        if partitions is None:
+            allowed = {b: self._can_fetch(b) for b in self.brokers}
+            for b, ok in allowed.items():
+                if ok:
+                    self.last_fetch_ms[b] = self.now_ms
+        else:
+            # A slowed follower has no fetch parked on the leader: it waits for its own round.
+            allowed = {b: self._can_fetch(b) and b not in self.fetch_interval_ms for b in self.brokers}
+        for p in self.partitions() if partitions is None else partitions:
             p.replicate(self.now_ms, allowed.__getitem__, self.config.leader_epoch_truncation,
                         self.config.replica_lag_time_max_ms)
+        if partitions is not None:
+            return
         for key, r in list(self.reassignments.items()):
             if r.poll(self.now_ms, self.elect_leader_from):
                 del self.reassignments[key]

@@ -1,0 +1,62 @@
+"""The wire server's settings (frozen; errors at construction)."""
+from __future__ import annotations
+
+from typing import Tuple
+
+import attrs
+
+from kgroup.core.coordinator import GroupCoordinatorConfig
+from kgroup.errors import ConfigError
+
+__all__ = ["ServerConfig"]
+
+
+@attrs.frozen
+class ServerConfig:
+    #: How many in-memory brokers (node ids 1..brokers), each with its own listener.
+    brokers: int = 1
+    host: str = "127.0.0.1"
+    #: Port of broker 1; broker n listens on ``port + n - 1``.  0 picks free ports.
+    port: int = 0
+    #: Kafka's ``num.partitions``: partitions of an auto-created topic or of CreateTopics with -1.
+    default_partitions: int = 1
+    #: Replication factor of new topics when none is given (capped at the number of brokers).
+    #: Kafka's ``default.replication.factor`` is 1; kgroup defaults to 3 so a broker kill keeps data.
+    default_replication_factor: int = 3
+    #: Kafka's ``auto.create.topics.enable``.
+    auto_create_topics: bool = True
+    #: Kafka's ``offsets.topic.num.partitions``.
+    offsets_partitions: int = 50
+    #: Kafka's ``min.insync.replicas``.
+    min_insync_replicas: int = 1
+    #: Kafka's ``message.max.bytes`` (largest record batch a produce may carry).
+    max_message_bytes: int = 1_048_588
+    #: Kafka's ``group.initial.rebalance.delay.ms`` and the other coordinator settings.
+    coordinator: GroupCoordinatorConfig = GroupCoordinatorConfig()
+    #: How long a new coordinator takes to load its groups after a failover.
+    group_load_time_ms: int = 100
+    cluster_id: str = "kgroup-in-memory"
+    #: The first producer id InitProducerId hands out.
+    first_producer_id: int = 1000
+
+    def __attrs_post_init__(self) -> None:
+        checks: Tuple[Tuple[bool, str], ...] = (
+            (self.brokers >= 1, f"brokers must be >= 1, got {self.brokers}"),
+            (0 <= self.port <= 65535 - self.brokers + 1,
+             f"port {self.port} leaves no room for {self.brokers} brokers"),
+            (self.default_partitions >= 1, f"default_partitions must be >= 1, got {self.default_partitions}"),
+            (self.default_replication_factor >= 1,
+             f"default_replication_factor must be >= 1, got {self.default_replication_factor}"),
+            (self.offsets_partitions >= 1, f"offsets_partitions must be >= 1, got {self.offsets_partitions}"),
+            (self.min_insync_replicas >= 1,
+             f"min_insync_replicas must be >= 1, got {self.min_insync_replicas}"),
+            (self.max_message_bytes >= 1, f"max_message_bytes must be >= 1, got {self.max_message_bytes}"),
+            (self.group_load_time_ms >= 0, f"group_load_time_ms must be >= 0, got {self.group_load_time_ms}"),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+
+    @property
+    def broker_ids(self) -> Tuple[int, ...]:
+        return tuple(range(1, self.brokers + 1))

@@ -1,0 +1,359 @@
+"""The wire server's sans-I/O engine: request frames in, response frames (and closes) out.
+
+One engine serves every broker of one in-memory cluster.  The network layer hands it each
+request frame with the connection and broker it arrived on and the time; the engine
+answers with :class:`Reply` values addressed to connections, now or later (a JoinGroup
+parked until the rebalance completes, an acks=all produce held until the high watermark
+covers it, a fetch waiting for data, a response delayed by a fault).  Like the core it
+reads no clock and does no I/O, so a test can drive it with a mock clock frame by frame.
+
+Kafka processes one request per connection at a time and answers in order; the network
+layer keeps that rule (it reads a connection's next request only after answering the
+previous one), which is what lets a parked JoinGroup hold its connection as in Kafka.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Any, Dict, Hashable, List, Optional
+
+import attrs
+from kafka.protocol.api_key import ApiKey
+
+from kgroup.core.broker import BrokerUnreachable, RequestContext
+from kgroup.core.cluster.group_hosting import GroupHosting
+from kgroup.core.coordinator import Delivery
+from kgroup.server import group_codec
+from kgroup.server.data_plane import DataPlane, ProduceWait
+from kgroup.server.error_answers import error_answer
+from kgroup.server.faults import FaultRules, TraceEntry, error_codes_of
+from kgroup.server.frames import (
+    DecodedRequest, FrameError, UnsupportedRequestVersion, api_versions_response, decode_request,
+    encode_response, peek_header, response_version_for,
+)
+from kgroup.server.wire_errors import WireError
+
+__all__ = ["Reply", "ServerEngine"]
+
+log = logging.getLogger("kgroup.server")
+
+
+@attrs.frozen
+class Reply:
+    """What to do on a connection: send ``data`` (a whole response frame), then close if ``close``."""
+
+    connection_id: int
+    data: Optional[bytes] = None
+    close: bool = False
+
+
+@attrs.define
+class _Connection:
+    node_id: int
+    client_host: str
+    client_id: str = ""
+
+
+@attrs.define
+class _InFlight:
+    """A request being answered: which connection, what it asked, what is still missing."""
+
+    connection_id: int
+    node_id: int
+    decoded: DecodedRequest
+    trace: TraceEntry
+    #: Core answers of a group request, one slot per core request it stands for.
+    parts: List[Any] = attrs.field(factory=list)
+    produce_waits: List[ProduceWait] = attrs.field(factory=list)
+    produce_response: Any = None
+    fetch_deadline_ms: Optional[int] = None
+    produce_deadline_ms: Optional[int] = None
+    #: Extra delay a fault put on the answer.
+    delay_ms: int = 0
+
+
+@attrs.define
+class _Delayed:
+    due_ms: int
+    reply: Reply
+
+
+class ServerEngine:
+    def __init__(self, hosting: GroupHosting, data_plane: DataPlane, now_ms: int) -> None:
+        self.hosting = hosting
+        self.cluster = hosting.cluster
+        self.data = data_plane
+        self.faults = FaultRules()
+        #: Every request and how it was answered, in arrival order.
+        self.trace: List[TraceEntry] = []
+        self._connections: Dict[int, _Connection] = {}
+        self._in_flight: Dict[int, _InFlight] = {}
+        self._delayed: List[_Delayed] = []
+        self._ids = itertools.count(1)
+        self._now_ms = now_ms
+
+    # -- connections -------------------------------------------------------------------------
+
+    def connection_opened(self, connection_id: int, node_id: int, client_host: str) -> None:
+        self._connections[connection_id] = _Connection(node_id, client_host)
+
+    def connection_closed(self, connection_id: int) -> None:
+        """Forget a connection; requests still parked for it are answered into the void."""
+        self._connections.pop(connection_id, None)
+
+    def connections(self, client_id: Optional[str] = None, node_id: Optional[int] = None) -> List[int]:
+        return [cid for cid, c in self._connections.items()
+                if (client_id is None or c.client_id == client_id)
+                and (node_id is None or c.node_id == node_id)]
+
+    # -- requests ----------------------------------------------------------------------------
+
+    def handle(self, connection_id: int, frame: bytes, now_ms: int) -> List[Reply]:
+        """Answer one request frame (its length prefix already removed)."""
+        out = self._advance(now_ms)
+        connection = self._connections.get(connection_id)
+        if connection is None:
+            raise KeyError(f"connection {connection_id} was never opened")
+        if connection.node_id not in self.cluster.live_brokers():
+            # The broker died or was cut off: its connections are gone as on a real cluster.
+            out.append(Reply(connection_id, close=True))
+            return out
+        try:
+            decoded = decode_request(frame)
+        except UnsupportedRequestVersion as unsupported:
+            out.append(self._unsupported(connection_id, connection, unsupported, now_ms))
+            return out
+        except FrameError as error:
+            log.warning("closing connection %d from %s to broker %d: %s", connection_id,
+                        connection.client_host, connection.node_id, error)
+            self.trace.append(self._frame_trace(connection_id, connection, frame, now_ms, str(error)))
+            out.append(Reply(connection_id, close=True))
+            return out
+        connection.client_id = decoded.client_id
+        entry = TraceEntry(node_id=connection.node_id, connection_id=connection_id,
+                           client_id=decoded.client_id, api=decoded.api_key.name,
+                           api_version=decoded.api_version, correlation_id=decoded.correlation_id,
+                           received_ms=now_ms, group_id=_group_of(decoded.request))
+        self.trace.append(entry)
+        request_id = next(self._ids)
+        flight = _InFlight(connection_id, connection.node_id, decoded, entry)
+        action = self.faults.match(decoded.api_key.name, decoded.client_id, entry.group_id)
+        if action is not None:
+            entry.fault = action.describe()
+            if action.kind == "drop":
+                entry.outcome = "dropped"
+                return out
+            if action.kind == "close":
+                entry.outcome = "closed"
+                out.append(Reply(connection_id, close=True))
+                return out
+            if action.kind == "fail":
+                out.extend(self._answer(flight, self._error_answer(decoded, action.error_code), now_ms))
+                return out
+            flight.delay_ms = action.delay_ms
+        self._in_flight[request_id] = flight
+        try:
+            out.extend(self._dispatch(request_id, flight, connection, now_ms))
+        except Exception as error:  # a bug must cost one request, never the server
+            log.exception("%s v%d from %r failed", decoded.api_key.name, decoded.api_version,
+                          decoded.client_id)
+            self._in_flight.pop(request_id, None)
+            entry.fault = entry.fault or f"handler raised {type(error).__name__}"
+            failed = self._error_answer(decoded, WireError.UNKNOWN_SERVER_ERROR)
+            out.extend(self._answer(flight, failed, now_ms))
+        out.extend(self._settle(now_ms))
+        return out
+
+    def tick(self, now_ms: int) -> List[Reply]:
+        """Fire timers due by ``now_ms`` (coordinator deadlines, replication, fetch waits, delays)."""
+        out = self._advance(now_ms)
+        out.extend(self._settle(now_ms))
+        return out
+
+    def next_deadline_ms(self) -> Optional[int]:
+        deadlines = [d for d in (self.hosting.next_deadline_ms(),) if d is not None]
+        for flight in self._in_flight.values():
+            for deadline in (flight.fetch_deadline_ms, flight.produce_deadline_ms):
+                if deadline is not None:
+                    deadlines.append(deadline)
+        deadlines.extend(d.due_ms for d in self._delayed)
+        return min(deadlines) if deadlines else None
+
+    def apply_fault(self, now_ms: int, action) -> List[Reply]:
+        """Run a cluster fault (``action(now_ms)`` returning deliveries) and answer what it released."""
+        out = self._advance(now_ms)
+        out.extend(self._route(action(now_ms), now_ms))
+        out.extend(self._settle(now_ms))
+        return out
+
+    # -- dispatch ----------------------------------------------------------------------------
+
+    @staticmethod
+    def _error_answer(decoded: DecodedRequest, code: int) -> Any:
+        return error_answer(decoded.api_key, decoded.request, decoded.api_version, code)
+
+    def _dispatch(self, request_id: int, flight: _InFlight, connection: _Connection,
+                  now_ms: int) -> List[Reply]:
+        decoded = flight.decoded
+        api, request, version, node = decoded.api_key, decoded.request, decoded.api_version, flight.node_id
+        if api in group_codec.GROUP_APIS:
+            return self._send_group(request_id, flight, connection, now_ms)
+        if api is ApiKey.Produce:
+            response, waits = self.data.produce(node, request, version)
+            if request.acks == 0:
+                # acks=0: Kafka sends no response at all.
+                self._in_flight.pop(request_id)
+                flight.trace.outcome = "no response (acks=0)"
+                flight.trace.answered_ms = now_ms
+                return []
+            flight.produce_response = response
+            flight.produce_waits = waits
+            flight.produce_deadline_ms = now_ms + max(request.timeout_ms, 0) if waits else None
+            return []
+        if api is ApiKey.Fetch:
+            flight.fetch_deadline_ms = now_ms + max(request.max_wait_ms, 0)
+            return []
+        simple = {
+            ApiKey.ApiVersions: lambda: api_versions_response(version),
+            ApiKey.Metadata: lambda: self.data.metadata(node, request, version),
+            ApiKey.ListOffsets: lambda: self.data.list_offsets(node, request, version),
+            ApiKey.CreateTopics: lambda: self.data.create_topics(request, version),
+            ApiKey.DeleteTopics: lambda: self.data.delete_topics(request, version),
+            ApiKey.CreatePartitions: lambda: self.data.create_partitions(request, version),
+            ApiKey.InitProducerId: lambda: self.data.init_producer_id(request, version),
+        }
+        self._in_flight.pop(request_id)
+        return self._answer(flight, simple[api](), now_ms)
+
+    def _send_group(self, request_id: int, flight: _InFlight, connection: _Connection,
+                    now_ms: int) -> List[Reply]:
+        decoded = flight.decoded
+        core_requests = group_codec.to_core(decoded.api_key, decoded.request, decoded.api_version)
+        flight.parts = [None] * len(core_requests)
+        context = RequestContext(decoded.client_id, "/" + connection.client_host, decoded.api_version)
+        out: List[Reply] = []
+        if not core_requests:
+            self._in_flight.pop(request_id)
+            return self._answer(flight, group_codec.to_struct(decoded.api_key, [], decoded.api_version,
+                                                              decoded.request), now_ms)
+        for index, core_request in enumerate(core_requests):
+            deliveries = self.hosting.send(flight.node_id, (request_id, index), core_request, now_ms, context)
+            out.extend(self._route(deliveries, now_ms))
+        return out
+
+    def _route(self, deliveries: List[Delivery], now_ms: int) -> List[Reply]:
+        """Hand the coordinators' answers to the requests they belong to; answer completed ones."""
+        out: List[Reply] = []
+        for delivery in deliveries:
+            key: Hashable = delivery.request_key
+            if not isinstance(key, tuple):
+                continue
+            request_id, index = key
+            flight = self._in_flight.get(request_id)
+            if flight is None:
+                continue
+            if isinstance(delivery.response, BrokerUnreachable):
+                # The broker died holding the request: the client sees its connection drop.
+                self._in_flight.pop(request_id)
+                flight.trace.outcome = "broker unreachable"
+                flight.trace.answered_ms = now_ms
+                out.append(Reply(flight.connection_id, close=True))
+                continue
+            flight.parts[index] = delivery.response
+            if all(part is not None for part in flight.parts):
+                self._in_flight.pop(request_id)
+                decoded = flight.decoded
+                out.extend(self._answer(flight, group_codec.to_struct(
+                    decoded.api_key, flight.parts, decoded.api_version, decoded.request), now_ms))
+        return out
+
+    # -- waiting requests --------------------------------------------------------------------
+
+    def _advance(self, now_ms: int) -> List[Reply]:
+        self._now_ms = max(self._now_ms, now_ms)
+        return self._route(self.hosting.tick(self._now_ms), self._now_ms)
+
+    def _settle(self, now_ms: int) -> List[Reply]:
+        """Answer produces whose appends resolved, fetches with enough data or out of time, due delays."""
+        out: List[Reply] = []
+        for request_id, flight in list(self._in_flight.items()):
+            if flight.produce_response is not None:
+                pending = [w for w in flight.produce_waits if not self.data.settle(w)]
+                flight.produce_waits = pending
+                deadline = flight.produce_deadline_ms
+                if pending and deadline is not None and now_ms >= deadline:
+                    for wait in pending:
+                        wait.result.error_code = WireError.REQUEST_TIMED_OUT
+                    pending = []
+                if not pending:
+                    del self._in_flight[request_id]
+                    out.extend(self._answer(flight, flight.produce_response, now_ms))
+            elif flight.fetch_deadline_ms is not None:
+                decoded = flight.decoded
+                response, size, erred = self.data.fetch(flight.node_id, decoded.request, decoded.api_version)
+                if erred or size >= max(decoded.request.min_bytes, 1) or now_ms >= flight.fetch_deadline_ms:
+                    del self._in_flight[request_id]
+                    out.extend(self._answer(flight, response, now_ms))
+        due = [d for d in self._delayed if d.due_ms <= now_ms]
+        if due:
+            self._delayed = [d for d in self._delayed if d.due_ms > now_ms]
+            out.extend(d.reply for d in due)
+        return out
+
+    # -- answers ---------------------------------------------------------------------------
+
+    def _answer(self, flight: _InFlight, response: Any, now_ms: int) -> List[Reply]:
+        decoded = flight.decoded
+        data = encode_response(response, decoded.api_version, decoded.correlation_id)
+        entry = flight.trace
+        entry.error_codes = error_codes_of(response)
+        if entry.outcome == "pending":
+            entry.outcome = "answered"
+        reply = Reply(flight.connection_id, data)
+        if flight.delay_ms > 0:
+            entry.answered_ms = now_ms + flight.delay_ms
+            self._delayed.append(_Delayed(now_ms + flight.delay_ms, reply))
+            return []
+        entry.answered_ms = now_ms
+        return [reply]
+
+    def _unsupported(self, connection_id: int, connection: _Connection,
+                     unsupported: UnsupportedRequestVersion, now_ms: int) -> Reply:
+        api, version = unsupported.api_key, unsupported.api_version
+        entry = TraceEntry(node_id=connection.node_id, connection_id=connection_id,
+                           client_id=connection.client_id, api=api.name, api_version=version,
+                           correlation_id=unsupported.correlation_id, received_ms=now_ms, answered_ms=now_ms,
+                           outcome="unsupported version")
+        self.trace.append(entry)
+        if api is ApiKey.ApiVersions:
+            # KIP-511: a v0-shaped body (and v0 header) whatever version was asked, so any client can retry.
+            response = api_versions_response(0, WireError.UNSUPPORTED_VERSION)
+            entry.error_codes = (int(WireError.UNSUPPORTED_VERSION),)
+            return Reply(connection_id, encode_response(response, 0, unsupported.correlation_id))
+        encodable = response_version_for(api, version)
+        if unsupported.request is None or encodable is None:
+            log.warning("closing connection %d from %s: %s, and kafka-python cannot encode an answer at that "
+                        "version", connection_id, connection.client_host, unsupported)
+            entry.outcome = "closed: unsupported version"
+            return Reply(connection_id, close=True)
+        response = error_answer(api, unsupported.request, encodable, WireError.UNSUPPORTED_VERSION)
+        entry.error_codes = (int(WireError.UNSUPPORTED_VERSION),)
+        return Reply(connection_id, encode_response(response, encodable, unsupported.correlation_id))
+
+    @staticmethod
+    def _frame_trace(connection_id: int, connection: _Connection, frame: bytes, now_ms: int,
+                     why: str) -> TraceEntry:
+        try:
+            api_key, version, correlation_id = peek_header(frame)
+            api = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else str(api_key)
+        except (FrameError, ValueError):
+            api, version, correlation_id = "?", -1, -1
+        return TraceEntry(node_id=connection.node_id, connection_id=connection_id,
+                          client_id=connection.client_id, api=api, api_version=version,
+                          correlation_id=correlation_id, received_ms=now_ms, answered_ms=now_ms,
+                          outcome=f"closed: {why}")
+
+
+def _group_of(request: Any) -> Optional[str]:
+    group_id = getattr(request, "group_id", None)
+    return group_id if isinstance(group_id, str) else None

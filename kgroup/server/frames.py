@@ -1,0 +1,121 @@
+"""Request frames in, response frames out, with kafka-python's generated message classes.
+
+Only the first eight bytes of a request header (API key, API version, correlation id) are
+read by hand, because they decide which class decodes the rest and must be known to
+answer a request that cannot be decoded.  Everything else is kafka-python's codec.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, Optional
+
+import attrs
+from kafka.protocol.api_key import ApiKey
+from kafka.protocol.metadata import ApiVersionsResponse
+
+from kgroup.server.versions import REQUEST_CLASSES, SUPPORTED_VERSIONS, supports
+from kgroup.server.wire_errors import WireError
+
+__all__ = [
+    "DecodedRequest", "FrameError", "UnsupportedRequestVersion", "api_versions_response", "decode_request",
+    "encode_response",
+]
+
+_HEADER_PREFIX = struct.Struct(">hhi")
+#: Kafka's ``socket.request.max.bytes`` default (100 MiB).
+MAX_FRAME_BYTES = 104_857_600
+
+
+class FrameError(Exception):
+    """A request that cannot be answered: the connection is closed and one line logged."""
+
+
+class UnsupportedRequestVersion(Exception):
+    """A known API at a version the server does not answer; the request is answered with
+    UNSUPPORTED_VERSION where its response can be encoded at that version."""
+
+    def __init__(self, api_key: ApiKey, api_version: int, correlation_id: int, request: Any) -> None:
+        low, high = SUPPORTED_VERSIONS[api_key]
+        super().__init__(f"{api_key.name} v{api_version} is not supported (supported: v{low}-v{high})")
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+        #: The decoded request when kafka-python can decode that version, else None.
+        self.request = request
+
+
+@attrs.frozen
+class DecodedRequest:
+    api_key: ApiKey
+    api_version: int
+    correlation_id: int
+    client_id: str
+    request: Any
+
+
+def peek_header(frame: bytes) -> tuple:
+    """(api key, api version, correlation id) of a request frame body; FrameError when too short."""
+    if len(frame) < _HEADER_PREFIX.size:
+        raise FrameError(f"request of {len(frame)} bytes is shorter than a request header")
+    return _HEADER_PREFIX.unpack_from(frame)
+
+
+def decode_request(frame: bytes) -> DecodedRequest:
+    """Decode a request frame body (without its length prefix).
+
+    Raises :class:`UnsupportedRequestVersion` for a known API at a version outside
+    :data:`SUPPORTED_VERSIONS`, and :class:`FrameError` for an unknown API key or bytes
+    that do not decode (truncated, garbage, trailing data)."""
+    raw_key, version, correlation_id = peek_header(frame)
+    try:
+        api_key = ApiKey(raw_key)
+    except ValueError:
+        raise FrameError(f"unknown API key {raw_key} (correlation id {correlation_id})") from None
+    request_class = REQUEST_CLASSES.get(api_key)
+    if request_class is None:
+        raise FrameError(
+            f"API {api_key.name} (key {raw_key}) is not served (correlation id {correlation_id})")
+    if not supports(api_key, version):
+        decoded = None
+        if 0 <= version <= request_class.max_version:
+            try:
+                decoded = request_class.decode(frame, version=version, header=True)
+            except Exception:
+                decoded = None
+        raise UnsupportedRequestVersion(api_key, version, correlation_id, decoded)
+    try:
+        request = request_class.decode(frame, version=version, header=True)
+    except Exception as error:
+        raise FrameError(f"{api_key.name} v{version} request (correlation id {correlation_id}) "
+                         f"does not decode: {type(error).__name__}: {error}") from None
+    client_id = request.header.client_id if request.header is not None else None
+    return DecodedRequest(api_key, version, correlation_id, client_id or "", request)
+
+
+def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
+    """A response frame (length prefix, header, body) for ``response`` at ``version``."""
+    if response.API_VERSION != version:
+        response.API_VERSION = version  # before the header exists: kafka-python's setter would write into it
+    response.with_header(correlation_id=correlation_id)
+    return bytes(response.encode(header=True, framed=True))
+
+
+def api_versions_response(version: int, error: int = WireError.NONE) -> Any:
+    """The ApiVersions answer: every supported API and its version range.
+
+    KIP-511: a client asking with a newer ApiVersions version than the server knows gets a
+    v0-shaped body with UNSUPPORTED_VERSION and the list, so it can retry with one it shares.
+    """
+    entry = ApiVersionsResponse.ApiVersion
+    return ApiVersionsResponse(
+        version=version, error_code=int(error), throttle_time_ms=0,
+        api_keys=[entry(version=version, api_key=int(key), min_version=low, max_version=high)
+                  for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())])
+
+
+def response_version_for(api_key: ApiKey, version: int) -> Optional[int]:
+    """The version an error answer to ``api_key`` at ``version`` can be encoded at, or None."""
+    request_class = REQUEST_CLASSES[api_key]
+    if 0 <= version <= request_class.max_version:
+        return version
+    return None

@@ -1,0 +1,180 @@
+"""asyncio glue: one listener per in-memory broker, connections framing requests into the engine.
+
+Thin on purpose: a connection cuts its byte stream into frames (Kafka's 4-byte size
+prefix), hands one frame at a time to :class:`~kgroup.server.engine.ServerEngine` and
+writes back what the engine answers.  Like a Kafka broker's network thread it reads a
+connection's next request only after the previous one was answered, so responses go out
+in request order.  A single timer wakes the engine at its next deadline.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import socket
+import struct
+from collections import deque
+from typing import Callable, Deque, Dict, List, Optional
+
+from kgroup.server.engine import Reply, ServerEngine
+from kgroup.server.frames import MAX_FRAME_BYTES
+
+__all__ = ["Network"]
+
+log = logging.getLogger("kgroup.server")
+_SIZE = struct.Struct(">i")
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, network: "Network", node_id: int) -> None:
+        self.network = network
+        self.node_id = node_id
+        self.connection_id = next(network.connection_ids)
+        self.transport: Optional[asyncio.Transport] = None
+        self._buffer = bytearray()
+        self._frames: Deque[bytes] = deque()
+        self._busy = False
+        self.closed = False
+
+    # -- asyncio.Protocol ---------------------------------------------------------------------
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        host = peer[0] if peer else "unknown"
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.network.opened(self, host)
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer.extend(data)
+        while len(self._buffer) >= 4:
+            (size,) = _SIZE.unpack_from(self._buffer)
+            if size < 0 or size > MAX_FRAME_BYTES:
+                log.warning("closing connection %d to broker %d: frame size %d outside 0..%d",
+                            self.connection_id, self.node_id, size, MAX_FRAME_BYTES)
+                self.close()
+                return
+            if len(self._buffer) < 4 + size:
+                return
+            self._frames.append(bytes(self._buffer[4:4 + size]))
+            del self._buffer[:4 + size]
+        self._next()
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self.network.lost(self)
+
+    # -- engine side ------------------------------------------------------------------------------
+
+    def _next(self) -> None:
+        if self._busy or self.closed or not self._frames:
+            return
+        self._busy = True
+        self.network.handle(self, self._frames.popleft())
+
+    def deliver(self, reply: Reply) -> None:
+        if self.closed or self.transport is None:
+            return
+        if reply.data is not None:
+            self.transport.write(reply.data)
+        if reply.close:
+            self.close()
+            return
+        self._busy = False
+        # Next request on the next loop turn: a reply can come from inside another connection's handling.
+        asyncio.get_running_loop().call_soon(self._next)
+
+    def close(self) -> None:
+        if not self.closed and self.transport is not None:
+            self.closed = True
+            self.transport.close()
+            self.network.lost(self)
+
+
+class Network:
+    """Listeners and connections of every broker, on one event loop."""
+
+    def __init__(self, engine: ServerEngine, clock: Callable[[], int], host: str, real_time: bool) -> None:
+        self.engine = engine
+        self.clock = clock
+        self.host = host
+        self.real_time = real_time
+        self.connection_ids = itertools.count(1)
+        self.connections: Dict[int, _Connection] = {}
+        self.servers: Dict[int, asyncio.AbstractServer] = {}
+        self._timer: Optional[asyncio.TimerHandle] = None
+
+    # -- listeners ----------------------------------------------------------------------------
+
+    async def listen(self, node_id: int, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        self.servers[node_id] = await loop.create_server(lambda: _Connection(self, node_id), sock=sock)
+
+    def stop_listening(self, node_id: int) -> None:
+        """Close a broker's listener and every connection to it (the broker is gone)."""
+        server = self.servers.pop(node_id, None)
+        if server is not None:
+            server.close()
+        for connection in list(self.connections.values()):
+            if connection.node_id == node_id:
+                connection.close()
+
+    def close_connections(self, connection_ids: List[int]) -> None:
+        for connection_id in connection_ids:
+            connection = self.connections.get(connection_id)
+            if connection is not None:
+                connection.close()
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for node_id in list(self.servers):
+            self.stop_listening(node_id)
+
+    # -- connections --------------------------------------------------------------------------
+
+    def opened(self, connection: _Connection, host: str) -> None:
+        self.connections[connection.connection_id] = connection
+        self.engine.connection_opened(connection.connection_id, connection.node_id, host)
+
+    def lost(self, connection: _Connection) -> None:
+        if self.connections.pop(connection.connection_id, None) is not None:
+            self.engine.connection_closed(connection.connection_id)
+
+    def handle(self, connection: _Connection, frame: bytes) -> None:
+        try:
+            replies = self.engine.handle(connection.connection_id, frame, self.clock())
+        except Exception:  # one bad request closes its own connection, never the server
+            log.exception("closing connection %d to broker %d: the engine failed on its request",
+                          connection.connection_id, connection.node_id)
+            connection.close()
+            return
+        self.dispatch(replies)
+
+    def dispatch(self, replies: List[Reply]) -> None:
+        for reply in replies:
+            connection = self.connections.get(reply.connection_id)
+            if connection is not None:
+                connection.deliver(reply)
+        self.schedule()
+
+    # -- time -----------------------------------------------------------------------------------
+
+    def schedule(self) -> None:
+        """(Re)arm the timer for the engine's next deadline (real clock only; a mock clock is advanced)."""
+        if not self.real_time:
+            return
+        deadline = self.engine.next_deadline_ms()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if deadline is None:
+            return
+        delay_s = max(0, deadline - self.clock()) / 1000
+        self._timer = asyncio.get_running_loop().call_later(delay_s, self.fire)
+
+    def fire(self) -> None:
+        self._timer = None
+        self.dispatch(self.engine.tick(self.clock()))
