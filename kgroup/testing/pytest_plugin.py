@@ -29,6 +29,11 @@ def pytest_configure(config) -> None:
         "kgroup_cluster(brokers=3, replication_factor=3, offsets_partitions=50, mock_clock=False, "
         "**options): configure the kgroup_cluster fixture",
     )
+    config.addinivalue_line(
+        "markers",
+        "kafka_broker(brokers=1, mock_clock=False, **ServerConfig fields): "
+        "configure the kafka_broker fixture",
+    )
 
 
 @pytest.fixture
@@ -44,3 +49,24 @@ def kgroup_cluster(request):
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture
+def kafka_broker(request):
+    """A :class:`kgroup.server.KafkaServer` on free loopback ports, stopped after the test.
+
+    Point any client at ``kafka_broker.bootstrap_servers``; inject faults through the same
+    object.  Options come from the ``kafka_broker`` marker (:class:`kgroup.server.ServerConfig`
+    fields, plus ``mock_clock=True`` for a :class:`MockClock` moved by ``advance()``).  Like
+    Kafka's own integration tests, the fixture sets ``group.initial.rebalance.delay.ms`` to 0
+    unless the marker gives a ``coordinator`` config.
+    """
+    from kgroup.core.coordinator import GroupCoordinatorConfig
+    from kgroup.server import KafkaServer
+
+    marker = request.node.get_closest_marker("kafka_broker")
+    options = dict(marker.kwargs) if marker is not None else {}
+    clock = MockClock(0) if options.pop("mock_clock", False) else None
+    options.setdefault("coordinator", GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0))
+    with KafkaServer(clock=clock, **options) as server:
+        yield server

@@ -92,3 +92,18 @@ def test_aiokafka_round_trip(server):
         return values
 
     assert asyncio.run(run()) == {b"v%d" % i for i in range(100)}
+
+
+@pytest.mark.kafka_broker(brokers=2, default_partitions=4)
+def test_kafka_broker_fixture_serves_its_marker_options(kafka_broker):
+    admin = kafka.KafkaAdminClient(bootstrap_servers=kafka_broker.bootstrap_servers)
+    try:
+        brokers = admin.describe_cluster()["brokers"]
+    finally:
+        admin.close()
+    assert sorted(b["broker_id"] for b in brokers) == [1, 2]
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)
+    producer.send("auto-created", b"x").get(timeout=10)
+    producer.close()
+    assert len(kafka_broker.trace(api="Produce")) == 1
+    assert kafka_broker.partition_leader("auto-created", 3) in (1, 2)
