@@ -19,7 +19,8 @@ the auto-commit interval):
   gone.
 
 Pure bookkeeping: no protocol decisions (which errors to retry, which
-generation is current) are made here; ``member.py`` makes them.
+generation is current) are made here; ``committer.py`` and ``member.py``
+make them.
 """
 from __future__ import annotations
 

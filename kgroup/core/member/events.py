@@ -11,9 +11,9 @@ from typing import Mapping, Optional, Union
 
 import attrs
 
-from kgroup.core.messages import OffsetAndMetadata
+from kgroup.core.messages import UNKNOWN_MEMBER_ID, OffsetAndMetadata
 from kgroup.errors import KGroupError
-from kgroup.values import TopicPartition
+from kgroup.values import NO_GENERATION, TopicPartition
 
 
 def _frozen_tps(value) -> frozenset:
@@ -31,6 +31,11 @@ class Generation:
     @property
     def is_valid(self) -> bool:
         return self.generation_id >= 0 and bool(self.member_id)
+
+
+#: No generation, no member id: a member that has not joined (or has left), and what a
+#: consumer without group management commits with.
+NO_GENERATION_VALUE = Generation(NO_GENERATION, UNKNOWN_MEMBER_ID, None)
 
 
 @attrs.frozen

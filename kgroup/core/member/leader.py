@@ -3,7 +3,8 @@
 Java ``ConsumerCoordinator.metadata`` builds the member's subscription;
 ``ConsumerCoordinator.onLeaderElected``: the leader assigns only from the
 members' metadata and the partition counts it knows, and remembers the
-group's topics so it can rejoin when one of their partition counts changes.
+group's topics so it can rejoin when one of their partition counts changes
+(:class:`Leadership`).
 """
 from __future__ import annotations
 
@@ -102,3 +103,45 @@ def sync_assignments(assignor, snapshot: Mapping[str, Optional[int]],
         m.SyncGroupAssignment(member_id, codec.encode_assignment(result.get(member_id, Assignment())))
         for member_id in subscriptions
     )
+
+
+class Leadership:
+    """The member's part as its group's leader (Java ``ConsumerCoordinator.onLeaderElected`` and its
+    metadata snapshot).
+
+    Keeps the partition counts the member knows and, while it leads, the
+    group's topics with the counts its assignment used, so that a count
+    change can make it rejoin.
+    """
+
+    def __init__(self) -> None:
+        self.elected = False
+        self._partition_counts: dict[str, int] = {}
+        #: The group's topics with the counts the last assignment used (None: not leading).
+        self._snapshot: Optional[dict[str, Optional[int]]] = None
+
+    def joined(self, config: MemberConfig, response: m.JoinGroupResponse) -> tuple:
+        """A JoinGroup made this member the leader (its SyncGroup assignments) or a follower (none).
+
+        Raises KGroupError as ``leader_assignments`` does.
+        """
+        self.elected = response.leader == response.member_id
+        self._snapshot = None
+        if not self.elected:
+            return ()
+        self._snapshot, assignments = leader_assignments(config, response, self._partition_counts)
+        return assignments
+
+    def reset(self) -> None:
+        self.elected = False
+        self._snapshot = None
+
+    def update(self, partitions_per_topic: Mapping[str, int]) -> bool:
+        """New partition counts; True if one of the group's changed since the assignment."""
+        self._partition_counts = dict(partitions_per_topic)
+        snapshot = self._snapshot
+        return snapshot is not None and {t: self._partition_counts.get(t) for t in snapshot} != snapshot
+
+    def group_topics(self) -> frozenset:
+        """The whole group's topics (none unless leading)."""
+        return frozenset(self._snapshot or ())

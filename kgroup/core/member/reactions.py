@@ -18,7 +18,14 @@ import enum
 from typing import Mapping, Optional
 
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.offsets import COORDINATOR_MOVED, GENERATION_GONE, RETRIABLE, commit_error
+from kgroup.core.member.offsets import (
+    COORDINATOR_MOVED,
+    GENERATION_GONE,
+    RETRIABLE,
+    commit_error,
+    commit_error_code,
+    fetched_offsets,
+)
 from kgroup.core.member.requests import RequestKind
 from kgroup.errors import CommitFailedError, FencedInstanceIdError, GroupMemberError, KGroupError
 
@@ -149,6 +156,15 @@ TABLES: Mapping[RequestKind, tuple[Mapping[ErrorCode, Reaction], Reaction]] = {
     # The member dropped its generation when it left: nothing to do, whatever the answer.
     RequestKind.LEAVE: ({}, _R.NONE),
 }
+
+
+def answer_code(kind: RequestKind, response) -> ErrorCode:
+    """The error code an answer carries (commits and fetches answer per partition: the first error)."""
+    if kind is RequestKind.COMMIT:
+        return commit_error_code(response)
+    if kind is RequestKind.FETCH:
+        return fetched_offsets(response)[0]
+    return response.error_code
 
 
 def reaction_to(kind: RequestKind, code: ErrorCode, generation_current: bool) -> Reaction:
