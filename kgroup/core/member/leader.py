@@ -119,6 +119,9 @@ class Leadership:
         self._partition_counts: dict[str, int] = {}
         #: The group's topics with the counts the last assignment used (None: not leading).
         self._snapshot: Optional[dict[str, Optional[int]]] = None
+        #: The snapshot comes from a skipped assignment (KIP-814): counts unknown at the join are
+        #: adopted when learnt.
+        self._adopt_unknown_counts = False
 
     def joined(self, config: MemberConfig, response: m.JoinGroupResponse) -> tuple:
         """A JoinGroup made this member the leader (its SyncGroup assignments) or a follower (none).
@@ -127,6 +130,7 @@ class Leadership:
         """
         self.elected = response.leader == response.member_id
         self._snapshot = None
+        self._adopt_unknown_counts = self.elected and response.skip_assignment
         if not self.elected:
             return ()
         self._snapshot, assignments = leader_assignments(config, response, self._partition_counts)
@@ -140,6 +144,13 @@ class Leadership:
         """New partition counts; True if one of the group's changed since the assignment."""
         self._partition_counts = dict(partitions_per_topic)
         snapshot = self._snapshot
+        if snapshot is not None and self._adopt_unknown_counts:
+            # A returning static leader told to skip the assignment (KIP-814) assigned nothing, so a count
+            # it did not know at the join is no change but the baseline, as Java's onLeaderElected takes
+            # assignmentSnapshot = metadataSnapshot.  Rejoining here made every static leader bounce that
+            # beat its first metadata answer rebalance the group (found by the wire server's client matrix).
+            snapshot.update({t: self._partition_counts[t] for t, n in snapshot.items()
+                             if n is None and t in self._partition_counts})
         return snapshot is not None and {t: self._partition_counts.get(t) for t in snapshot} != snapshot
 
     def group_topics(self) -> frozenset:
