@@ -103,7 +103,10 @@ def _crc32c_py(data: Union[bytes, bytearray, memoryview]) -> int:
     while nbits > 64:
         k, low_mask, exponents = ladder[split_at(thresholds, nbits) - 1]
         hi = n >> k
-        n &= low_mask or (1 << k) - 1
+        if low_mask:
+            n &= low_mask
+        else:  # a large split point: clearing hi * x**k costs less than building its mask
+            n ^= hi << k
         for e in exponents:
             n ^= hi << e
         nbits -= k - 32

@@ -113,7 +113,15 @@ class Partition:
         log = self._led_log()
         epoch = self.leader_epoch
         first = log.leo
-        log.extend([LogEntry(epoch, payload) for payload in payloads])
+        entries: List[LogEntry] = []
+        previous: Any = None
+        entry: Optional[LogEntry] = None
+        for payload in payloads:
+            if entry is None or payload is not previous:
+                # Runs of one payload object (a record batch's offsets) share one frozen entry.
+                entry, previous = LogEntry(epoch, payload), payload
+            entries.append(entry)
+        log.extend(entries)
         if acks_all:
             self.pending.extend((first + i, epoch, payload) for i, payload in enumerate(payloads))
         self._advance_hw()
