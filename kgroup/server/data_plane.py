@@ -243,10 +243,10 @@ class DataPlane:
             assert log is not None  # _led_partition checked the leader
             stored = produced.stored_at(log.leo, p.leader_epoch)
             self._record_sequence(p, stored)
-            payload = BatchSlice(stored)
-            for _ in range(stored.record_count):
-                # The min ISR was checked above; completion is tracked by ProduceWait, not the ack list.
-                self.cluster.produce(p.topic, p.index, payload, acks_all=False)
+            # One log offset per record, all pointing at the batch.  The min ISR was checked above;
+            # completion is tracked by ProduceWait, not the ack list.
+            self.cluster.produce_many(p.topic, p.index, [BatchSlice(stored)] * stored.record_count,
+                                      acks_all=False)
             first_offset = stored.base_offset if first_offset is None else first_offset
         result.base_offset = first_offset if first_offset is not None else -1
         if not acks_all:
@@ -332,6 +332,26 @@ class DataPlane:
         response = FetchResponse(version=version, throttle_time_ms=0, error_code=0, session_id=0,
                                  responses=topics)
         return response, total, erred
+
+    def fetch_state(self, node_id: int, request: Any) -> Tuple[Any, ...]:
+        """Everything :meth:`fetch` reads that can change while a fetch is parked: per partition
+        asked for, the partition itself (a topic deleted and re-created is a new one), its leader,
+        leader epoch, and the leader's HW and LEO.  Equal states give equal fetch answers."""
+        state: List[Any] = []
+        topics = self.cluster.topics
+        for t in request.topics:
+            parts = topics.get(t.topic)
+            if parts is None:
+                state.append(None)
+                continue
+            for fp in t.partitions:
+                if not 0 <= fp.partition < len(parts):
+                    state.append(len(parts))
+                    continue
+                p = parts[fp.partition]
+                log = p.logs.get(node_id)
+                state.append((p, p.leader, p.leader_epoch, None if log is None else (log.hw, log.leo)))
+        return tuple(state)
 
     @staticmethod
     def _read(log, offset: int, max_bytes: int, first: bool) -> bytes:

