@@ -39,6 +39,10 @@ MAX_TIMESTAMP = -3
 #: How many recent batches per producer Kafka remembers to answer a retried batch (ProducerStateEntry).
 _RETAINED_BATCHES = 5
 _NIL_UUID = uuid.UUID(int=0)
+#: Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: the most partitions one CreateTopics
+#: (or, here, CreatePartitions) request may add; more is refused with POLICY_VIOLATION.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+_TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 
 @attrs.define
@@ -410,6 +414,13 @@ class DataPlane:
     def create_topics(self, request: Any, version: int) -> Any:
         result_cls = CreateTopicsResponse.CreatableTopicResult
         results = []
+        if self._requested_partitions(request.topics) > MAX_PARTITIONS_PER_REQUEST:
+            # Kafka refuses the whole request before looking at any topic (ReplicationControlManager).
+            return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=[
+                result_cls(version=version, name=t.name, error_code=E.POLICY_VIOLATION,
+                           error_message=_TOO_MANY_PARTITIONS, topic_id=_NIL_UUID, num_partitions=-1,
+                           replication_factor=-1, configs=[])
+                for t in request.topics])
         for t in request.topics:
             assignments = [list(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
             partitions = t.num_partitions if t.num_partitions > 0 else self.config.default_partitions
@@ -433,6 +444,18 @@ class DataPlane:
                 result.replication_factor = len(created[0].assigned)
             results.append(result)
         return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=results)
+
+    def _requested_partitions(self, topics: Any) -> int:
+        """Partitions a CreateTopics request asks for in all (Kafka's validateTotalNumberOfPartitions)."""
+        total = 0
+        for t in topics:
+            if t.assignments:
+                total += len(t.assignments)
+            elif t.num_partitions == -1:
+                total += self.config.default_partitions
+            elif t.num_partitions > 0:
+                total += t.num_partitions
+        return total
 
     def delete_topics(self, request: Any, version: int) -> Any:
         result_cls = DeleteTopicsResponse.DeletableTopicResult
@@ -464,6 +487,7 @@ class DataPlane:
     def create_partitions(self, request: Any, version: int) -> Any:
         result_cls = CreatePartitionsResponse.CreatePartitionsTopicResult
         results = []
+        added = 0
         for t in request.topics:
             current = self.cluster.topics.get(t.name)
             message = None
@@ -472,11 +496,15 @@ class DataPlane:
             elif t.count <= len(current):
                 code = E.INVALID_PARTITIONS
                 message = f"topic has {len(current)} partitions; the new count must be larger"
+            elif added + t.count - len(current) > MAX_PARTITIONS_PER_REQUEST:
+                code = E.POLICY_VIOLATION
+                message = _TOO_MANY_PARTITIONS
             elif t.assignments is not None:
                 code = E.INVALID_REPLICA_ASSIGNMENT
                 message = "kgroup's server places new partitions itself; leave assignments null"
             else:
                 code = E.NONE
+                added += t.count - len(current)
                 if not request.validate_only:
                     self.cluster.add_partitions(t.name, t.count - len(current))
             results.append(result_cls(version=version, name=t.name, error_code=code, error_message=message))
