@@ -40,7 +40,10 @@ log = logging.getLogger("kgroup.server")
 
 @attrs.frozen
 class Reply:
-    """What to do on a connection: send ``data`` (a whole response frame), then close if ``close``."""
+    """What to do on a connection: send ``data`` (a whole response frame), then close if ``close``.
+
+    Neither (an acks=0 produce) means the request is done without an answer: the connection
+    goes on to its next request."""
 
     connection_id: int
     data: Optional[bytes] = None
@@ -205,7 +208,7 @@ class ServerEngine:
                 self._in_flight.pop(request_id)
                 flight.trace.outcome = "no response (acks=0)"
                 flight.trace.answered_ms = now_ms
-                return []
+                return [Reply(flight.connection_id)]  # nothing to send; the connection reads on
             flight.produce_response = response
             flight.produce_waits = waits
             flight.produce_deadline_ms = now_ms + max(request.timeout_ms, 0) if waits else None
