@@ -29,7 +29,7 @@ from kgroup.server.error_answers import error_answer
 from kgroup.server.faults import FaultRules, TraceEntry, error_codes_of
 from kgroup.server.frames import (
     DecodedRequest, FrameError, UnsupportedRequestVersion, api_versions_response, decode_request,
-    encode_response, peek_header, response_version_for,
+    encode_response, peek_client_id, peek_header, response_version_for,
 )
 from kgroup.server.wire_errors import WireError
 
@@ -124,9 +124,11 @@ class ServerEngine:
         try:
             decoded = decode_request(frame)
         except UnsupportedRequestVersion as unsupported:
+            connection.client_id = _client_id(frame, connection)
             out.append(self._unsupported(connection_id, connection, unsupported, now_ms))
             return out
         except FrameError as error:
+            connection.client_id = _client_id(frame, connection)
             log.warning("closing connection %d from %s to broker %d: %s", connection_id,
                         connection.client_host, connection.node_id, error)
             self.trace.append(self._frame_trace(connection_id, connection, frame, now_ms, str(error)))
@@ -355,6 +357,12 @@ class ServerEngine:
                           client_id=connection.client_id, api=api, api_version=version,
                           correlation_id=correlation_id, received_ms=now_ms, answered_ms=now_ms,
                           outcome=f"closed: {why}")
+
+
+def _client_id(frame: bytes, connection: _Connection) -> str:
+    """The client id a request that did not decode names in its header, else the connection's last."""
+    found = peek_client_id(frame)
+    return connection.client_id if found is None else found
 
 
 def _group_of(request: Any) -> Optional[str]:

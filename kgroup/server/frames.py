@@ -60,12 +60,32 @@ def peek_header(frame: bytes) -> tuple:
     return _HEADER_PREFIX.unpack_from(frame)
 
 
+def peek_client_id(frame: bytes) -> Optional[str]:
+    """The client id of a request frame body ("" when null), None when the bytes do not hold one.
+
+    Request headers v1 and v2 both carry it as a classic (non-compact) string right after
+    the first eight bytes, so it is readable even when the rest of the request is not."""
+    if len(frame) < _HEADER_PREFIX.size + 2:
+        return None
+    (length,) = struct.unpack_from(">h", frame, _HEADER_PREFIX.size)
+    if length < 0:
+        return ""
+    start = _HEADER_PREFIX.size + 2
+    if len(frame) < start + length:
+        return None
+    try:
+        return frame[start:start + length].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def decode_request(frame: bytes) -> DecodedRequest:
     """Decode a request frame body (without its length prefix).
 
     Raises :class:`UnsupportedRequestVersion` for a known API at a version outside
     :data:`SUPPORTED_VERSIONS`, and :class:`FrameError` for an unknown API key or bytes
-    that do not decode (truncated, garbage, trailing data)."""
+    that do not decode (truncated, garbage, a null where the schema allows none).  Bytes
+    after the request are ignored, as Kafka's ``AbstractRequest.parseRequest`` does."""
     raw_key, version, correlation_id = peek_header(frame)
     try:
         api_key = ApiKey(raw_key)
