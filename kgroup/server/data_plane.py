@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
-from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse
+from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.metadata import MetadataResponse
 from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 
@@ -408,6 +408,34 @@ class DataPlane:
                         return record_offset, record_ts
             offset = batch.next_offset
         return best
+
+    # -- OffsetForLeaderEpoch ------------------------------------------------------------------
+
+    def offset_for_leader_epoch(self, node_id: int, request: Any, version: int) -> Any:
+        """Where each asked leader epoch ends on the leader (KIP-101/KIP-320): what a consumer asks
+        after a leader change to check its position was not truncated away.  kafka-python 3
+        validates that way and, without this API, stalls on the partition for good."""
+        topic_cls = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+        partition_cls = topic_cls.EpochEndOffset
+        topics = []
+        for t in request.topics:
+            parts = []
+            for asked in t.partitions:
+                p, code = self._led_partition(node_id, t.topic, asked.partition, asked.current_leader_epoch)
+                answer = partition_cls(version=version, partition=asked.partition, error_code=code,
+                                       leader_epoch=-1, end_offset=-1)
+                parts.append(answer)
+                if p is None or asked.leader_epoch < 0:
+                    continue
+                log = p.leader_log()
+                assert log is not None  # _led_partition: node_id leads p
+                # LeaderEpochFileCache.endOffsetFor: the largest epoch <= the asked one and where the
+                # next epoch starts (the LEO for the latest); an epoch older than any known: -1, -1.
+                epoch, end = log.end_offset_for(asked.leader_epoch)
+                if epoch >= 0:
+                    answer.leader_epoch, answer.end_offset = epoch, end
+            topics.append(topic_cls(version=version, topic=t.topic, partitions=parts))
+        return OffsetForLeaderEpochResponse(version=version, throttle_time_ms=0, topics=topics)
 
     # -- admin ---------------------------------------------------------------------------------
 
