@@ -455,6 +455,8 @@ class DataPlane:
             rf = t.replication_factor if t.replication_factor > 0 else None
             if assignments and (t.num_partitions != -1 or t.replication_factor != -1):
                 code = E.INVALID_REQUEST  # Kafka: assignments exclude explicit counts
+            elif sorted(a.partition_index for a in t.assignments) != list(range(len(assignments))):
+                code = E.INVALID_REPLICA_ASSIGNMENT  # Kafka: "a consecutive 0-based integer sequence"
             elif t.num_partitions == 0 or t.num_partitions < -1:
                 code = E.INVALID_PARTITIONS
             elif t.replication_factor == 0 or t.replication_factor < -1:
