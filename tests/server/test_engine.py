@@ -502,3 +502,29 @@ def test_offset_for_leader_epoch_answers_where_each_epoch_ends(engine, make_reco
     assert ask(p.leader, 0, current=p.leader_epoch + 1)[0][0] == E.UNKNOWN_LEADER_EPOCH
     follower = next(b for b in p.isr if b != p.leader)
     assert ask(follower, 0)[0][0] == E.NOT_LEADER_OR_FOLLOWER
+
+
+def test_create_topics_with_replica_assignments(engine):
+    """ReplicationControlManager.createTopic with manual assignments: counts must be -1
+    (INVALID_REQUEST), partitions must be 0..n-1, replicas live, distinct and of one size
+    (INVALID_REPLICA_ASSIGNMENT)."""
+    ra = _CREATABLE.CreatableReplicaAssignment
+
+    def topic(name, assignments, partitions=-1, rf=-1):
+        return _CREATABLE(version=7, name=name, num_partitions=partitions, replication_factor=rf,
+                          configs=[], assignments=[ra(version=7, partition_index=i, broker_ids=b)
+                                                   for i, b in assignments])
+
+    request = CreateTopicsRequest(version=7, timeout_ms=1_000, validate_only=False, topics=[
+        topic("placed", [(0, [2, 3]), (1, [3, 1])]),
+        topic("counted", [(0, [1])], partitions=1),
+        topic("gap", [(0, [1]), (2, [2])]),
+        topic("ghost", [(0, [9])]),
+        topic("twice", [(0, [1, 1])]),
+        topic("ragged", [(0, [1, 2]), (1, [3])])])
+    codes = {r.name: r.error_code for r in engine.call(request).topics}
+    assert codes == {"placed": 0, "counted": E.INVALID_REQUEST, "gap": E.INVALID_REPLICA_ASSIGNMENT,
+                     "ghost": E.INVALID_REPLICA_ASSIGNMENT, "twice": E.INVALID_REPLICA_ASSIGNMENT,
+                     "ragged": E.INVALID_REPLICA_ASSIGNMENT}
+    placed = engine.cluster.topics["placed"]
+    assert [p.assigned for p in placed] == [[2, 3], [3, 1]] and [p.leader for p in placed] == [2, 3]
