@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
-from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse
+from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.metadata import MetadataResponse
 from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 
@@ -39,6 +39,10 @@ MAX_TIMESTAMP = -3
 #: How many recent batches per producer Kafka remembers to answer a retried batch (ProducerStateEntry).
 _RETAINED_BATCHES = 5
 _NIL_UUID = uuid.UUID(int=0)
+#: Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: the most partitions one CreateTopics
+#: (or, here, CreatePartitions) request may add; more is refused with POLICY_VIOLATION.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+_TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
 
 
 @attrs.define
@@ -425,17 +429,54 @@ class DataPlane:
             offset = batch.next_offset
         return best
 
+    # -- OffsetForLeaderEpoch ------------------------------------------------------------------
+
+    def offset_for_leader_epoch(self, node_id: int, request: Any, version: int) -> Any:
+        """Where each asked leader epoch ends on the leader (KIP-101/KIP-320): what a consumer asks
+        after a leader change to check its position was not truncated away.  kafka-python 3
+        validates that way and, without this API, stalls on the partition for good."""
+        topic_cls = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+        partition_cls = topic_cls.EpochEndOffset
+        topics = []
+        for t in request.topics:
+            parts = []
+            for asked in t.partitions:
+                p, code = self._led_partition(node_id, t.topic, asked.partition, asked.current_leader_epoch)
+                answer = partition_cls(version=version, partition=asked.partition, error_code=code,
+                                       leader_epoch=-1, end_offset=-1)
+                parts.append(answer)
+                if p is None or asked.leader_epoch < 0:
+                    continue
+                log = p.leader_log()
+                assert log is not None  # _led_partition: node_id leads p
+                # LeaderEpochFileCache.endOffsetFor: the largest epoch <= the asked one and where the
+                # next epoch starts (the LEO for the latest); an epoch older than any known: -1, -1.
+                epoch, end = log.end_offset_for(asked.leader_epoch)
+                if epoch >= 0:
+                    answer.leader_epoch, answer.end_offset = epoch, end
+            topics.append(topic_cls(version=version, topic=t.topic, partitions=parts))
+        return OffsetForLeaderEpochResponse(version=version, throttle_time_ms=0, topics=topics)
+
     # -- admin ---------------------------------------------------------------------------------
 
     def create_topics(self, request: Any, version: int) -> Any:
         result_cls = CreateTopicsResponse.CreatableTopicResult
         results = []
+        if self._requested_partitions(request.topics) > MAX_PARTITIONS_PER_REQUEST:
+            # Kafka refuses the whole request before looking at any topic (ReplicationControlManager).
+            return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=[
+                result_cls(version=version, name=t.name, error_code=E.POLICY_VIOLATION,
+                           error_message=_TOO_MANY_PARTITIONS, topic_id=_NIL_UUID, num_partitions=-1,
+                           replication_factor=-1, configs=[])
+                for t in request.topics])
         for t in request.topics:
             assignments = [list(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
             partitions = t.num_partitions if t.num_partitions > 0 else self.config.default_partitions
             rf = t.replication_factor if t.replication_factor > 0 else None
             if assignments and (t.num_partitions != -1 or t.replication_factor != -1):
                 code = E.INVALID_REQUEST  # Kafka: assignments exclude explicit counts
+            elif sorted(a.partition_index for a in t.assignments) != list(range(len(assignments))):
+                code = E.INVALID_REPLICA_ASSIGNMENT  # Kafka: "a consecutive 0-based integer sequence"
             elif t.num_partitions == 0 or t.num_partitions < -1:
                 code = E.INVALID_PARTITIONS
             elif t.replication_factor == 0 or t.replication_factor < -1:
@@ -453,6 +494,18 @@ class DataPlane:
                 result.replication_factor = len(created[0].assigned)
             results.append(result)
         return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=results)
+
+    def _requested_partitions(self, topics: Any) -> int:
+        """Partitions a CreateTopics request asks for in all (Kafka's validateTotalNumberOfPartitions)."""
+        total = 0
+        for t in topics:
+            if t.assignments:
+                total += len(t.assignments)
+            elif t.num_partitions == -1:
+                total += self.config.default_partitions
+            elif t.num_partitions > 0:
+                total += t.num_partitions
+        return total
 
     def delete_topics(self, request: Any, version: int) -> Any:
         result_cls = DeleteTopicsResponse.DeletableTopicResult
@@ -484,6 +537,7 @@ class DataPlane:
     def create_partitions(self, request: Any, version: int) -> Any:
         result_cls = CreatePartitionsResponse.CreatePartitionsTopicResult
         results = []
+        added = 0
         for t in request.topics:
             current = self.cluster.topics.get(t.name)
             message = None
@@ -492,11 +546,15 @@ class DataPlane:
             elif t.count <= len(current):
                 code = E.INVALID_PARTITIONS
                 message = f"topic has {len(current)} partitions; the new count must be larger"
+            elif added + t.count - len(current) > MAX_PARTITIONS_PER_REQUEST:
+                code = E.POLICY_VIOLATION
+                message = _TOO_MANY_PARTITIONS
             elif t.assignments is not None:
                 code = E.INVALID_REPLICA_ASSIGNMENT
                 message = "kgroup's server places new partitions itself; leave assignments null"
             else:
                 code = E.NONE
+                added += t.count - len(current)
                 if not request.validate_only:
                     self.cluster.add_partitions(t.name, t.count - len(current))
             results.append(result_cls(version=version, name=t.name, error_code=code, error_message=message))

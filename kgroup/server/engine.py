@@ -30,7 +30,7 @@ from kgroup.server.error_answers import error_answer
 from kgroup.server.faults import FaultRules, TraceEntry, error_codes_of
 from kgroup.server.frames import (
     DecodedRequest, FrameError, UnsupportedRequestVersion, api_versions_response, decode_request,
-    encode_response, peek_header, response_version_for,
+    encode_response, peek_client_id, peek_header, response_version_for,
 )
 from kgroup.server.wire_errors import WireError
 
@@ -41,7 +41,10 @@ log = logging.getLogger("kgroup.server")
 
 @attrs.frozen
 class Reply:
-    """What to do on a connection: send ``data`` (a whole response frame), then close if ``close``."""
+    """What to do on a connection: send ``data`` (a whole response frame), then close if ``close``.
+
+    Neither (an acks=0 produce) means the request is done without an answer: the connection
+    goes on to its next request."""
 
     connection_id: int
     data: Optional[bytes] = None
@@ -126,9 +129,11 @@ class ServerEngine:
         try:
             decoded = decode_request(frame)
         except UnsupportedRequestVersion as unsupported:
+            connection.client_id = _client_id(frame, connection)
             out.append(self._unsupported(connection_id, connection, unsupported, now_ms))
             return out
         except FrameError as error:
+            connection.client_id = _client_id(frame, connection)
             log.warning("closing connection %d from %s to broker %d: %s", connection_id,
                         connection.client_host, connection.node_id, error)
             self.trace.append(self._frame_trace(connection_id, connection, frame, now_ms, str(error)))
@@ -213,7 +218,7 @@ class ServerEngine:
                 self._in_flight.pop(request_id)
                 flight.trace.outcome = "no response (acks=0)"
                 flight.trace.answered_ms = now_ms
-                return []
+                return [Reply(flight.connection_id)]  # nothing to send; the connection reads on
             flight.produce_response = response
             flight.produce_waits = waits
             flight.produce_deadline_ms = now_ms + max(request.timeout_ms, 0) if waits else None
@@ -225,6 +230,7 @@ class ServerEngine:
             ApiKey.ApiVersions: lambda: api_versions_response(version),
             ApiKey.Metadata: lambda: self.data.metadata(node, request, version),
             ApiKey.ListOffsets: lambda: self.data.list_offsets(node, request, version),
+            ApiKey.OffsetForLeaderEpoch: lambda: self.data.offset_for_leader_epoch(node, request, version),
             ApiKey.CreateTopics: lambda: self.data.create_topics(request, version),
             ApiKey.DeleteTopics: lambda: self.data.delete_topics(request, version),
             ApiKey.CreatePartitions: lambda: self.data.create_partitions(request, version),
@@ -382,6 +388,12 @@ class ServerEngine:
                           client_id=connection.client_id, api=api, api_version=version,
                           correlation_id=correlation_id, received_ms=now_ms, answered_ms=now_ms,
                           outcome=f"closed: {why}")
+
+
+def _client_id(frame: bytes, connection: _Connection) -> str:
+    """The client id a request that did not decode names in its header, else the connection's last."""
+    found = peek_client_id(frame)
+    return connection.client_id if found is None else found
 
 
 def _group_of(request: Any) -> Optional[str]:

@@ -60,12 +60,32 @@ def peek_header(frame: bytes) -> tuple:
     return _HEADER_PREFIX.unpack_from(frame)
 
 
+def peek_client_id(frame: bytes) -> Optional[str]:
+    """The client id of a request frame body ("" when null), None when the bytes do not hold one.
+
+    Request headers v1 and v2 both carry it as a classic (non-compact) string right after
+    the first eight bytes, so it is readable even when the rest of the request is not."""
+    if len(frame) < _HEADER_PREFIX.size + 2:
+        return None
+    (length,) = struct.unpack_from(">h", frame, _HEADER_PREFIX.size)
+    if length < 0:
+        return ""
+    start = _HEADER_PREFIX.size + 2
+    if len(frame) < start + length:
+        return None
+    try:
+        return frame[start:start + length].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def decode_request(frame: bytes) -> DecodedRequest:
     """Decode a request frame body (without its length prefix).
 
     Raises :class:`UnsupportedRequestVersion` for a known API at a version outside
     :data:`SUPPORTED_VERSIONS`, and :class:`FrameError` for an unknown API key or bytes
-    that do not decode (truncated, garbage, trailing data)."""
+    that do not decode (truncated, garbage, a null where the schema allows none).  Bytes
+    after the request are ignored, as Kafka's ``AbstractRequest.parseRequest`` does."""
     raw_key, version, correlation_id = peek_header(frame)
     try:
         api_key = ApiKey(raw_key)
@@ -82,14 +102,50 @@ def decode_request(frame: bytes) -> DecodedRequest:
                 decoded = request_class.decode(frame, version=version, header=True)
             except Exception:
                 decoded = None
+            if decoded is not None and _null_field(request_class._struct, decoded, version) is not None:
+                decoded = None
         raise UnsupportedRequestVersion(api_key, version, correlation_id, decoded)
     try:
         request = request_class.decode(frame, version=version, header=True)
     except Exception as error:
         raise FrameError(f"{api_key.name} v{version} request (correlation id {correlation_id}) "
                          f"does not decode: {type(error).__name__}: {error}") from None
+    null_field = _null_field(request_class._struct, request, version)
+    if null_field is not None:
+        # Kafka's generated readers throw "non-nullable field ... was serialized as null": an
+        # unparseable request.  kafka-python decodes it as None, which no handler expects.
+        raise FrameError(f"{api_key.name} v{version} request (correlation id {correlation_id}): "
+                         f"non-nullable field {null_field} is null")
     client_id = request.header.client_id if request.header is not None else None
     return DecodedRequest(api_key, version, correlation_id, client_id or "", request)
+
+
+_NULLABLE_TYPES = ("string", "bytes", "records")
+
+
+def _null_field(struct: Any, value: Any, version: int, path: str = "") -> Optional[str]:
+    """The path of the first field that is null though the schema says it cannot be at ``version``."""
+    for field in struct.untagged_fields(version):
+        item = getattr(value, field.name, None)
+        where = f"{path}.{field.name}" if path else field.name
+        if item is None:
+            can_be_null = field.is_array() or field.is_struct() or field.type_str in _NULLABLE_TYPES
+            if can_be_null and not field.nullable_for_version_q(version):
+                return where
+            continue
+        if field.is_struct_array():
+            for element in item:
+                found = _null_field(field.array_of, element, version, where + "[]")
+                if found is not None:
+                    return found
+        elif field.is_array():
+            if field.array_of.type_str in _NULLABLE_TYPES and any(element is None for element in item):
+                return where + "[]"
+        elif field.is_struct():
+            found = _null_field(field, item, version, where)
+            if found is not None:
+                return found
+    return None
 
 
 def encode_response(response: Any, version: int, correlation_id: int) -> bytes:

@@ -221,6 +221,16 @@ def _offset_fetch_response(parts: List[Any], version: int, request) -> Any:
             for p in ps])
         for name, ps in _fetched_partitions(resp).items()
     ]
+    if version < 2 and code and not topics and request.topics:
+        # v0-v1 have nowhere else to put a group error: every requested partition carries it
+        # (Kafka's OffsetFetchRequest.getErrorResponse), or the client reads "no offsets".
+        topics = [
+            topic_cls(version=version, name=t.name, partitions=[
+                partition_cls(version=version, partition_index=i, committed_offset=-1,
+                              committed_leader_epoch=-1, metadata="", error_code=int(code))
+                for i in t.partition_indexes])
+            for t in request.topics
+        ]
     return OffsetFetchResponse(version=version, throttle_time_ms=0, topics=topics, error_code=int(code))
 
 

@@ -64,6 +64,12 @@ class _Connection(asyncio.Protocol):
         self._next()
 
     def connection_lost(self, exc) -> None:
+        if not self.closed and self._buffer:
+            # The client went away in the middle of a request: what it sent so far is dropped.
+            expected = f" of {_SIZE.unpack_from(self._buffer)[0] + 4}" if len(self._buffer) >= 4 else ""
+            log.warning("connection %d to broker %d closed by the client mid-request (%d%s bytes received); "
+                        "the partial request is dropped", self.connection_id, self.node_id, len(self._buffer),
+                        expected)
         self.closed = True
         self.network.lost(self)
 

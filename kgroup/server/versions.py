@@ -19,7 +19,7 @@ from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
     FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest,
-    OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
+    OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
@@ -45,6 +45,7 @@ SUPPORTED_VERSIONS: Dict[ApiKey, Tuple[int, int]] = {
     ApiKey.CreateTopics: (2, 7),
     ApiKey.DeleteTopics: (1, 6),
     ApiKey.InitProducerId: (0, 4),
+    ApiKey.OffsetForLeaderEpoch: (2, 4),
     ApiKey.CreatePartitions: (0, 3),
     ApiKey.DeleteGroups: (0, 2),
 }
@@ -68,6 +69,7 @@ REQUEST_CLASSES: Dict[ApiKey, Type[ApiMessage]] = {
     ApiKey.CreateTopics: CreateTopicsRequest,
     ApiKey.DeleteTopics: DeleteTopicsRequest,
     ApiKey.InitProducerId: InitProducerIdRequest,
+    ApiKey.OffsetForLeaderEpoch: OffsetForLeaderEpochRequest,
     ApiKey.CreatePartitions: CreatePartitionsRequest,
     ApiKey.DeleteGroups: DeleteGroupsRequest,
 }
