@@ -400,3 +400,25 @@ def test_subscription_changed_during_rebalance_rejoins_after_sync():
     h.pump()
     h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "split", pickle.dumps(Assignment([T0]))))
     assert h.member.state is MemberState.STABLE and h.member.rejoin_needed
+
+
+def test_leader_rejoins_after_the_sync_when_a_partition_count_changed_during_the_rebalance():
+    """Java's ConsumerCoordinator.rejoinNeededOrPending compares the assignment's metadata snapshot
+    with the current metadata whenever it is asked, not only when metadata arrives while Stable.  Found
+    by the simulator (kgroup simulate --seed 956 --members 3 --partitions 6 --duration-ms 10000
+    --max-faults 5): partitions added mid-rebalance stayed unowned."""
+    h = Harness()
+    h.member.update_metadata({"t": 4}, h.now)
+    h.find()
+    h.member.on_app_poll(h.now)
+    h.pump()
+    sub = pickle.dumps(Subscription(["t"]))
+    h.reply(m.JoinGroupRequest, m.JoinGroupResponse(
+        OK, 3, "consumer", "split", leader="a", member_id="a",
+        members=[m.JoinGroupMember("a", None, sub), m.JoinGroupMember("b", None, sub)]))
+    [sync] = h.pump()
+    h.member.update_metadata({"t": 6}, h.now)  # while the SyncGroup is in flight
+    h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "split", dict(
+        (a.member_id, a.assignment) for a in sync.assignments)["a"]))
+    assert h.member.state is MemberState.STABLE
+    assert h.member.rejoin_needed

@@ -151,6 +151,12 @@ class Leadership:
             # beat its first metadata answer rebalance the group (found by the wire server's client matrix).
             snapshot.update({t: self._partition_counts[t] for t, n in snapshot.items()
                              if n is None and t in self._partition_counts})
+        return self.outdated()
+
+    def outdated(self) -> bool:
+        """Whether a count the last assignment used differs from what is known now (Java's
+        ``ConsumerCoordinator.rejoinNeededOrPending``: assignmentSnapshot vs metadataSnapshot)."""
+        snapshot = self._snapshot
         return snapshot is not None and {t: self._partition_counts.get(t) for t in snapshot} != snapshot
 
     def group_topics(self) -> frozenset:

@@ -320,6 +320,9 @@ class GroupMember(MemberView):
         self._last_assignment = (change.owned, self._generation.generation_id)
         if change.rejoin_reason is not None:
             self._rejoin.request(change.rejoin_reason)
+        elif self.is_leader and self._leader.outdated():
+            # A count changed while the rebalance was running (update_metadata only acts when Stable).
+            self._rejoin.request("partition count of a subscribed topic changed")
         if self.config.fetch_committed_on_assignment and change.added:
             self.fetch_committed(sorted(change.added), now_ms)
 
