@@ -226,10 +226,11 @@ class ConsumerApp:
 
 
 class Producer:
-    """Appends one record every ``interval_ms`` (acks=all) to a partition its own stream picks."""
+    """Appends ``batch`` records every ``interval_ms`` (acks=all), each to a partition its own stream picks."""
 
     def __init__(self, name: str, topic: str, cluster: ClusterStateMachine, history: History,
-                 rng: random.Random, interval_ms: int, first_ms: int, stop_ms: int) -> None:
+                 rng: random.Random, interval_ms: int, first_ms: int, stop_ms: int, batch: int = 1) -> None:
+        self.batch = batch
         self.name = name
         self.topic = topic
         self.cluster = cluster
@@ -248,15 +249,16 @@ class Producer:
         if self.next_ms is None or now_ms < self.next_ms:
             return
         partitions = len(self.cluster.topics[self.topic])
-        index = self.rng.randrange(partitions)
-        payload = f"{self.name}-{self.sequence}"
-        self.sequence += 1
-        try:
-            offset = self.cluster.produce(self.topic, index, payload)
-        except ClusterError:
-            self.refused += 1
-        else:
-            self.history.record(Appended(now_ms, TopicPartition(self.topic, index), offset, payload))
+        for _ in range(self.batch):
+            index = self.rng.randrange(partitions)
+            payload = f"{self.name}-{self.sequence}"
+            self.sequence += 1
+            try:
+                offset = self.cluster.produce(self.topic, index, payload)
+            except ClusterError:
+                self.refused += 1
+            else:
+                self.history.record(Appended(now_ms, TopicPartition(self.topic, index), offset, payload))
         following = now_ms + self.interval_ms
         self.next_ms = following if following < self.stop_ms else None
 

@@ -68,7 +68,8 @@ class SimConfig:
     max_faults: int = 8
     brokers: int = 3
     producers: int = 2
-    produce_interval_ms: int = 20
+    produce_interval_ms: int = 100
+    produce_batch: int = 5
     session_timeout_ms: int = 1_000
     heartbeat_interval_ms: int = 200
     max_poll_interval_ms: int = 3_000
@@ -141,7 +142,7 @@ class _Simulation:
         self.scheduler.add_timers(HubTimers(self.kafka.hub))
         self.producers = [Producer(f"p{i}", TOPIC, self.cluster, self.history,
                                    random.Random(f"producer-{seed}-{i}"), config.produce_interval_ms, i,
-                                   config.duration_ms) for i in range(config.producers)]
+                                   config.duration_ms, config.produce_batch) for i in range(config.producers)]
         for producer in self.producers:
             self.scheduler.add_timers(producer)
         self.scheduler.add_timers(self.network)
