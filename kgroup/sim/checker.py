@@ -20,8 +20,9 @@ Over the whole history (:func:`check_history`):
   offsets were produced in, or its member kept the partition from that
   generation to the one it carried;
 - ``acknowledged-commit-lost``: the committed offset at the end is the last
-  acknowledged one or a commit whose answer never came (no loss across
-  coordinator failover);
+  acknowledged one or a commit whose answer never came; and (checked by the
+  simulator during the run) a new coordinator, once loaded after a move, serves
+  every commit acknowledged before the move;
 - ``duplicate``: a new owner resumed below an offset whose commit had been
   acknowledged before it asked (records processed twice outside the uncommitted window);
 - ``poll-skip``: a new owner resumed at an offset nobody committed, or a
@@ -46,7 +47,8 @@ from kgroup.sim.history import (
 )
 from kgroup.values import TopicPartition
 
-__all__ = ["CHECKS", "Overlap", "OwnershipChecker", "Violation", "check_history", "coverage"]
+__all__ = ["CHECKS", "Overlap", "OwnershipChecker", "Violation", "check_history", "coverage",
+           "last_acknowledged"]
 
 CHECKS = ("same-generation-owners", "eager-owns-during-rebalance", "offset-went-back",
           "stale-generation-commit", "acknowledged-commit-lost", "duplicate", "poll-skip", "lost-write",
@@ -201,6 +203,14 @@ def check_commit_generations(history: History) -> List[Violation]:
                              f"{commit.member} committed {commit.partition}@{commit.offset} as generation "
                              f"{generation}, but made it in generation(s) {sorted(made_in)}; the owners "
                              f"were {owners}"))
+    return out
+
+
+def last_acknowledged(history: History) -> Dict[TopicPartition, int]:
+    """The highest offset acknowledged so far per partition."""
+    out: Dict[TopicPartition, int] = {}
+    for commit in _accepted(history):
+        out[commit.partition] = max(out.get(commit.partition, -1), commit.offset)
     return out
 
 

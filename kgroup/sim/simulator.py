@@ -32,7 +32,9 @@ from kgroup.core.member import GroupMember, MemberConfig, MemberState
 from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse
 from kgroup.io.runner import MemberRunner
 from kgroup.sim.app import ConsumerApp, Producer, draw_profile
-from kgroup.sim.checker import Overlap, OwnershipChecker, Violation, check_history, coverage
+from kgroup.sim.checker import (
+    Overlap, OwnershipChecker, Violation, check_history, coverage, last_acknowledged,
+)
 from kgroup.sim.history import CoordinatorMoved, FaultApplied, History, Transition
 from kgroup.sim.network import Network, NetworkConfig
 from kgroup.sim.schedule import Fault, FaultPlan, Schedule, generate_schedule
@@ -151,6 +153,7 @@ class _Simulation:
         self.apps: Dict[str, ConsumerApp] = {}
         self.violations: List[Violation] = []
         self._failovers_seen = 0
+        self._acknowledged_at_move: Optional[tuple] = None
 
     # -- members --------------------------------------------------------------------------------
 
@@ -160,7 +163,7 @@ class _Simulation:
                                config.processing_ms_per_record)
         member = GroupMember(MemberConfig(
             group_id=GROUP, assignors=(self.assignor,), client_id=name,
-            group_instance_id=f"i-{name}" if self.static else None,
+            group_instance_id=self.instance_id_of(name),
             session_timeout_ms=config.session_timeout_ms, heartbeat_interval_ms=config.heartbeat_interval_ms,
             max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
             enable_auto_commit=profile.commit_mode == "auto",
@@ -175,6 +178,10 @@ class _Simulation:
         self.apps[name] = app
         self.scheduler.add_member(name, app.runner, app)
         return app
+
+    def instance_id_of(self, name: str) -> Optional[str]:
+        """A static member's group.instance.id: the same across its restarts."""
+        return f"i-{name}" if self.static else None
 
     def _reachable(self, member: str, broker: int) -> bool:
         return not self.network._state(member, broker)[0]
@@ -299,7 +306,23 @@ class _Simulation:
             for old, new, slot, at_ms in failovers[self._failovers_seen:]:
                 if slot == group_slot:
                     self.history.record(CoordinatorMoved(at_ms, old, new))
+                    if self._acknowledged_at_move is None:
+                        self._acknowledged_at_move = (at_ms, last_acknowledged(self.history))
             self._failovers_seen = len(failovers)
+        if self._acknowledged_at_move is not None and self.kafka.hosting.coordinator_for(GROUP) is not None:
+            self._check_failover_kept_commits(now_ms)
+
+    def _check_failover_kept_commits(self, now_ms: int) -> None:
+        """The new coordinator, once loaded, serves every commit acknowledged before the move."""
+        moved_ms, acknowledged = cast(tuple, self._acknowledged_at_move)
+        self._acknowledged_at_move = None
+        committed = self.committed_offsets()
+        for tp, offset in sorted(acknowledged.items()):
+            if committed.get(tp, -1) < offset:
+                self.violations.append(Violation(
+                    "acknowledged-commit-lost", now_ms,
+                    f"{tp}: the commit of {offset} was acknowledged before the coordinator moved at {moved_ms} ms; "
+                    f"the new coordinator serves {committed.get(tp)}"))
 
     def on_transition(self, machine, old, new) -> None:
         if isinstance(new, (MemberState, GroupState)):
