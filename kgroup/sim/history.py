@@ -162,7 +162,13 @@ class History:
         return out
 
 
+def _value(value: Any) -> str:
+    if isinstance(value, frozenset):  # set order follows PYTHONHASHSEED; the history's text must not
+        return "{" + ", ".join(str(v) for v in sorted(value)) + "}"
+    return str(value)
+
+
 def _line(event: Any) -> str:
-    fields: Tuple[str, ...] = tuple(f"{a.name}={getattr(event, a.name)}"
+    fields: Tuple[str, ...] = tuple(f"{a.name}={_value(getattr(event, a.name))}"
                                     for a in attrs.fields(type(event))[1:])
     return f"{event.at_ms:>7} ms  {type(event).__name__} " + " ".join(fields)

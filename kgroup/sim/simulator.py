@@ -423,7 +423,8 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
         seed = seed_or_schedule
         schedule = generate_schedule(seed, config.fault_plan())
     sim = _Simulation(seed, config, schedule)
-    add_transition_sink(sim.on_transition)
+    sink = sim.on_transition  # one bound method: the sinks are removed by identity
+    add_transition_sink(sink)
     try:
         if planted is not None:
             planted(sim)
@@ -451,7 +452,7 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
         return Verdict(seed, config, sim.assignor, schedule, tuple(violations), tuple(sim.ownership.overlaps),
                        coverage(sim.history, sim.ownership.overlaps), sim.history, sim.clock())
     finally:
-        remove_transition_sink(sim.on_transition)
+        remove_transition_sink(sink)
         sim.close()
 
 
