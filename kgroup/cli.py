@@ -87,7 +87,8 @@ def _campaign(args: argparse.Namespace) -> int:
         if done == total or done % max(1, total // 20) == 0:
             print(f"  {done}/{total} seeds, {failed} with violations", file=sys.stderr, flush=True)
 
-    result = run_campaign(range(args.first_seed, args.first_seed + args.seeds), config, args.workers, progress)
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    result = run_campaign(seeds, config, args.workers, progress)
     print(summary_table(result))
     for outcome in result.failed[:args.show]:
         print(f"seed {outcome.seed} ({outcome.assignor}): {', '.join(outcome.checks_failed)}")
@@ -112,7 +113,8 @@ def _sim_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulated time with producers and faults (default 60000)")
     parser.add_argument("--faults", choices=("mixed", "static-bounce", "none"), default="mixed",
                         help="what the seed's schedule draws (default mixed)")
-    parser.add_argument("--max-faults", type=int, default=8, help="at most this many faults a seed (default 8)")
+    parser.add_argument("--max-faults", type=int, default=8,
+                        help="at most this many faults a seed (default 8)")
     parser.add_argument("--no-shrink", action="store_true", help="do not shrink a failing schedule")
 
 

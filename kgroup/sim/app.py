@@ -115,7 +115,8 @@ class ConsumerApp:
         member.on_app_poll(now, self.committable())
         self._take_events(now)
         fetched = self._fetch(now)
-        self.next_ms = now + max(self.profile.poll_interval_ms, fetched * self.profile.processing_ms_per_record)
+        processing_ms = fetched * self.profile.processing_ms_per_record
+        self.next_ms = now + max(self.profile.poll_interval_ms, processing_ms)
 
     # -- steps ------------------------------------------------------------------------------------
 
@@ -226,7 +227,8 @@ class ConsumerApp:
 
 
 class Producer:
-    """Appends ``batch`` records every ``interval_ms`` (acks=all), each to a partition its own stream picks."""
+    """Appends ``batch`` records every ``interval_ms`` (acks=all), each to a partition its own stream
+    picks."""
 
     def __init__(self, name: str, topic: str, cluster: ClusterStateMachine, history: History,
                  rng: random.Random, interval_ms: int, first_ms: int, stop_ms: int, batch: int = 1) -> None:

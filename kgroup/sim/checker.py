@@ -104,8 +104,9 @@ class OwnershipChecker:
                 self.history.record(OwnershipChanged(now_ms, name, generation.member_id,
                                                      generation.generation_id, state.name, owned, eager))
             if eager and owned and state in _IN_REBALANCE:
-                self.violations.append(Violation("eager-owns-during-rebalance", now_ms,
-                                                 f"{name} (eager) owns {sorted(owned)} in state {state.name}"))
+                self.violations.append(Violation(
+                    "eager-owns-during-rebalance", now_ms,
+                    f"{name} (eager) owns {sorted(owned)} in state {state.name}"))
             for tp in owned:
                 owners.setdefault(tp, []).append((name, generation.generation_id))
         for tp, held in owners.items():

@@ -37,7 +37,7 @@ from kgroup.sim.checker import (
 )
 from kgroup.sim.history import CoordinatorMoved, FaultApplied, History, Transition
 from kgroup.sim.network import Network, NetworkConfig
-from kgroup.sim.schedule import Fault, FaultPlan, Schedule, generate_schedule
+from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.testing.clock import MockClock
 from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.testing.scheduler import HubTimers, Scheduler
@@ -87,8 +87,9 @@ class SimConfig:
         return tuple(f"m{i}" for i in range(self.members))
 
     def fault_plan(self) -> FaultPlan:
+        window_ms = (2_000, max(2_000, self.duration_ms - 5_000))
         return FaultPlan(self.member_names(), tuple(range(1, self.brokers + 1)), TOPIC,
-                         self.static or self.faults == "static-bounce", (2_000, max(2_000, self.duration_ms - 5_000)),
+                         self.static or self.faults == "static-bounce", window_ms,
                          self.max_faults, self.session_timeout_ms, self.max_poll_interval_ms, self.faults)
 
 
@@ -113,13 +114,32 @@ class Verdict:
 
     def describe(self) -> str:
         lines = [f"seed {self.seed}: {self.config.members} members, {self.config.partitions} partitions, "
-                 f"{self.assignor}{' static' if self.config.static else ''}, {len(self.schedule.faults)} faults, "
+                 f"{self.assignor}{' static' if self.config.static else ''}, "
+                 f"{len(self.schedule.faults)} faults, "
                  f"{self.simulated_ms} ms simulated: {'OK' if self.ok else 'VIOLATED'}"]
         lines += [f"  ! {v}" for v in self.violations[:20]]
         if self.overlaps:
             longest = max(o.duration_ms for o in self.overlaps)
-            lines.append(f"  {len(self.overlaps)} overlap(s) the classic protocol allows, longest {longest} ms")
+            lines.append(f"  {len(self.overlaps)} overlap(s) the classic protocol allows, "
+                         f"longest {longest} ms")
         return "\n".join(lines)
+
+
+def _broker_key(node_id: Optional[int]) -> int:
+    """The network's key of a request's broker (0: any broker, a bootstrap request)."""
+    return node_id or 0
+
+
+class _FaultEvent:
+    """A scheduled fault (a named callable, so the scheduler's queue stays printable)."""
+
+    def __init__(self, simulation: "_Simulation", fault: Fault, index: int) -> None:
+        self.simulation = simulation
+        self.fault = fault
+        self.index = index
+
+    def __call__(self, now_ms: int) -> None:
+        self.simulation.apply(self.fault, self.index)
 
 
 class _Simulation:
@@ -172,7 +192,7 @@ class _Simulation:
         member.update_metadata(self.kafka.partitions_per_topic(), now)
         app = ConsumerApp(name, member.config.group_instance_id, member, profile, self.cluster, self.history,
                           now, reachable=self._reachable)
-        transport = self.network.transport(name, self.kafka.transport(name), self.clock, lambda node: node or 0,
+        transport = self.network.transport(name, self.kafka.transport(name), self.clock, _broker_key,
                                            observer=app)
         app.runner = MemberRunner(member, transport, self.clock)
         self.apps[name] = app
@@ -211,7 +231,7 @@ class _Simulation:
 
     def schedule_faults(self) -> None:
         for index, fault in enumerate(self.schedule.faults):
-            self.scheduler.call_at(fault.at_ms, lambda now, f=fault, i=index: self.apply(f, i))
+            self.scheduler.call_at(fault.at_ms, _FaultEvent(self, fault, index))
 
     def apply(self, fault: Fault, index: int) -> None:
         now, kind, target = self.clock(), fault.kind, fault.target
@@ -235,13 +255,14 @@ class _Simulation:
                 self.start(target)
         elif kind == "slow_poll":
             if target in self.apps:
-                self.apps[target].paused_until_ms = self.clock() + self.config.max_poll_interval_ms + fault.duration_ms
+                pause_ms = self.config.max_poll_interval_ms + fault.duration_ms
+                self.apps[target].paused_until_ms = self.clock() + pause_ms
         elif kind == "resubscribe":
             app = self.apps.get(target)
             if app is not None:
                 self._subscribe(app, (TOPIC, AUX_TOPIC))
                 return lambda: self._subscribe(app, (TOPIC,)) if self.apps.get(target) is app else None
-        elif kind in ("kill_broker", "controlled_shutdown", "isolate_broker", "slow_follower", "move_coordinator"):
+        elif kind in BROKER_KINDS:
             broker = kafka.coordinator_node(GROUP) if target == "group" else int(target.lstrip("b"))
             if broker is None or broker not in self.cluster.brokers:
                 return None
@@ -261,7 +282,10 @@ class _Simulation:
         elif kind in ("partition", "lossy", "reset"):
             return self._network_fault(fault)
         elif kind == "add_partitions":
-            kafka.hub.apply(lambda now: self.cluster.add_partitions(target, max(1, fault.value)) or [])
+            def grow(now_ms: int) -> list:
+                self.cluster.add_partitions(target, max(1, fault.value))
+                return []
+            kafka.hub.apply(grow)
             for app in self.apps.values():
                 app.member.update_metadata(kafka.partitions_per_topic(), self.clock())
         return None
@@ -321,8 +345,8 @@ class _Simulation:
             if committed.get(tp, -1) < offset:
                 self.violations.append(Violation(
                     "acknowledged-commit-lost", now_ms,
-                    f"{tp}: the commit of {offset} was acknowledged before the coordinator moved at {moved_ms} ms; "
-                    f"the new coordinator serves {committed.get(tp)}"))
+                    f"{tp}: the commit of {offset} was acknowledged before the coordinator moved at "
+                    f"{moved_ms} ms; the new coordinator serves {committed.get(tp)}"))
 
     def on_transition(self, machine, old, new) -> None:
         if isinstance(new, (MemberState, GroupState)):
@@ -370,16 +394,17 @@ class _Simulation:
                 states = {a.name: (a.member.state.name, a.member.generation.generation_id,
                                    len(a.member.assignment)) for a in self.apps.values()}
                 self.violations.append(Violation(
-                    "not-settled", self.clock(), f"the group did not settle within {self.config.settle_bound_ms} "
-                    f"ms of the last fault: coordinator {self.kafka.group_state(GROUP)}, members {states}"))
+                    "not-settled", self.clock(),
+                    f"the group did not settle within {self.config.settle_bound_ms} ms of the last fault: "
+                    f"coordinator {self.kafka.group_state(GROUP)}, members {states}"))
                 return False
             self.scheduler.run_until_ms(self.clock() + 50)
         sizes = sorted(len(a.member.assignment) for a in self.apps.values())
         total = len(self.cluster.topics[TOPIC])
         if sizes and (sum(sizes) != total or sizes[-1] - sizes[0] > 1):
-            self.violations.append(Violation("unbalanced", self.clock(),
-                                             f"settled, but not every one of {total} partitions owned once and "
-                                             f"balanced: sizes {sizes}"))
+            self.violations.append(Violation(
+                "unbalanced", self.clock(),
+                f"settled, but not every one of {total} partitions owned once and balanced: sizes {sizes}"))
         return True
 
     def committed_offsets(self) -> Dict[TopicPartition, int]:
@@ -394,8 +419,8 @@ class _Simulation:
         return {p.topic_partition: p.committed.offset for p in response.partitions
                 if p.committed is not None and p.committed.offset >= 0}
 
-    def final_logs(self) -> Dict[TopicPartition, List[str]]:
-        logs = {}
+    def final_logs(self) -> Dict[TopicPartition, Sequence[str]]:
+        logs: Dict[TopicPartition, Sequence[str]] = {}
         for partition in self.cluster.topics[TOPIC]:
             if partition.leader is not None:
                 log = partition.logs[partition.leader]
@@ -435,8 +460,9 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
         if bounce_only:
             sim.scheduler.run_until_ms(schedule.faults[0].at_ms - 500)
             if not sim.settled():
-                sim.violations.append(Violation("not-settled", sim.clock(),
-                                                "static-bounce: the group was not Stable before the first bounce"))
+                sim.violations.append(Violation(
+                    "not-settled", sim.clock(),
+                    "static-bounce: the group was not Stable before the first bounce"))
             before = sim.generations()
         sim.scheduler.run_until_ms(max(config.duration_ms, schedule.last_fault_end_ms + 1_000))
         sim.heal_everything()
@@ -444,8 +470,9 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
             sim.scheduler.run_until_ms(sim.clock() + 3_000)  # the consumers catch up and commit
         if bounce_only and sim.generations() != before:
             sim.violations.append(Violation(
-                "static-bounce-rebalanced", sim.clock(), f"static members bounced within the session timeout, "
-                f"yet the group rebalanced: generation {sorted(before)} -> {sorted(sim.generations())}"))
+                "static-bounce-rebalanced", sim.clock(),
+                f"static members bounced within the session timeout, yet the group rebalanced: "
+                f"generation {sorted(before)} -> {sorted(sim.generations())}"))
         sim.ownership.close(sim.clock())
         violations = sim.ownership.violations[:20] + sim.violations + check_history(
             sim.history, sim.committed_offsets(), sim.final_logs())
@@ -458,4 +485,3 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
 
 def run_seed(seed: int, config: SimConfig = SimConfig()) -> Verdict:
     return run(seed, config)
-

@@ -18,16 +18,21 @@ def _history(*events):
 
 
 def test_offsets_going_back_are_named_and_acknowledged_commits_must_survive():
-    history = _history(CommitSent(1, "m0", "a", 1, TP, 10, "STABLE"), CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE"),
-                       CommitSent(3, "m1", "b", 1, TP, 5, "STABLE"), CommitAnswered(4, "m1", "b", 1, TP, 5, "NONE"))
+    history = _history(CommitSent(1, "m0", "a", 1, TP, 10, "STABLE"),
+                       CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE"),
+                       CommitSent(3, "m1", "b", 1, TP, 5, "STABLE"),
+                       CommitAnswered(4, "m1", "b", 1, TP, 5, "NONE"))
     assert [v.check for v in check_offsets_monotonic(history)] == ["offset-went-back"]
     assert check_acknowledged_commits_survive(history, {TP: 5}) == []
-    assert [v.check for v in check_acknowledged_commits_survive(history, {TP: 3})] == ["acknowledged-commit-lost"]
+    lost = check_acknowledged_commits_survive(history, {TP: 3})
+    assert [v.check for v in lost] == ["acknowledged-commit-lost"]
 
 
 def test_resume_below_an_acknowledged_commit_is_a_duplicate_and_above_any_commit_a_skip():
-    history = _history(CommitSent(1, "m0", "a", 1, TP, 10, "STABLE"), CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE"),
-                       Resumed(5, "m1", "b", 2, TP, 4, asked_at_ms=3), Resumed(6, "m2", "c", 3, TP, 12, asked_at_ms=3),
+    history = _history(CommitSent(1, "m0", "a", 1, TP, 10, "STABLE"),
+                       CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE"),
+                       Resumed(5, "m1", "b", 2, TP, 4, asked_at_ms=3),
+                       Resumed(6, "m2", "c", 3, TP, 12, asked_at_ms=3),
                        Resumed(7, "m2", "c", 3, TP, 10, asked_at_ms=3))
     assert [v.check for v in check_resumes(history)] == ["duplicate", "poll-skip"]
 
@@ -62,7 +67,7 @@ def test_ownership_overlap_across_generations_is_reported_not_violated():
 
 def test_a_group_that_never_settles_is_named():
     sim = simulator._Simulation(0, simulator.SimConfig(members=2, partitions=2, max_poll_interval_ms=500,
-                                                       session_timeout_ms=200, heartbeat_interval_ms=50), 
+                                                       session_timeout_ms=200, heartbeat_interval_ms=50),
                                 simulator.Schedule())
     try:
         sim.start("m0")

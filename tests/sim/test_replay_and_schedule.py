@@ -46,8 +46,10 @@ def test_removing_a_fault_reshuffles_nothing_before_it_nor_the_other_faults():
 
 
 def test_a_schedule_prints_and_parses_back():
-    schedule = Schedule((Fault(4200, "crash", "m1", 800), Fault(5000, "partition", "m2>b1", 1500),
-                         Fault(7000, "lossy", "m3-b2", 2000, 30), Fault(9000, "add_partitions", "events", 0, 2)),
+    schedule = Schedule((Fault(4200, "crash", "m1", 800),
+                         Fault(5000, "partition", "m2>b1", 1500),
+                         Fault(7000, "lossy", "m3-b2", 2000, 30),
+                         Fault(9000, "add_partitions", "events", 0, 2)),
                         seed=12)
     text = schedule.to_text()
     assert "  4200 ms  crash m1 for 800 ms" in text and "value 30" in text
