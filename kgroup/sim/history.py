@@ -37,68 +37,56 @@ class Appended:
 
 
 @attrs.frozen
-class Fetched:
-    """A consumer's poll returned records ``[first_offset, end_offset)`` (below the high watermark)."""
+class _AboutPartition:
+    """Something one member (in one generation) did about one partition."""
 
     at_ms: int
     member: str
     member_id: str
     generation: int
     partition: TopicPartition
+
+
+@attrs.frozen
+class _Batch(_AboutPartition):
+    """Records ``[first_offset, end_offset)`` of one partition, as one member saw them."""
+
     first_offset: int
     end_offset: int
 
 
 @attrs.frozen
-class Processed:
-    """The application finished processing ``[first_offset, end_offset)``; its position is ``end_offset``."""
-
-    at_ms: int
-    member: str
-    member_id: str
-    generation: int
-    partition: TopicPartition
-    first_offset: int
-    end_offset: int
+class Fetched(_Batch):
+    """A consumer's poll returned the batch (records below the high watermark)."""
 
 
 @attrs.frozen
-class Resumed:
+class Processed(_Batch):
+    """The application finished processing the batch; its position is ``end_offset``."""
+
+
+@attrs.frozen
+class Resumed(_AboutPartition):
     """A new owner learnt its starting position (the committed offset, or 0 with none)."""
 
-    at_ms: int
-    member: str
-    member_id: str
-    generation: int
-    partition: TopicPartition
     position: int
     #: When the OffsetFetch that answered it was sent.
     asked_at_ms: int
 
 
 @attrs.frozen
-class CommitSent:
+class CommitSent(_AboutPartition):
     """An OffsetCommit request left the member (one per partition)."""
 
-    at_ms: int
-    member: str
-    member_id: str
-    generation: int
-    partition: TopicPartition
     offset: int
     #: The member's state and the group's, as the member saw them (for coverage).
     member_state: str
 
 
 @attrs.frozen
-class CommitAnswered:
+class CommitAnswered(_AboutPartition):
     """The coordinator's answer reached the member; ``error`` is ``NONE`` for an accepted commit."""
 
-    at_ms: int
-    member: str
-    member_id: str
-    generation: int
-    partition: TopicPartition
     offset: int
     error: str
 
