@@ -1,4 +1,4 @@
-"""Seeds of the simulator hold every invariant: 200 in the default run, 10,000 with ``-m slow``.
+"""Seeds of the simulator hold every invariant: 150 in the default run, 10,000 with ``-m slow``.
 
 A failing seed replays exactly: ``kgroup simulate --seed N --members 3 --partitions 6 --duration-ms 10000
 --max-faults 5`` (it prints the violations and the shrunk schedule).
@@ -16,7 +16,7 @@ from kgroup.sim.campaign import run_campaign, summary_table
 
 #: Small groups and short schedules, so a few hundred seeds fit the default run (about 0.3 s a seed).
 DEFAULT_CONFIG = SimConfig(members=3, partitions=6, duration_ms=10_000, max_faults=5)
-DEFAULT_SEEDS = 200
+DEFAULT_SEEDS = 150
 CHUNK = 25
 CAMPAIGN_SEEDS = 10_000
 
