@@ -112,7 +112,9 @@ class OwnershipChecker:
         for tp, held in owners.items():
             if len(held) < 2:
                 continue
-            generations = [g for _n, g in held]
+            # A member with no generation (-1: it left, or was expired, and has not yet polled to learn
+            # it lost its partitions) shares no generation with anyone.
+            generations = [g for _n, g in held if g >= 0]
             if len(set(generations)) < len(generations):
                 self.violations.append(Violation("same-generation-owners", now_ms,
                                                  f"{tp} owned by {sorted(held)} in one generation"))
