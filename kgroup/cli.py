@@ -1,4 +1,5 @@
-"""The ``kgroup`` command line: ``kgroup serve`` starts the in-memory cluster on Kafka's wire protocol."""
+"""The ``kgroup`` command line: ``kgroup serve`` starts the in-memory cluster on Kafka's wire protocol;
+``kgroup simulate`` and ``kgroup campaign`` run the deterministic simulator (docs/simulator.md)."""
 from __future__ import annotations
 
 import argparse
@@ -34,6 +35,89 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sim_config(args: argparse.Namespace):
+    from kgroup.sim import SimConfig
+
+    return SimConfig(members=args.members, partitions=args.partitions, assignor=args.assignor,
+                     static=args.static, commit_mode=args.commit, processing_ms_per_record=args.processing_ms,
+                     duration_ms=args.duration_ms, faults=args.faults, max_faults=args.max_faults)
+
+
+def _print_failure(verdict, config, shrink_it: bool) -> None:
+    from kgroup.sim.shrink import shrink
+
+    if shrink_it and verdict.schedule.faults:
+        result = shrink(verdict, config)
+        print(f"shrunk {len(verdict.schedule.faults)} -> {len(result.minimal.faults)} fault(s) in "
+              f"{result.runs} runs; replay with: kgroup simulate --seed {verdict.seed} --schedule FILE")
+        print(result.minimal.to_text(), end="")
+        for violation in result.verdict.violations[:5]:
+            print(f"  ! {violation}")
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from kgroup.sim import parse_schedule, run
+
+    config = _sim_config(args)
+    if args.schedule:
+        with open(args.schedule) as file:
+            schedule = parse_schedule(file.read())
+        schedule = schedule if args.seed is None else schedule.__class__(schedule.faults, args.seed)
+        verdict = run(schedule, config)
+    else:
+        verdict = run(args.seed if args.seed is not None else 0, config)
+    print(verdict.describe())
+    print(verdict.schedule.to_text(), end="")
+    print("coverage: " + ", ".join(f"{k} {v}" for k, v in sorted(verdict.coverage.items())))
+    if args.history:
+        print(verdict.history.format())
+    if not verdict.ok:
+        _print_failure(verdict, config, not args.no_shrink)
+        return 1
+    return 0
+
+
+def _campaign(args: argparse.Namespace) -> int:
+    from kgroup.sim import run
+    from kgroup.sim.campaign import run_campaign, summary_table
+
+    config = _sim_config(args)
+
+    def progress(done: int, total: int, failed: int) -> None:
+        if done == total or done % max(1, total // 20) == 0:
+            print(f"  {done}/{total} seeds, {failed} with violations", file=sys.stderr, flush=True)
+
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    result = run_campaign(seeds, config, args.workers, progress)
+    print(summary_table(result))
+    for outcome in result.failed[:args.show]:
+        print(f"seed {outcome.seed} ({outcome.assignor}): {', '.join(outcome.checks_failed)}")
+        for violation in outcome.violations[:3]:
+            print(f"  ! {violation}")
+        _print_failure(run(outcome.seed, config), config, not args.no_shrink)
+    return 1 if result.failed else 0
+
+
+def _sim_arguments(parser: argparse.ArgumentParser) -> None:
+    from kgroup.sim.simulator import ASSIGNORS
+
+    parser.add_argument("--members", type=int, default=5, help="consumers at the start (default 5)")
+    parser.add_argument("--partitions", type=int, default=12, help="partitions of the topic (default 12)")
+    parser.add_argument("--assignor", choices=ASSIGNORS + ("any",), default="any",
+                        help="the group's assignor; any: drawn from the seed (default any)")
+    parser.add_argument("--static", action="store_true", help="static members (group.instance.id)")
+    parser.add_argument("--commit", choices=("auto", "sync", "async", "mixed"), default="mixed",
+                        help="how the applications commit; mixed: each draws one (default mixed)")
+    parser.add_argument("--processing-ms", type=int, default=1, help="processing time per record (default 1)")
+    parser.add_argument("--duration-ms", type=int, default=60_000,
+                        help="simulated time with producers and faults (default 60000)")
+    parser.add_argument("--faults", choices=("mixed", "static-bounce", "none"), default="mixed",
+                        help="what the seed's schedule draws (default mixed)")
+    parser.add_argument("--max-faults", type=int, default=8,
+                        help="at most this many faults a seed (default 8)")
+    parser.add_argument("--no-shrink", action="store_true", help="do not shrink a failing schedule")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgroup",
                                      description="kgroup: Kafka consumer groups in pure Python")
@@ -53,6 +137,32 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--initial-rebalance-delay-ms", type=int, default=3000,
                        help="group.initial.rebalance.delay.ms (Kafka's default 3000)")
     serve.set_defaults(run=_serve)
+
+    simulate = commands.add_parser(
+        "simulate", help="run one seeded simulation of a consumer group under faults and check it",
+        description="Runs kgroup members on the in-memory cluster under a seeded fault schedule on a "
+                    "virtual clock, checks every guarantee (docs/simulator.md) and prints the verdict, the "
+                    "schedule and what it covered.  Exit code 1 when an invariant is violated (then the "
+                    "schedule is shrunk to a minimal failing one).")
+    simulate.add_argument("--seed", type=int, default=None, help="the seed (default 0)")
+    simulate.add_argument("--schedule", metavar="FILE",
+                          help="replay this schedule (the format `simulate` prints) instead of the seed's")
+    simulate.add_argument("--history", action="store_true", help="print the recorded history")
+    _sim_arguments(simulate)
+    simulate.set_defaults(run=_simulate)
+
+    campaign = commands.add_parser(
+        "campaign", help="run many seeds in parallel processes and summarise",
+        description="Runs --seeds seeds in worker processes, shows progress on stderr, prints a summary "
+                    "table and coverage, and the failing seeds with shrunk schedules.  Exit code 1 when any "
+                    "seed violates an invariant.")
+    campaign.add_argument("--seeds", type=int, default=100, help="how many seeds (default 100)")
+    campaign.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
+    campaign.add_argument("--workers", type=int, default=None,
+                          help="worker processes (default: os.cpu_count())")
+    campaign.add_argument("--show", type=int, default=5, help="failing seeds to show and shrink (default 5)")
+    _sim_arguments(campaign)
+    campaign.set_defaults(run=_campaign)
     return parser
 
 

@@ -1,0 +1,270 @@
+"""The applications of a simulation: consumers that fetch, process and commit, producers that append.
+
+A :class:`ConsumerApp` is a small consumer loop around one pure
+:class:`~kgroup.core.member.GroupMember`, as the scheduler polls it:
+
+1. the batch fetched last poll has been processed (processing takes
+   ``processing_ms_per_record`` each): record it, move the positions on;
+2. commit what it processed, as its profile says: ``auto`` (the member's
+   auto-commit from the positions it is given), ``sync`` (the loop waits for the
+   answer or the timeout before it polls again) or ``async``;
+3. the member's poll: rebalance events (revoked partitions are committed
+   synchronously first, lost ones dropped, assigned ones start from the
+   committed offset), then ``on_app_poll``;
+4. fetch the next records of every owned partition from the partition
+   leader's log, below its high watermark (nothing if the member cannot reach
+   the leader).
+
+Each application draws its behaviour from its own stream,
+``Random("app-<seed>-<name>")``, so faults and other members never reshuffle it.
+"""
+from __future__ import annotations
+
+import random
+from typing import Dict, List, Optional, Tuple
+
+import attrs
+
+from kgroup.core.cluster import ClusterStateMachine
+from kgroup.core.error_codes import ErrorCode
+from kgroup.core.member import (
+    CommitCompleted, CommittedFetched, GroupMember, MemberState, PartitionsAssigned, PartitionsLost,
+    PartitionsRevoked,
+)
+from kgroup.core.messages import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest
+from kgroup.errors import ClusterError
+from kgroup.io.runner import MemberRunner
+from kgroup.sim.history import (
+    Appended, CommitAnswered, CommitSent, Fetched, History, Processed, Resumed,
+)
+from kgroup.values import TopicPartition
+
+__all__ = ["AppProfile", "COMMIT_MODES", "ConsumerApp", "Producer", "draw_profile"]
+
+COMMIT_MODES = ("auto", "sync", "async")
+#: How long a blocked synchronous commit waits between looks at its answer.
+SYNC_WAIT_STEP_MS = 5
+
+
+@attrs.frozen
+class AppProfile:
+    commit_mode: str
+    auto_commit_interval_ms: int
+    poll_interval_ms: int
+    processing_ms_per_record: int
+    max_records: int
+    commit_every_batches: int
+    sync_commit_timeout_ms: int
+
+
+def draw_profile(rng: random.Random, commit_mode: str, processing_ms_per_record: int) -> AppProfile:
+    """One application's behaviour; ``commit_mode`` ``mixed`` draws one of :data:`COMMIT_MODES`."""
+    mode = rng.choice(COMMIT_MODES) if commit_mode == "mixed" else commit_mode
+    return AppProfile(
+        commit_mode=mode, auto_commit_interval_ms=rng.choice((300, 1_000)),
+        poll_interval_ms=rng.randint(20, 200), processing_ms_per_record=processing_ms_per_record,
+        max_records=rng.choice((5, 20, 100)), commit_every_batches=rng.randint(1, 4),
+        # Short ones fail during an outage; long ones still retry after the member rebalanced.
+        sync_commit_timeout_ms=rng.choice((2_000, 20_000)))
+
+
+class ConsumerApp:
+    """One consumer process (see the module doc); the scheduler's :class:`AppPoller` for its member."""
+
+    def __init__(self, name: str, instance_id: Optional[str], member: GroupMember, profile: AppProfile,
+                 cluster: ClusterStateMachine, history: History, now_ms: int,
+                 reachable=lambda member, broker: True) -> None:
+        self.name = name
+        self.instance_id = instance_id
+        self.member = member
+        self.profile = profile
+        self.cluster = cluster
+        self.history = history
+        self.reachable = reachable
+        self.runner: Optional[MemberRunner] = None
+        self.positions: Dict[TopicPartition, int] = {}
+        self.awaiting: set = set()
+        self.offset_fetch_sent_ms: Dict[TopicPartition, int] = {}
+        self.batch: List[Tuple[TopicPartition, int, int]] = []
+        self.batches_since_commit = 0
+        self.sync_token: Optional[int] = None
+        self.sync_deadline_ms = 0
+        self.next_ms = now_ms
+        self.paused_until_ms = -1
+
+    # -- the scheduler's AppPoller ------------------------------------------------------------
+
+    def next_poll_ms(self) -> Optional[int]:
+        return max(self.next_ms, self.paused_until_ms)
+
+    def poll(self, now: int) -> None:
+        member = self.member
+        self._finish_batch(now)
+        self._take_events(now)
+        if member.state is MemberState.FATAL or member.closed:
+            self.next_ms = now + self.profile.poll_interval_ms
+            return
+        if self.sync_token is not None and now < self.sync_deadline_ms:
+            self.next_ms = now + SYNC_WAIT_STEP_MS
+            return
+        self.sync_token = None
+        self._maybe_commit(now)
+        if self.sync_token is not None:
+            self.next_ms = now + SYNC_WAIT_STEP_MS
+            return
+        member.on_app_poll(now, self.committable())
+        self._take_events(now)
+        fetched = self._fetch(now)
+        processing_ms = fetched * self.profile.processing_ms_per_record
+        self.next_ms = now + max(self.profile.poll_interval_ms, processing_ms)
+
+    # -- steps ------------------------------------------------------------------------------------
+
+    def committable(self) -> Dict[TopicPartition, int]:
+        return {tp: p for tp, p in self.positions.items() if tp not in self.awaiting}
+
+    def _finish_batch(self, now: int) -> None:
+        generation = self.member.generation
+        for tp, first, end in self.batch:
+            if self.positions.get(tp) == first and tp not in self.awaiting:
+                self.positions[tp] = end
+                self.history.record(Processed(now, self.name, generation.member_id, generation.generation_id,
+                                              tp, first, end))
+                self.batches_since_commit += 1
+        self.batch = []
+
+    def _take_events(self, now: int) -> None:
+        member = self.member
+        for event in member.take_events():
+            if isinstance(event, PartitionsAssigned):
+                self.awaiting.update(event.partitions)
+            elif isinstance(event, PartitionsRevoked):
+                revoked = {tp: p for tp, p in self.committable().items() if tp in event.partitions}
+                if revoked and member.state is not MemberState.FATAL:
+                    self.commit(revoked, now, sync=True)
+                self._forget(event.partitions)
+            elif isinstance(event, PartitionsLost):
+                self._forget(event.partitions)
+            elif isinstance(event, CommittedFetched) and event.error is None:
+                self._resume(event, now)
+            elif isinstance(event, CommitCompleted) and event.token == self.sync_token:
+                self.sync_token = None
+
+    def _forget(self, partitions) -> None:
+        for tp in partitions:
+            self.positions.pop(tp, None)
+            self.awaiting.discard(tp)
+
+    def _resume(self, event: CommittedFetched, now: int) -> None:
+        generation = self.member.generation
+        for tp, committed in event.offsets.items():
+            if tp in self.awaiting and tp in self.member.assignment:
+                self.awaiting.discard(tp)
+                position = 0 if committed is None or committed.offset < 0 else committed.offset
+                self.positions[tp] = position
+                self.history.record(Resumed(now, self.name, generation.member_id, generation.generation_id,
+                                            tp, position, self.offset_fetch_sent_ms.get(tp, now)))
+
+    def _maybe_commit(self, now: int) -> None:
+        profile = self.profile
+        if profile.commit_mode == "auto" or self.batches_since_commit < profile.commit_every_batches:
+            return
+        positions = self.committable()
+        if positions and self.member.state is MemberState.STABLE:
+            self.commit(positions, now, sync=profile.commit_mode == "sync")
+
+    def commit(self, offsets: Dict[TopicPartition, int], now: int, sync: bool) -> None:
+        self.batches_since_commit = 0
+        deadline_ms = now + self.profile.sync_commit_timeout_ms if sync else None
+        token = self.member.commit_offsets(offsets, now, deadline_ms=deadline_ms)
+        if sync and deadline_ms is not None:
+            self.sync_token, self.sync_deadline_ms = token, deadline_ms
+
+    def _fetch(self, now: int) -> int:
+        generation = self.member.generation
+        room = self.profile.max_records
+        for tp in sorted(self.member.assignment):
+            position = self.positions.get(tp)
+            if position is None or tp in self.awaiting or room <= 0:
+                continue
+            try:
+                partition = self.cluster.partition(tp.topic, tp.partition)
+            except ClusterError:
+                continue
+            if partition.leader is None or not self.reachable(self.name, partition.leader):
+                continue
+            end = min(partition.logs[partition.leader].hw, position + room)
+            if end <= position:
+                continue
+            room -= end - position
+            self.batch.append((tp, position, end))
+            self.history.record(Fetched(now, self.name, generation.member_id, generation.generation_id,
+                                        tp, position, end))
+        return self.profile.max_records - room
+
+    # -- the transport's observer -------------------------------------------------------------------
+
+    def on_send(self, request: object, now_ms: int) -> None:
+        if isinstance(request, OffsetFetchRequest):
+            for tp in request.partitions or ():
+                self.offset_fetch_sent_ms[tp] = now_ms
+        elif isinstance(request, OffsetCommitRequest):
+            state = self.member.state.name
+            for commit in request.offsets:
+                self.history.record(CommitSent(now_ms, self.name, request.member_id, request.generation_id,
+                                               commit.topic_partition, commit.committed.offset, state))
+
+    def on_complete(self, request: object, result: object, now_ms: int) -> None:
+        if not isinstance(request, OffsetCommitRequest):
+            return
+        codes = ({p.topic_partition: p.error_code for p in result.partitions}
+                 if isinstance(result, OffsetCommitResponse) else {})
+        for commit in request.offsets:
+            code = codes.get(commit.topic_partition)
+            error = "TRANSPORT" if code is None else code.name
+            self.history.record(CommitAnswered(now_ms, self.name, request.member_id, request.generation_id,
+                                               commit.topic_partition, commit.committed.offset, error))
+
+
+class Producer:
+    """Appends ``batch`` records every ``interval_ms`` (acks=all), each to a partition its own stream
+    picks."""
+
+    def __init__(self, name: str, topic: str, cluster: ClusterStateMachine, history: History,
+                 rng: random.Random, interval_ms: int, first_ms: int, stop_ms: int, batch: int = 1) -> None:
+        self.batch = batch
+        self.name = name
+        self.topic = topic
+        self.cluster = cluster
+        self.history = history
+        self.rng = rng
+        self.interval_ms = interval_ms
+        self.next_ms: Optional[int] = first_ms
+        self.stop_ms = stop_ms
+        self.sequence = 0
+        self.refused = 0
+
+    def next_deadline_ms(self) -> Optional[int]:
+        return self.next_ms
+
+    def fire(self, now_ms: int) -> None:
+        if self.next_ms is None or now_ms < self.next_ms:
+            return
+        partitions = len(self.cluster.topics[self.topic])
+        for _ in range(self.batch):
+            index = self.rng.randrange(partitions)
+            payload = f"{self.name}-{self.sequence}"
+            self.sequence += 1
+            try:
+                offset = self.cluster.produce(self.topic, index, payload)
+            except ClusterError:
+                self.refused += 1
+            else:
+                self.history.record(Appended(now_ms, TopicPartition(self.topic, index), offset, payload))
+        following = now_ms + self.interval_ms
+        self.next_ms = following if following < self.stop_ms else None
+
+
+def commit_error_is_fencing(error: str) -> bool:
+    return error in (ErrorCode.ILLEGAL_GENERATION.name, ErrorCode.UNKNOWN_MEMBER_ID.name,
+                     ErrorCode.FENCED_INSTANCE_ID.name, ErrorCode.REBALANCE_IN_PROGRESS.name)

@@ -1,0 +1,345 @@
+"""The history checker: every guarantee of a consumer group, as checks over a recorded history.
+
+Each check has a name (Jepsen's where Jepsen has one) and reports
+:class:`Violation` values; a run is good when there are none.
+
+During the run, after every instant (:class:`OwnershipChecker`):
+
+- ``same-generation-owners``: two members own one partition in the same generation;
+- ``eager-owns-during-rebalance``: an eager member owns partitions while its
+  JoinGroup/SyncGroup is outstanding (it must revoke everything first);
+- the overlaps the classic protocol allows (members of *different* generations
+  owning one partition: one was cut off and has not yet learnt it lost it)
+  are not violations; they are reported as :class:`Overlap` with durations.
+
+Over the whole history (:func:`check_history`):
+
+- ``offset-went-back``: per partition, accepted commits in the order their
+  answers arrived are non-decreasing;
+- ``stale-generation-commit``: an accepted commit carries the generation its
+  offsets were produced in, or its member kept the partition from that
+  generation to the one it carried;
+- ``acknowledged-commit-lost``: the committed offset at the end is the last
+  acknowledged one or a commit whose answer never came; and (checked by the
+  simulator during the run) a new coordinator, once loaded after a move, serves
+  every commit acknowledged before the move;
+- ``duplicate``: a new owner resumed below an offset whose commit had been
+  acknowledged before it asked (records processed twice outside the uncommitted window);
+- ``poll-skip``: a new owner resumed at an offset nobody committed, or a
+  consumer's next batch did not start where its last one ended;
+- ``lost-write``: a record below the final high watermark that nobody processed
+  although a later record of its partition was processed.
+
+The simulator adds ``not-settled``, ``unbalanced`` and ``static-bounce-rebalanced``
+(they need the live group, see :mod:`kgroup.sim.simulator`).
+"""
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+
+import attrs
+
+from kgroup.assignors import RebalanceProtocol
+from kgroup.core.member import MemberState
+from kgroup.sim.history import (
+    CommitAnswered, CommitSent, CoordinatorMoved, FaultApplied, History, OwnershipChanged, Processed,
+    Resumed, Transition,
+)
+from kgroup.values import TopicPartition
+
+__all__ = ["CHECKS", "Overlap", "OwnershipChecker", "Violation", "check_history", "coverage",
+           "last_acknowledged"]
+
+CHECKS = ("same-generation-owners", "eager-owns-during-rebalance", "offset-went-back",
+          "stale-generation-commit", "acknowledged-commit-lost", "duplicate", "poll-skip", "lost-write",
+          "not-settled", "unbalanced", "static-bounce-rebalanced")
+
+_IN_REBALANCE = (MemberState.COMPLETING_REBALANCE,)
+
+
+@attrs.frozen
+class Violation:
+    check: str
+    at_ms: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"[{self.check}] {self.at_ms} ms: {self.message}"
+
+
+@attrs.frozen
+class Overlap:
+    """Two members of different generations owned ``partition`` at once (the classic protocol allows it)."""
+
+    partition: TopicPartition
+    members: Tuple[str, ...]
+    start_ms: int
+    end_ms: int
+
+    @property
+    def duration_ms(self) -> int:
+        return self.end_ms - self.start_ms
+
+
+class OwnershipChecker:
+    """Looks at every member after every instant; records ownership changes in the history."""
+
+    def __init__(self, history: History) -> None:
+        self.history = history
+        self.violations: List[Violation] = []
+        self.overlaps: List[Overlap] = []
+        self._last: Dict[str, tuple] = {}
+        self._open: Dict[TopicPartition, Tuple[Tuple[str, ...], int]] = {}
+
+    def after_instant(self, now_ms: int, members: Iterable[Tuple[str, object]]) -> None:
+        owners: Dict[TopicPartition, List[Tuple[str, int]]] = {}
+        for name, member in members:
+            generation = member.generation  # type: ignore[attr-defined]
+            state = member.state  # type: ignore[attr-defined]
+            owned = member.assignment  # type: ignore[attr-defined]
+            eager = member.protocol is RebalanceProtocol.EAGER  # type: ignore[attr-defined]
+            key = (generation, state, owned)
+            if self._last.get(name) != key:
+                self._last[name] = key
+                self.history.record(OwnershipChanged(now_ms, name, generation.member_id,
+                                                     generation.generation_id, state.name, owned, eager))
+            if eager and owned and state in _IN_REBALANCE:
+                self.violations.append(Violation(
+                    "eager-owns-during-rebalance", now_ms,
+                    f"{name} (eager) owns {sorted(owned)} in state {state.name}"))
+            for tp in owned:
+                owners.setdefault(tp, []).append((name, generation.generation_id))
+        for tp, held in owners.items():
+            if len(held) < 2:
+                continue
+            # A member with no generation (-1: it left, or was expired, and has not yet polled to learn
+            # it lost its partitions) shares no generation with anyone.
+            generations = [g for _n, g in held if g >= 0]
+            if len(set(generations)) < len(generations):
+                self.violations.append(Violation("same-generation-owners", now_ms,
+                                                 f"{tp} owned by {sorted(held)} in one generation"))
+            names = tuple(sorted(n for n, _g in held))
+            if tp not in self._open:
+                self._open[tp] = (names, now_ms)
+        for tp in [tp for tp in self._open if len(owners.get(tp, ())) < 2]:
+            names, start_ms = self._open.pop(tp)
+            self.overlaps.append(Overlap(tp, names, start_ms, now_ms))
+
+    def forget(self, name: str) -> None:
+        self._last.pop(name, None)
+
+    def close(self, now_ms: int) -> None:
+        for tp, (names, start_ms) in self._open.items():
+            self.overlaps.append(Overlap(tp, names, start_ms, now_ms))
+        self._open.clear()
+
+
+# -- the history checks ---------------------------------------------------------------------------
+
+def check_history(history: History, final_committed: Dict[TopicPartition, int],
+                  final_logs: Dict[TopicPartition, Sequence[str]]) -> List[Violation]:
+    """Every check over the whole history; ``final_logs`` holds each partition's records below its HW."""
+    out: List[Violation] = []
+    out += check_offsets_monotonic(history)
+    out += check_commit_generations(history)
+    out += check_acknowledged_commits_survive(history, final_committed)
+    out += check_resumes(history)
+    out += check_batches_follow(history)
+    out += check_lost_writes(history, final_logs)
+    return out
+
+
+def _accepted(history: History) -> List[CommitAnswered]:
+    return [e for e in history.of(CommitAnswered) if e.error == "NONE"]
+
+
+def check_offsets_monotonic(history: History) -> List[Violation]:
+    out: List[Violation] = []
+    last: Dict[TopicPartition, CommitAnswered] = {}
+    for commit in _accepted(history):
+        before = last.get(commit.partition)
+        if before is not None and commit.offset < before.offset:
+            out.append(Violation("offset-went-back", commit.at_ms,
+                                 f"committed offset of {commit.partition} went back from {before.offset} "
+                                 f"({before.member}) to {commit.offset} ({commit.member})"))
+        last[commit.partition] = commit
+    return out
+
+
+def _owners_by_generation(history: History) -> Dict[Tuple[TopicPartition, int], str]:
+    owner_in: Dict[Tuple[TopicPartition, int], str] = {}
+    for change in history.of(OwnershipChanged):
+        if change.generation >= 0:
+            for tp in change.owned:
+                owner_in.setdefault((tp, change.generation), change.member_id)
+    return owner_in
+
+
+def check_commit_generations(history: History) -> List[Violation]:
+    """An accepted commit was made in the generation it carried, or its member kept the partition
+    from the generation it made it in to that one (a cooperative member commits what it revokes in
+    the new generation; nobody else owned the partition in between)."""
+    produced_in: Dict[Tuple[str, TopicPartition, int], Set[int]] = {}
+    for event in history.events:
+        if type(event) is Processed:
+            produced_in.setdefault((event.member_id, event.partition, event.end_offset), set()).add(
+                event.generation)
+        elif type(event) is Resumed:
+            produced_in.setdefault((event.member_id, event.partition, event.position), set()).add(
+                event.generation)
+    owner_in = _owners_by_generation(history)
+
+    def kept(member_id: str, tp: TopicPartition, made_in: int, generation: int) -> bool:
+        return made_in < generation and all(owner_in.get((tp, g), member_id) == member_id
+                                            for g in range(made_in + 1, generation + 1))
+
+    out: List[Violation] = []
+    for commit in _accepted(history):
+        made_in = produced_in.get((commit.member_id, commit.partition, commit.offset), set())
+        generation = commit.generation
+        if generation in made_in or any(kept(commit.member_id, commit.partition, g, generation)
+                                        for g in made_in):
+            continue
+        first = min(made_in, default=generation)
+        owners = {g: owner_in.get((commit.partition, g)) for g in range(first, generation + 1)}
+        out.append(Violation("stale-generation-commit", commit.at_ms,
+                             f"{commit.member} committed {commit.partition}@{commit.offset} as generation "
+                             f"{generation}, but made it in generation(s) {sorted(made_in)}; the owners "
+                             f"were {owners}"))
+    return out
+
+
+def last_acknowledged(history: History) -> Dict[TopicPartition, int]:
+    """The highest offset acknowledged so far per partition."""
+    out: Dict[TopicPartition, int] = {}
+    for commit in _accepted(history):
+        out[commit.partition] = max(out.get(commit.partition, -1), commit.offset)
+    return out
+
+
+def check_acknowledged_commits_survive(history: History,
+                                       final_committed: Dict[TopicPartition, int]) -> List[Violation]:
+    last: Dict[TopicPartition, CommitAnswered] = {}
+    for commit in _accepted(history):
+        last[commit.partition] = commit
+    answered = {(e.member, e.partition, e.offset) for e in history.of(CommitAnswered)}
+    unanswered: Dict[TopicPartition, Set[int]] = {}
+    for sent in history.of(CommitSent):
+        if (sent.member, sent.partition, sent.offset) not in answered:
+            unanswered.setdefault(sent.partition, set()).add(sent.offset)
+    out: List[Violation] = []
+    for tp, commit in last.items():
+        final = final_committed.get(tp)
+        if final != commit.offset and final not in unanswered.get(tp, ()):
+            out.append(Violation("acknowledged-commit-lost", commit.at_ms,
+                                 f"{tp}: {commit.member}'s commit of {commit.offset} was acknowledged, "
+                                 f"the committed offset at the end is {final}"))
+    return out
+
+
+def check_resumes(history: History) -> List[Violation]:
+    """A new owner starts at the committed offset: not below one acknowledged before it asked
+    (``duplicate``), not at one nobody committed (``poll-skip``)."""
+    out: List[Violation] = []
+    acknowledged: Dict[TopicPartition, List[Tuple[int, int]]] = {}
+    committed_any: Dict[TopicPartition, Set[int]] = {}
+    for event in history.events:
+        kind = type(event)
+        if kind is CommitAnswered and event.error == "NONE":
+            acknowledged.setdefault(event.partition, []).append((event.at_ms, event.offset))
+        elif kind is CommitSent:
+            committed_any.setdefault(event.partition, set()).add(event.offset)
+        elif kind is Resumed:
+            floor = max((offset for at_ms, offset in acknowledged.get(event.partition, ())
+                         if at_ms < event.asked_at_ms), default=0)
+            if event.position < floor:
+                out.append(Violation("duplicate", event.at_ms,
+                                     f"{event.member} resumed {event.partition} at {event.position}, below "
+                                     f"the offset {floor} committed (and acknowledged) before it asked: "
+                                     f"records {event.position}..{floor - 1} are processed again"))
+            elif event.position and event.position not in committed_any.get(event.partition, ()):
+                out.append(Violation("poll-skip", event.at_ms,
+                                     f"{event.member} resumed {event.partition} at {event.position}, an "
+                                     "offset nobody committed"))
+    return out
+
+
+def check_batches_follow(history: History) -> List[Violation]:
+    """Within one ownership (from a resume on), each processed batch starts where the last ended."""
+    out: List[Violation] = []
+    position: Dict[Tuple[str, TopicPartition], int] = {}
+    for event in history.events:
+        kind = type(event)
+        if kind is Resumed:
+            position[(event.member, event.partition)] = event.position
+        elif kind is Processed:
+            key = (event.member, event.partition)
+            expected = position.get(key)
+            if expected is not None and event.first_offset != expected:
+                out.append(Violation("poll-skip", event.at_ms,
+                                     f"{event.member} processed {event.partition} from {event.first_offset}, "
+                                     f"its position was {expected}"))
+            position[key] = event.end_offset
+    return out
+
+
+def check_lost_writes(history: History, final_logs: Dict[TopicPartition, Sequence[str]]) -> List[Violation]:
+    processed: Dict[TopicPartition, List[Tuple[int, int]]] = {}
+    for event in history.of(Processed):
+        processed.setdefault(event.partition, []).append((event.first_offset, event.end_offset))
+    out: List[Violation] = []
+    for tp, ranges in processed.items():
+        ranges.sort()
+        reached = 0
+        missing: List[Tuple[int, int]] = []
+        for first, end in ranges:
+            if first > reached:
+                missing.append((reached, first))
+            reached = max(reached, end)
+        records = final_logs.get(tp, ())
+        for first, end in missing:
+            if first < len(records):
+                out.append(Violation("lost-write", 0,
+                                     f"{tp}: records {first}..{end - 1} (e.g. {records[first]!r}) were never "
+                                     f"processed, though later records up to {reached - 1} were"))
+    return out
+
+
+# -- coverage ---------------------------------------------------------------------------------------
+
+def coverage(history: History, overlaps: Sequence[Overlap]) -> Dict[str, int]:
+    """How often each interesting state was reached in this run."""
+    counts: Dict[str, int] = {}
+
+    def count(key: str, by: int = 1) -> None:
+        counts[key] = counts.get(key, 0) + by
+
+    joining: Set[str] = set()
+    group_state: Optional[str] = None
+    for event in history.events:
+        kind = type(event)
+        if kind is Transition:
+            count(f"{event.machine}:{event.new}")
+            if event.machine == "member":
+                if event.new in ("PREPARING_REBALANCE", "COMPLETING_REBALANCE"):
+                    joining.add(event.machine_id)
+                else:
+                    joining.discard(event.machine_id)
+            elif event.machine == "group":
+                group_state = event.new
+        elif kind is CommitSent:
+            if event.member_state != "STABLE" or group_state not in (None, "STABLE"):
+                count("commit during rebalance")
+        elif kind is CommitAnswered:
+            if event.error in ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"):
+                count("commit fenced")
+            elif event.error == "REBALANCE_IN_PROGRESS":
+                count("commit refused: rebalance in progress")
+        elif kind is CoordinatorMoved:
+            count("coordinator moved")
+            if joining:
+                count("coordinator moved during join")
+        elif kind is FaultApplied:
+            count("fault " + event.fault.split()[0])
+    count("classic overlaps", len(overlaps))
+    return counts

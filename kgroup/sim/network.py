@@ -1,0 +1,236 @@
+"""A sans-I/O network between every member and every broker.
+
+Each member talks through a :class:`SimTransport`, a
+:class:`~kgroup.io.transport.Transport` that sits in front of the member's
+:class:`~kgroup.io.inprocess.InProcessTransport` (which reaches
+:class:`~kgroup.core.cluster.group_hosting.GroupHosting` through the hub, the
+broker seam).  A request travels to its broker after the link's latency plus
+jitter; its answer travels back the same way.  Per link (member, broker):
+
+- a **partition** one way (``m0>b1``: requests never arrive; ``b1>m0``: the
+  broker acts on the request but its answer never comes back) or both ways;
+- a **lossy** link drops each message with a probability;
+- a **reset** fails every request in flight on the link at once.
+
+A lost message is noticed as a failed connection ``detect_ms`` later (TCP does
+not lose messages silently; a client sees its connection die), so the member
+retries as it would after a disconnect.  A zombie broker (isolated from the
+controller, still believing it leads) is the cluster's own ``isolate_broker``.
+
+The network is a timer source of the :class:`~kgroup.testing.scheduler.Scheduler`:
+``fire(now_ms)`` forwards due requests and collects answers; its randomness is
+its own stream (``Random("network-<seed>")``).
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import random
+from typing import Callable, Dict, List, Optional, Protocol, Tuple
+
+import attrs
+
+from kgroup.io.inprocess import InProcessTransport
+from kgroup.io.transport import Completion, NodeId, Transport, TransportError
+
+__all__ = ["Network", "NetworkConfig", "SimTransport", "TransportObserver"]
+
+#: Requests sent without a node (bootstrap: FindCoordinator) use this broker key.
+ANY_BROKER = 0
+
+
+class TransportObserver(Protocol):
+    """Sees each request a member sends and the answer (or TransportError) it gets back."""
+
+    def on_send(self, request: object, now_ms: int) -> None: ...
+    def on_complete(self, request: object, result: object, now_ms: int) -> None: ...
+
+
+@attrs.frozen
+class NetworkConfig:
+    latency_ms: int = 1
+    jitter_ms: int = 3
+    #: How long after a lost message the client sees its connection fail.
+    detect_ms: int = 200
+
+
+@attrs.define
+class _Link:
+    """What is wrong with one (member, broker) link; ``-1`` broker means every broker."""
+
+    to_broker_cut: int = 0
+    to_member_cut: int = 0
+    drop_percent: int = 0
+
+
+class Network:
+    def __init__(self, seed: int, config: NetworkConfig = NetworkConfig()) -> None:
+        self.config = config
+        self.rng = random.Random(f"network-{seed}")
+        self.transports: Dict[str, "SimTransport"] = {}
+        self._links: Dict[Tuple[str, int], _Link] = {}
+        self.messages_dropped = 0
+
+    # -- links ----------------------------------------------------------------------------------
+
+    def link(self, member: str, broker: int) -> _Link:
+        return self._links.setdefault((member, broker), _Link())
+
+    def _state(self, member: str, broker: int) -> Tuple[bool, bool, int]:
+        """(requests cut, answers cut, drop percentage) of the member's link to ``broker``."""
+        own = self._links.get((member, broker))
+        every = self._links.get((member, -1))
+        links = [x for x in (own, every) if x is not None]
+        return (any(x.to_broker_cut for x in links), any(x.to_member_cut for x in links),
+                max((x.drop_percent for x in links), default=0))
+
+    def cut(self, member: str, broker: int, to_broker: bool, to_member: bool, delta: int) -> None:
+        """Add (``delta`` 1) or remove (-1) a partition; overlapping partitions count."""
+        link = self.link(member, broker)
+        if to_broker:
+            link.to_broker_cut += delta
+        if to_member:
+            link.to_member_cut += delta
+
+    def set_drop(self, member: str, broker: int, percent: int) -> None:
+        self.link(member, broker).drop_percent = percent
+
+    def reset(self, member: str, broker: int, now_ms: int) -> None:
+        transport = self.transports.get(member)
+        if transport is not None:
+            transport.reset(broker, now_ms)
+
+    def heal_all(self) -> None:
+        self._links.clear()
+
+    # -- transports -----------------------------------------------------------------------------
+
+    def transport(self, member: str, inner: InProcessTransport, clock: Callable[[], int],
+                  broker_of: Callable[[NodeId], int],
+                  observer: Optional["TransportObserver"] = None) -> "SimTransport":
+        transport = SimTransport(self, member, inner, clock, broker_of, observer)
+        self.transports[member] = transport
+        return transport
+
+    def latency(self) -> int:
+        jitter = self.config.jitter_ms
+        return self.config.latency_ms + (self.rng.randint(0, jitter) if jitter else 0)
+
+    def lost(self, percent: int) -> bool:
+        if percent and self.rng.randrange(100) < percent:
+            self.messages_dropped += 1
+            return True
+        return False
+
+    # -- the scheduler's timer source -----------------------------------------------------------
+
+    def next_deadline_ms(self) -> Optional[int]:
+        deadlines = [d for t in self.transports.values() for d in (t.next_deadline_ms(),) if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def fire(self, now_ms: int) -> None:
+        for transport in list(self.transports.values()):
+            transport.forward(now_ms)
+
+
+class SimTransport(Transport):
+    """One member's connections, through the :class:`Network`, to the in-process cluster."""
+
+    def __init__(self, network: Network, member: str, inner: InProcessTransport, clock: Callable[[], int],
+                 broker_of: Callable[[NodeId], int], observer: Optional["TransportObserver"] = None) -> None:
+        self.network = network
+        self.observer = observer
+        self._requests: Dict[int, object] = {}
+        self.member = member
+        self.inner = inner
+        self.clock = clock
+        self.broker_of = broker_of
+        self._ids = itertools.count(1)
+        self._order = itertools.count()
+        #: (due, order, correlation id, request, node) on their way to a broker.
+        self._outgoing: List[Tuple[int, int, int, object, NodeId]] = []
+        #: (due, order, completion) on their way back.
+        self._incoming: List[Tuple[int, int, Completion]] = []
+        #: inner correlation id -> (our correlation id, broker key) for requests a broker has.
+        self._at_broker: Dict[int, Tuple[int, int]] = {}
+        self.closed = False
+
+    def _broker_key(self, node_id: NodeId) -> int:
+        return ANY_BROKER if node_id is None else node_id
+
+    def send(self, request: object, node_id: NodeId = None) -> int:
+        now = self.clock()
+        correlation_id = next(self._ids)
+        requests_cut, _answers_cut, drop = self.network._state(self.member, self.broker_of(node_id))
+        if requests_cut or self.network.lost(drop):
+            self._fail(correlation_id, now + self.network.config.detect_ms, "lost on the way to the broker")
+        else:
+            heapq.heappush(self._outgoing, (now + self.network.latency(), next(self._order), correlation_id,
+                                            request, node_id))
+        if self.observer is not None:
+            self._requests[correlation_id] = request
+            self.observer.on_send(request, now)
+        return correlation_id
+
+    def _fail(self, correlation_id: int, due_ms: int, why: str) -> None:
+        completion = Completion(correlation_id, TransportError(f"network: {why}"))
+        heapq.heappush(self._incoming, (due_ms, next(self._order), completion))
+
+    def forward(self, now_ms: int) -> None:
+        """Hand due requests to the broker, then take the broker's answers onto the wire back."""
+        if self.closed:
+            return
+        while self._outgoing and self._outgoing[0][0] <= now_ms:
+            _due, _order, correlation_id, request, node_id = heapq.heappop(self._outgoing)
+            inner_id = self.inner.send(request, node_id)
+            self._at_broker[inner_id] = (correlation_id, self.broker_of(node_id))
+        for completion in self.inner.poll(0):
+            sent = self._at_broker.pop(completion.correlation_id, None)
+            if sent is None:
+                continue  # a reset already failed it
+            correlation_id, broker = sent
+            _requests_cut, answers_cut, drop = self.network._state(self.member, broker)
+            if answers_cut or self.network.lost(drop):
+                self._fail(correlation_id, now_ms + self.network.config.detect_ms, "answer lost")
+            else:
+                heapq.heappush(self._incoming, (now_ms + self.network.latency(), next(self._order),
+                                                Completion(correlation_id, completion.result)))
+
+    def reset(self, broker: int, now_ms: int) -> None:
+        """The connection to ``broker`` breaks: everything in flight on it fails now."""
+        for inner_id, (correlation_id, key) in list(self._at_broker.items()):
+            if key == broker:
+                del self._at_broker[inner_id]
+                self._fail(correlation_id, now_ms, "connection reset")
+        keep = []
+        for entry in self._outgoing:
+            if self.broker_of(entry[4]) == broker:
+                self._fail(entry[2], now_ms, "connection reset")
+            else:
+                keep.append(entry)
+        heapq.heapify(keep)
+        self._outgoing = keep
+
+    def next_deadline_ms(self) -> Optional[int]:
+        if self.closed:
+            return None
+        deadlines = [queue[0][0] for queue in (self._outgoing, self._incoming) if queue]
+        return min(deadlines) if deadlines else None
+
+    def poll(self, timeout_ms: int) -> list[Completion]:
+        now = self.clock()
+        out = []
+        while self._incoming and self._incoming[0][0] <= now:
+            completion = heapq.heappop(self._incoming)[2]
+            out.append(completion)
+            if self.observer is not None:
+                request = self._requests.pop(completion.correlation_id, None)
+                if request is not None:
+                    self.observer.on_complete(request, completion.result, now)
+        return out
+
+    def close(self) -> None:
+        self.closed = True
+        self.inner.close()
+        if self.network.transports.get(self.member) is self:
+            del self.network.transports[self.member]

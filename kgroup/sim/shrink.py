@@ -1,0 +1,62 @@
+"""Shrinking a failing schedule: delta debugging (Zeller's ddmin) over its faults.
+
+A candidate still fails when a run of it (same seed, so the same application,
+producer and network streams) reports a violation of one of the checks the
+original run failed.  The result is 1-minimal: removing any single fault makes
+the run pass.
+"""
+from __future__ import annotations
+
+from typing import Callable, List, Optional, Sequence
+
+import attrs
+
+from kgroup.sim.schedule import Fault, Schedule
+from kgroup.sim.simulator import SimConfig, Verdict, run
+
+__all__ = ["ShrinkResult", "shrink"]
+
+
+@attrs.frozen
+class ShrinkResult:
+    original: Schedule
+    minimal: Schedule
+    verdict: Verdict
+    runs: int
+
+
+def shrink(verdict: Verdict, config: Optional[SimConfig] = None, max_runs: int = 200,
+           runner: Callable[[Schedule, SimConfig], Verdict] = run) -> ShrinkResult:
+    """The smallest sub-schedule of ``verdict.schedule`` found that still fails one of its checks."""
+    config = config or verdict.config
+    checks = verdict.checks_failed()
+    runs = 0
+    last_failing = verdict
+
+    def fails(faults: Sequence[Fault]) -> bool:
+        nonlocal runs, last_failing
+        runs += 1
+        candidate = runner(verdict.schedule.with_faults(faults), config)
+        if candidate.checks_failed() & checks:
+            last_failing = candidate
+            return True
+        return False
+
+    faults: List[Fault] = list(verdict.schedule.faults)
+    chunks = 2
+    while len(faults) >= 2 and runs < max_runs:
+        size = max(1, len(faults) // chunks)
+        parts = [faults[i:i + size] for i in range(0, len(faults), size)]
+        reduced = False
+        for index in range(len(parts)):
+            complement = [f for j, part in enumerate(parts) if j != index for f in part]
+            if runs < max_runs and fails(complement):
+                faults, chunks, reduced = complement, max(chunks - 1, 2), True
+                break
+        if not reduced:
+            if size == 1:
+                break
+            chunks = min(len(faults), chunks * 2)
+    if len(faults) == 1 and runs < max_runs and fails([]):
+        faults = []
+    return ShrinkResult(verdict.schedule, verdict.schedule.with_faults(faults), last_failing, runs)

@@ -1,0 +1,487 @@
+"""The deterministic simulator: one seed (or one schedule), one consumer group, one verdict.
+
+Real kgroup members (:class:`~kgroup.core.member.GroupMember`) with
+:class:`~kgroup.sim.app.ConsumerApp` applications, producers, the real
+in-memory cluster with its coordinators (:class:`~kgroup.testing.InMemoryKafka`)
+and the :class:`~kgroup.sim.network.Network` between them, on a
+:class:`~kgroup.testing.MockClock` that the shared
+:class:`~kgroup.testing.scheduler.Scheduler` moves to the next deadline.
+
+Random streams, all derived from the seed by name (``random.Random`` hashes a
+string seed with SHA-512, never with ``PYTHONHASHSEED``): ``config-<seed>``
+(the assignor when the config says ``any``), ``faults-<seed>`` (the schedule),
+``app-<seed>-<member>`` (each application's behaviour), ``producer-<seed>-<n>``
+and ``network-<seed>``.  Removing a fault reshuffles none of them.
+
+``run(seed_or_schedule, config)`` applies the faults at their times, heals
+everything after the last, waits for the group to settle, lets the consumers
+catch up, and checks: the ownership checks after every instant, the history
+checks (:mod:`kgroup.sim.checker`) at the end, and the live-group checks here.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
+
+import attrs
+
+from kgroup.core.cluster import BrokerState
+from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
+from kgroup.core.fsm import add_transition_sink, remove_transition_sink
+from kgroup.core.member import GroupMember, MemberConfig, MemberState
+from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse
+from kgroup.io.runner import MemberRunner
+from kgroup.sim.app import ConsumerApp, Producer, draw_profile
+from kgroup.sim.checker import (
+    Overlap, OwnershipChecker, Violation, check_history, coverage, last_acknowledged,
+)
+from kgroup.sim.history import CoordinatorMoved, FaultApplied, History, Transition
+from kgroup.sim.network import Network, NetworkConfig
+from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
+from kgroup.testing.clock import MockClock
+from kgroup.testing.in_memory_kafka import InMemoryKafka
+from kgroup.testing.scheduler import HubTimers, Scheduler
+from kgroup.values import TopicPartition
+
+__all__ = ["ASSIGNORS", "SimConfig", "Verdict", "run", "run_seed"]
+
+GROUP = "sim"
+TOPIC = "events"
+#: The second topic a ``resubscribe`` fault adds to a member's subscription.
+AUX_TOPIC = "audit"
+ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+_COORDINATOR = GroupCoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0)
+
+
+@attrs.frozen
+class SimConfig:
+    members: int = 5
+    partitions: int = 12
+    #: One of :data:`ASSIGNORS`, or ``any`` (drawn from the seed's config stream).
+    assignor: str = "any"
+    static: bool = False
+    #: ``auto``, ``sync``, ``async`` or ``mixed`` (each application draws one).
+    commit_mode: str = "mixed"
+    processing_ms_per_record: int = 1
+    #: Simulated time with producers running and faults striking (faults in ``[2 s, duration - 5 s]``).
+    duration_ms: int = 60_000
+    #: ``mixed``, ``static-bounce`` (static members, bounces only) or ``none``.
+    faults: str = "mixed"
+    max_faults: int = 8
+    brokers: int = 3
+    producers: int = 2
+    produce_interval_ms: int = 100
+    produce_batch: int = 5
+    session_timeout_ms: int = 1_000
+    heartbeat_interval_ms: int = 200
+    max_poll_interval_ms: int = 3_000
+    network: NetworkConfig = NetworkConfig()
+
+    @property
+    def settle_bound_ms(self) -> int:
+        """After the last fault: a few rebalance rounds (each within max.poll.interval) plus the
+        session expiry of members that crashed and the coordinator's load."""
+        return 6 * self.max_poll_interval_ms + 2 * self.session_timeout_ms
+
+    def member_names(self) -> Tuple[str, ...]:
+        return tuple(f"m{i}" for i in range(self.members))
+
+    def fault_plan(self) -> FaultPlan:
+        window_ms = (2_000, max(2_000, self.duration_ms - 5_000))
+        return FaultPlan(self.member_names(), tuple(range(1, self.brokers + 1)), TOPIC,
+                         self.static or self.faults == "static-bounce", window_ms,
+                         self.max_faults, self.session_timeout_ms, self.max_poll_interval_ms, self.faults)
+
+
+@attrs.frozen(eq=False)
+class Verdict:
+    seed: int
+    config: SimConfig
+    assignor: str
+    schedule: Schedule
+    violations: Tuple[Violation, ...]
+    overlaps: Tuple[Overlap, ...]
+    coverage: Dict[str, int]
+    history: History
+    simulated_ms: int
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def checks_failed(self) -> set:
+        return {v.check for v in self.violations}
+
+    def describe(self) -> str:
+        lines = [f"seed {self.seed}: {self.config.members} members, {self.config.partitions} partitions, "
+                 f"{self.assignor}{' static' if self.config.static else ''}, "
+                 f"{len(self.schedule.faults)} faults, "
+                 f"{self.simulated_ms} ms simulated: {'OK' if self.ok else 'VIOLATED'}"]
+        lines += [f"  ! {v}" for v in self.violations[:20]]
+        if self.overlaps:
+            longest = max(o.duration_ms for o in self.overlaps)
+            lines.append(f"  {len(self.overlaps)} overlap(s) the classic protocol allows, "
+                         f"longest {longest} ms")
+        return "\n".join(lines)
+
+
+def _broker_key(node_id: Optional[int]) -> int:
+    """The network's key of a request's broker (0: any broker, a bootstrap request)."""
+    return node_id or 0
+
+
+class _FaultEvent:
+    """A scheduled fault (a named callable, so the scheduler's queue stays printable)."""
+
+    def __init__(self, simulation: "_Simulation", fault: Fault, index: int) -> None:
+        self.simulation = simulation
+        self.fault = fault
+        self.index = index
+
+    def __call__(self, now_ms: int) -> None:
+        self.simulation.apply(self.fault, self.index)
+
+
+class _Simulation:
+    def __init__(self, seed: int, config: SimConfig, schedule: Schedule) -> None:
+        self.seed = seed
+        self.config = config
+        self.schedule = schedule
+        self.assignor = (random.Random(f"config-{seed}").choice(ASSIGNORS) if config.assignor == "any"
+                         else config.assignor)
+        self.static = config.static or config.faults == "static-bounce"
+        self.clock = MockClock(0)
+        ids = iter(range(10**6))
+        self.kafka = InMemoryKafka(config.brokers, offsets_partitions=3, clock=self.clock,
+                                   coordinator_config=_COORDINATOR,
+                                   member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
+        self.kafka.create_topic(TOPIC, config.partitions)
+        self.kafka.create_topic(AUX_TOPIC, 2)
+        self.cluster = self.kafka.cluster
+        self.history = History()
+        self.network = Network(seed, config.network)
+        self.scheduler = Scheduler(self.clock)
+        self.scheduler.add_timers(HubTimers(self.kafka.hub))
+        self.producers = [Producer(f"p{i}", TOPIC, self.cluster, self.history,
+                                   random.Random(f"producer-{seed}-{i}"), config.produce_interval_ms, i,
+                                   config.duration_ms, config.produce_batch) for i in range(config.producers)]
+        for producer in self.producers:
+            self.scheduler.add_timers(producer)
+        self.scheduler.add_timers(self.network)
+        self.ownership = OwnershipChecker(self.history)
+        self.scheduler.after_instant.append(self._after_instant)
+        self.apps: Dict[str, ConsumerApp] = {}
+        self.violations: List[Violation] = []
+        self._failovers_seen = 0
+        self._acknowledged_at_move: Optional[tuple] = None
+
+    # -- members --------------------------------------------------------------------------------
+
+    def start(self, name: str) -> ConsumerApp:
+        config, now = self.config, self.clock()
+        profile = draw_profile(random.Random(f"app-{self.seed}-{name}"), config.commit_mode,
+                               config.processing_ms_per_record)
+        member = GroupMember(MemberConfig(
+            group_id=GROUP, assignors=(self.assignor,), client_id=name,
+            group_instance_id=self.instance_id_of(name),
+            session_timeout_ms=config.session_timeout_ms, heartbeat_interval_ms=config.heartbeat_interval_ms,
+            max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
+            enable_auto_commit=profile.commit_mode == "auto",
+            auto_commit_interval_ms=profile.auto_commit_interval_ms, fetch_committed_on_assignment=True), now)
+        member.subscribe([TOPIC], now)
+        member.update_metadata(self.kafka.partitions_per_topic(), now)
+        app = ConsumerApp(name, member.config.group_instance_id, member, profile, self.cluster, self.history,
+                          now, reachable=self._reachable)
+        transport = self.network.transport(name, self.kafka.transport(name), self.clock, _broker_key,
+                                           observer=app)
+        app.runner = MemberRunner(member, transport, self.clock)
+        self.apps[name] = app
+        self.scheduler.add_member(name, app.runner, app)
+        return app
+
+    def instance_id_of(self, name: str) -> Optional[str]:
+        """A static member's group.instance.id: the same across its restarts."""
+        return f"i-{name}" if self.static else None
+
+    def _reachable(self, member: str, broker: int) -> bool:
+        return not self.network._state(member, broker)[0]
+
+    def stop(self, name: str, clean: bool) -> None:
+        app = self.apps.pop(name, None)
+        if app is None or app.runner is None:
+            return
+        self.scheduler.remove_member(name)
+        self.ownership.forget(name)
+        runner = app.runner
+        if clean:
+            # The application closes its consumer: the member commits (auto), revokes and leaves.
+            app.member.close(self.clock(), positions=app.committable())
+            for _ in range(50):
+                for _round in range(20):
+                    if not runner.step(0):
+                        break
+                self.kafka.hub.tick()
+                self.network.fire(self.clock())
+                if app.member.closed:
+                    break
+                self.clock.advance(5)
+        runner.transport.close()
+
+    # -- faults -------------------------------------------------------------------------------------
+
+    def schedule_faults(self) -> None:
+        for index, fault in enumerate(self.schedule.faults):
+            self.scheduler.call_at(fault.at_ms, _FaultEvent(self, fault, index))
+
+    def apply(self, fault: Fault, index: int) -> None:
+        now, kind, target = self.clock(), fault.kind, fault.target
+        self.history.record(FaultApplied(now, str(fault).strip().split("  ", 1)[-1]))
+        undo = self._do(fault)
+        if undo is not None:
+            def heal(now_ms: int) -> None:
+                self.history.record(FaultApplied(now_ms, f"heal {kind} {target}"))
+                undo()
+            self.scheduler.call_at(fault.end_ms, heal)
+
+    def _do(self, fault: Fault):
+        """Apply ``fault``; return its undoing half (None if it has none or did nothing)."""
+        kafka, kind, target = self.kafka, fault.kind, fault.target
+        if kind in ("crash", "leave", "bounce"):
+            if target in self.apps and len(self.apps) > 1:
+                self.stop(target, clean=kind == "leave")
+                return lambda: None if target in self.apps else self.start(target)
+        elif kind == "join":
+            if target not in self.apps and len(self.apps) < self.config.members + 3:
+                self.start(target)
+        elif kind == "slow_poll":
+            if target in self.apps:
+                pause_ms = self.config.max_poll_interval_ms + fault.duration_ms
+                self.apps[target].paused_until_ms = self.clock() + pause_ms
+        elif kind == "resubscribe":
+            app = self.apps.get(target)
+            if app is not None:
+                self._subscribe(app, (TOPIC, AUX_TOPIC))
+                return lambda: self._subscribe(app, (TOPIC,)) if self.apps.get(target) is app else None
+        elif kind in BROKER_KINDS:
+            broker = kafka.coordinator_node(GROUP) if target == "group" else int(target.lstrip("b"))
+            if broker is None or broker not in self.cluster.brokers:
+                return None
+            if self.cluster.brokers[broker] is not BrokerState.LIVE or broker in self.cluster.isolated:
+                return None
+            if kind == "kill_broker":
+                kafka.kill_broker(broker)
+            elif kind in ("controlled_shutdown", "move_coordinator"):
+                kafka.controlled_shutdown(broker)
+            elif kind == "isolate_broker":
+                kafka.isolate_broker(broker)
+                return lambda: kafka.heal_broker(broker)
+            else:
+                kafka.slow_follower(broker, 500)
+                return lambda: kafka.slow_follower(broker, None)
+            return lambda: self._restart(broker)
+        elif kind in ("partition", "lossy", "reset"):
+            return self._network_fault(fault)
+        elif kind == "add_partitions":
+            def grow(now_ms: int) -> list:
+                self.cluster.add_partitions(target, max(1, fault.value))
+                return []
+            kafka.hub.apply(grow)
+            for app in self.apps.values():
+                app.member.update_metadata(kafka.partitions_per_topic(), self.clock())
+        return None
+
+    def _restart(self, broker: int) -> None:
+        if self.cluster.brokers[broker] is BrokerState.DEAD:
+            self.kafka.restart_broker(broker)
+
+    def _subscribe(self, app: ConsumerApp, topics: Sequence[str]) -> None:
+        app.member.subscribe(list(topics), self.clock())
+        app.member.update_metadata(self.kafka.partitions_per_topic(), self.clock())
+
+    def _network_fault(self, fault: Fault):
+        target = fault.target
+        if ">" in target:
+            source, destination = target.split(">")
+            to_broker = source.startswith(("m", "j"))
+            member, broker_text = (source, destination) if to_broker else (destination, source)
+            to_member = not to_broker
+        else:
+            member, broker_text = target.split("-")
+            to_broker = to_member = True
+        broker = -1 if broker_text == "*" else int(broker_text.lstrip("b"))
+        network = self.network
+        if fault.kind == "reset":
+            for key in ([broker] if broker != -1 else list(self.cluster.brokers) + [0]):
+                network.reset(member, key, self.clock())
+            return None
+        if fault.kind == "lossy":
+            network.set_drop(member, broker, fault.value)
+            return lambda: network.set_drop(member, broker, 0)
+        network.cut(member, broker, to_broker, to_member, 1)
+        return lambda: network.cut(member, broker, to_broker, to_member, -1)
+
+    # -- observation -------------------------------------------------------------------------------
+
+    def _after_instant(self, now_ms: int) -> None:
+        self.ownership.after_instant(now_ms, [(name, app.member) for name, app in self.apps.items()])
+        failovers = self.kafka.hosting.failovers
+        if len(failovers) > self._failovers_seen:
+            group_slot = self.kafka.hosting.partition_for(GROUP)
+            for old, new, slot, at_ms in failovers[self._failovers_seen:]:
+                if slot == group_slot:
+                    self.history.record(CoordinatorMoved(at_ms, old, new))
+                    if self._acknowledged_at_move is None:
+                        self._acknowledged_at_move = (at_ms, last_acknowledged(self.history))
+            self._failovers_seen = len(failovers)
+        if self._acknowledged_at_move is not None and self.kafka.hosting.coordinator_for(GROUP) is not None:
+            self._check_failover_kept_commits(now_ms)
+
+    def _check_failover_kept_commits(self, now_ms: int) -> None:
+        """The new coordinator, once loaded, serves every commit acknowledged before the move."""
+        moved_ms, acknowledged = cast(tuple, self._acknowledged_at_move)
+        self._acknowledged_at_move = None
+        committed = self.committed_offsets()
+        for tp, offset in sorted(acknowledged.items()):
+            if committed.get(tp, -1) < offset:
+                self.violations.append(Violation(
+                    "acknowledged-commit-lost", now_ms,
+                    f"{tp}: the commit of {offset} was acknowledged before the coordinator moved at "
+                    f"{moved_ms} ms; the new coordinator serves {committed.get(tp)}"))
+
+    def on_transition(self, machine, old, new) -> None:
+        if isinstance(new, (MemberState, GroupState)):
+            kind = "member" if isinstance(new, MemberState) else "group"
+            self.history.record(Transition(self.clock(), kind, machine.name, old.name, new.name))
+
+    # -- the end ------------------------------------------------------------------------------------
+
+    def heal_everything(self) -> None:
+        for fault in self.scheduler.pending_calls():
+            fault(self.clock())
+        for broker, state in self.cluster.brokers.items():
+            if state is BrokerState.DEAD:
+                self.kafka.restart_broker(broker)
+            self.kafka.heal_broker(broker)
+            self.kafka.slow_follower(broker, None)
+        self.network.heal_all()
+        for app in self.apps.values():
+            app.paused_until_ms = -1
+            if app.member.subscription != frozenset((TOPIC,)):
+                self._subscribe(app, (TOPIC,))
+
+    def settled(self) -> bool:
+        """The coordinator says Stable with exactly our members, each Stable in one generation on
+        the current coordinator with no rejoin pending."""
+        members = [a.member for a in self.apps.values()]
+        if not members:
+            return True
+        node = self.kafka.coordinator_node(GROUP)
+        if not all(m.state is MemberState.STABLE and not m.rejoin_needed and m.coordinator_id == node
+                   for m in members):
+            return False
+        if len({m.generation.generation_id for m in members}) != 1:
+            return False
+        if self.kafka.group_state(GROUP) is not GroupState.STABLE:
+            return False
+        described = self.kafka.describe_group(GROUP)
+        return described is not None and {m.member_id for m in described.members} == {
+            m.member_id for m in members}
+
+    def check_settles(self) -> bool:
+        deadline = self.clock() + self.config.settle_bound_ms
+        while not self.settled():
+            if self.clock() >= deadline:
+                states = {a.name: (a.member.state.name, a.member.generation.generation_id,
+                                   len(a.member.assignment)) for a in self.apps.values()}
+                self.violations.append(Violation(
+                    "not-settled", self.clock(),
+                    f"the group did not settle within {self.config.settle_bound_ms} ms of the last fault: "
+                    f"coordinator {self.kafka.group_state(GROUP)}, members {states}"))
+                return False
+            self.scheduler.run_until_ms(self.clock() + 50)
+        sizes = sorted(len(a.member.assignment) for a in self.apps.values())
+        total = len(self.cluster.topics[TOPIC])
+        if sizes and (sum(sizes) != total or sizes[-1] - sizes[0] > 1):
+            self.violations.append(Violation(
+                "unbalanced", self.clock(),
+                f"settled, but not every one of {total} partitions owned once and balanced: sizes {sizes}"))
+        return True
+
+    def committed_offsets(self) -> Dict[TopicPartition, int]:
+        def read(now_ms):
+            coordinator = self.kafka.hosting.coordinator_for(GROUP)
+            if coordinator is None:
+                return None
+            return coordinator.handle(None, OffsetFetchRequest(GROUP, None), now_ms).deliveries[0].response
+        response = cast(Optional[OffsetFetchResponse], self.kafka.hub.query(read))
+        if response is None:
+            return {}
+        return {p.topic_partition: p.committed.offset for p in response.partitions
+                if p.committed is not None and p.committed.offset >= 0}
+
+    def final_logs(self) -> Dict[TopicPartition, Sequence[str]]:
+        logs: Dict[TopicPartition, Sequence[str]] = {}
+        for partition in self.cluster.topics[TOPIC]:
+            if partition.leader is not None:
+                log = partition.logs[partition.leader]
+                logs[TopicPartition(TOPIC, partition.index)] = [e.payload for e in log.entries[:log.hw]]
+        return logs
+
+    def generations(self) -> set:
+        return {a.member.generation.generation_id for a in self.apps.values()}
+
+    def close(self) -> None:
+        for app in self.apps.values():
+            if app.runner is not None:
+                app.runner.transport.close()
+        self.kafka.close()
+
+
+def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
+        planted: Optional[Any] = None) -> Verdict:
+    """Simulate ``config`` under the schedule of a seed (or the given schedule, replayed with its
+    seed's application streams); ``planted(simulation)`` may break something first (tests)."""
+    if isinstance(seed_or_schedule, Schedule):
+        schedule = seed_or_schedule
+        seed = schedule.seed if schedule.seed is not None else 0
+    else:
+        seed = seed_or_schedule
+        schedule = generate_schedule(seed, config.fault_plan())
+    sim = _Simulation(seed, config, schedule)
+    sink = sim.on_transition  # one bound method: the sinks are removed by identity
+    add_transition_sink(sink)
+    try:
+        if planted is not None:
+            planted(sim)
+        for name in config.member_names():
+            sim.start(name)
+        sim.schedule_faults()
+        bounce_only = config.faults == "static-bounce" and schedule.faults
+        if bounce_only:
+            sim.scheduler.run_until_ms(schedule.faults[0].at_ms - 500)
+            if not sim.settled():
+                sim.violations.append(Violation(
+                    "not-settled", sim.clock(),
+                    "static-bounce: the group was not Stable before the first bounce"))
+            before = sim.generations()
+        sim.scheduler.run_until_ms(max(config.duration_ms, schedule.last_fault_end_ms + 1_000))
+        sim.heal_everything()
+        if sim.check_settles():
+            sim.scheduler.run_until_ms(sim.clock() + 3_000)  # the consumers catch up and commit
+        if bounce_only and sim.generations() != before:
+            sim.violations.append(Violation(
+                "static-bounce-rebalanced", sim.clock(),
+                f"static members bounced within the session timeout, yet the group rebalanced: "
+                f"generation {sorted(before)} -> {sorted(sim.generations())}"))
+        sim.ownership.close(sim.clock())
+        violations = sim.ownership.violations[:20] + sim.violations + check_history(
+            sim.history, sim.committed_offsets(), sim.final_logs())
+        return Verdict(seed, config, sim.assignor, schedule, tuple(violations), tuple(sim.ownership.overlaps),
+                       coverage(sim.history, sim.ownership.overlaps), sim.history, sim.clock())
+    finally:
+        remove_transition_sink(sink)
+        sim.close()
+
+
+def run_seed(seed: int, config: SimConfig = SimConfig()) -> Verdict:
+    return run(seed, config)

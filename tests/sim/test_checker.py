@@ -1,0 +1,78 @@
+"""The history checks on hand-made histories: each passes a good one and names a bad one."""
+from kgroup.sim import simulator
+from kgroup.sim.checker import (
+    OwnershipChecker, check_acknowledged_commits_survive, check_commit_generations, check_lost_writes,
+    check_offsets_monotonic, check_resumes,
+)
+from kgroup.sim.history import CommitAnswered, CommitSent, History, OwnershipChanged, Processed, Resumed
+from kgroup.values import TopicPartition
+
+TP = TopicPartition("events", 0)
+
+
+def _history(*events):
+    history = History()
+    for event in events:
+        history.record(event)
+    return history
+
+
+def test_offsets_going_back_are_named_and_acknowledged_commits_must_survive():
+    history = _history(CommitSent(1, "m0", "a", 1, TP, 10, "STABLE"),
+                       CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE"),
+                       CommitSent(3, "m1", "b", 1, TP, 5, "STABLE"),
+                       CommitAnswered(4, "m1", "b", 1, TP, 5, "NONE"))
+    assert [v.check for v in check_offsets_monotonic(history)] == ["offset-went-back"]
+    assert check_acknowledged_commits_survive(history, {TP: 5}) == []
+    lost = check_acknowledged_commits_survive(history, {TP: 3})
+    assert [v.check for v in lost] == ["acknowledged-commit-lost"]
+
+
+def test_resume_below_an_acknowledged_commit_is_a_duplicate_and_above_any_commit_a_skip():
+    history = _history(CommitSent(1, "m0", "a", 1, TP, 10, "STABLE"),
+                       CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE"),
+                       Resumed(5, "m1", "b", 2, TP, 4, asked_at_ms=3),
+                       Resumed(6, "m2", "c", 3, TP, 12, asked_at_ms=3),
+                       Resumed(7, "m2", "c", 3, TP, 10, asked_at_ms=3))
+    assert [v.check for v in check_resumes(history)] == ["duplicate", "poll-skip"]
+
+
+def test_stale_generation_commit_and_lost_write():
+    history = _history(Processed(1, "m0", "a", 3, TP, 0, 10),
+                       OwnershipChanged(2, "m1", "b", 4, "STABLE", frozenset({TP}), True),
+                       Processed(2, "m1", "b", 4, TP, 12, 20),
+                       CommitAnswered(3, "m0", "a", 4, TP, 10, "NONE"))
+    assert [v.check for v in check_commit_generations(history)] == ["stale-generation-commit"]
+    assert [v.check for v in check_lost_writes(history, {TP: [f"r{i}" for i in range(20)]})] == ["lost-write"]
+
+
+def test_ownership_overlap_across_generations_is_reported_not_violated():
+    class Member:
+        def __init__(self, generation, owned):
+            from kgroup.assignors import RebalanceProtocol
+            from kgroup.core.member import MemberState
+            from kgroup.core.member.events import Generation
+            self.generation = Generation(generation, f"id{generation}", "range")
+            self.state = MemberState.STABLE
+            self.assignment = frozenset(owned)
+            self.protocol = RebalanceProtocol.EAGER
+
+    checker = OwnershipChecker(History())
+    checker.after_instant(10, [("m0", Member(1, [TP])), ("m1", Member(2, [TP]))])
+    checker.after_instant(30, [("m1", Member(2, [TP]))])
+    assert checker.violations == [] and [o.duration_ms for o in checker.overlaps] == [20]
+    checker.after_instant(40, [("m0", Member(2, [TP])), ("m1", Member(2, [TP]))])
+    assert [v.check for v in checker.violations] == ["same-generation-owners"]
+
+
+def test_a_group_that_never_settles_is_named():
+    sim = simulator._Simulation(0, simulator.SimConfig(members=2, partitions=2, max_poll_interval_ms=500,
+                                                       session_timeout_ms=200, heartbeat_interval_ms=50),
+                                simulator.Schedule())
+    try:
+        sim.start("m0")
+        sim.kafka.kill_broker(1), sim.kafka.kill_broker(2), sim.kafka.kill_broker(3)
+        assert not sim.check_settles()
+        assert [v.check for v in sim.violations] == ["not-settled"]
+    finally:
+        sim.close()

@@ -1,0 +1,45 @@
+"""``kgroup simulate`` and ``kgroup campaign``: verdicts, exit codes, help."""
+import subprocess
+import sys
+
+import pytest
+
+from kgroup.cli import main
+
+import planted_bugs
+
+QUICK = ["--members", "3", "--partitions", "6", "--duration-ms", "6000", "--max-faults", "3"]
+
+
+def test_simulate_prints_the_verdict_schedule_and_coverage(capsys):
+    assert main(["simulate", "--seed", "2", *QUICK]) == 0
+    out = capsys.readouterr().out
+    assert "seed 2:" in out and "OK" in out and "# seed 2" in out and "coverage:" in out
+
+
+def test_simulate_exits_1_on_a_violation_and_prints_the_shrunk_schedule(capsys):
+    with planted_bugs.new_owner_starts_from_the_beginning():
+        assert main(["simulate", "--seed", "0", *QUICK]) == 1
+    out = capsys.readouterr().out
+    assert "[duplicate]" in out and "shrunk" in out
+
+
+def test_simulate_replays_a_schedule_file(tmp_path, capsys):
+    schedule = tmp_path / "faults.txt"
+    schedule.write_text("# seed 4\n 2500 ms  crash m1 for 700 ms\n 3000 ms  partition m0-* for 400 ms\n")
+    assert main(["simulate", "--schedule", str(schedule), *QUICK]) == 0
+    out = capsys.readouterr().out
+    assert "seed 4:" in out and "crash m1 for 700 ms" in out and "partition m0-* for 400 ms" in out
+
+
+def test_campaign_runs_seeds_in_processes_and_summarises(capsys):
+    assert main(["campaign", "--seeds", "4", "--workers", "2", *QUICK]) == 0
+    captured = capsys.readouterr()
+    assert "4 seeds in" in captured.out and "coverage:" in captured.out and "4/4 seeds" in captured.err
+
+
+@pytest.mark.parametrize("command", ["simulate", "campaign"])
+def test_help(command):
+    out = subprocess.run([sys.executable, "-m", "kgroup.cli", command, "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "--seed" in out and "--assignor" in out and "exit code 1" in out.lower().replace("\n", " ")
