@@ -1,4 +1,5 @@
-"""Produce, Fetch, ListOffsets, Metadata, InitProducerId and topic admin on the cluster state machine.
+"""Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, Metadata, InitProducerId and topic admin on the
+cluster state machine.
 
 Each handler takes the broker (``node_id``) a request reached and the decoded kafka-python
 request, reads or changes :class:`~kgroup.core.cluster.state_machine.ClusterStateMachine`,
@@ -16,7 +17,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import attrs
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
-from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse
+from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.metadata import MetadataResponse
 from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 
@@ -404,6 +405,47 @@ class DataPlane:
                         return record_offset, record_ts
             offset = batch.next_offset
         return best
+
+    # -- OffsetForLeaderEpoch ---------------------------------------------------------------------
+
+    def offset_for_leader_epoch(self, node_id: int, request: Any, version: int) -> Any:
+        """Where an epoch ends in the leader's log (KIP-101; consumers validate positions with it, KIP-320).
+
+        Served because clients rely on it after a leader change: kafka-python 3.0 (and kgroup's
+        consumer, which uses its fetcher) validates every position whose leader epoch moved and,
+        unlike Java, does not check ApiVersions first, so without it a partition whose leader died
+        is never fetched again.  Kafka's ``Partition.lastOffsetForLeaderEpoch``: the leader only,
+        ``current_leader_epoch`` fenced as in Fetch, the answer from the leader-epoch cache.
+        """
+        topic_cls = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+        partition_cls = topic_cls.EpochEndOffset
+        topics = []
+        for t in request.topics:
+            parts = []
+            for q in t.partitions:
+                p, code = self._led_partition(node_id, t.topic, q.partition, q.current_leader_epoch)
+                epoch, end = (-1, -1) if p is None else self._epoch_end(p, q.leader_epoch)
+                parts.append(partition_cls(version=version, error_code=code, partition=q.partition,
+                                           leader_epoch=epoch, end_offset=end))
+            topics.append(topic_cls(version=version, topic=t.topic, partitions=parts))
+        return OffsetForLeaderEpochResponse(version=version, throttle_time_ms=0, topics=topics)
+
+    @staticmethod
+    def _epoch_end(p: Partition, epoch: int) -> Tuple[int, int]:
+        """Kafka's ``LeaderEpochFileCache.endOffsetFor``: (largest epoch <= ``epoch``, where the next one
+        starts), the LEO for the latest epoch, (-1, -1) for an unknown or too new epoch."""
+        log = p.leader_log()
+        assert log is not None  # _led_partition: p has a leader
+        starts = log.epoch_starts
+        if epoch < 0 or not starts:
+            return -1, -1
+        if starts[-1][0] == epoch:
+            return epoch, log.leo
+        higher = next((start for e, start in starts if e > epoch), None)
+        if higher is None:
+            return -1, -1
+        floor = [e for e, _ in starts if e <= epoch]
+        return (floor[-1] if floor else epoch), higher
 
     # -- admin ---------------------------------------------------------------------------------
 

@@ -217,6 +217,7 @@ class ServerEngine:
             ApiKey.ApiVersions: lambda: api_versions_response(version),
             ApiKey.Metadata: lambda: self.data.metadata(node, request, version),
             ApiKey.ListOffsets: lambda: self.data.list_offsets(node, request, version),
+            ApiKey.OffsetForLeaderEpoch: lambda: self.data.offset_for_leader_epoch(node, request, version),
             ApiKey.CreateTopics: lambda: self.data.create_topics(request, version),
             ApiKey.DeleteTopics: lambda: self.data.delete_topics(request, version),
             ApiKey.CreatePartitions: lambda: self.data.create_partitions(request, version),

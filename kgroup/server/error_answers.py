@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict
 
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
 from kafka.protocol.api_key import ApiKey
-from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse
+from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.metadata import MetadataResponse
 from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 
@@ -55,6 +55,17 @@ def _list_offsets(request: Any, version: int, code: int) -> Any:
         for t in request.topics])
 
 
+def _offset_for_leader_epoch(request: Any, version: int, code: int) -> Any:
+    topic_cls = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+    partition_cls = topic_cls.EpochEndOffset
+    return OffsetForLeaderEpochResponse(version=version, throttle_time_ms=0, topics=[
+        topic_cls(version=version, topic=t.topic, partitions=[
+            partition_cls(version=version, error_code=code, partition=p.partition, leader_epoch=-1,
+                          end_offset=-1)
+            for p in t.partitions])
+        for t in request.topics])
+
+
 def _metadata(request: Any, version: int, code: int) -> Any:
     topic_cls = MetadataResponse.MetadataResponseTopic
     topics = request.topics or []
@@ -92,6 +103,7 @@ _BUILDERS: Dict[ApiKey, Callable[[Any, int, int], Any]] = {
     ApiKey.Produce: _produce,
     ApiKey.Fetch: _fetch,
     ApiKey.ListOffsets: _list_offsets,
+    ApiKey.OffsetForLeaderEpoch: _offset_for_leader_epoch,
     ApiKey.Metadata: _metadata,
     ApiKey.CreateTopics: _create_topics,
     ApiKey.DeleteTopics: _delete_topics,

@@ -19,7 +19,7 @@ from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
     FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest,
-    OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
+    OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
@@ -31,6 +31,7 @@ SUPPORTED_VERSIONS: Dict[ApiKey, Tuple[int, int]] = {
     ApiKey.Produce: (3, 11),
     ApiKey.Fetch: (4, 12),
     ApiKey.ListOffsets: (1, 7),
+    ApiKey.OffsetForLeaderEpoch: (2, 4),
     ApiKey.Metadata: (0, 12),
     ApiKey.OffsetCommit: (2, 8),
     ApiKey.OffsetFetch: (1, 8),
@@ -54,6 +55,7 @@ REQUEST_CLASSES: Dict[ApiKey, Type[ApiMessage]] = {
     ApiKey.Produce: ProduceRequest,
     ApiKey.Fetch: FetchRequest,
     ApiKey.ListOffsets: ListOffsetsRequest,
+    ApiKey.OffsetForLeaderEpoch: OffsetForLeaderEpochRequest,
     ApiKey.Metadata: MetadataRequest,
     ApiKey.OffsetCommit: OffsetCommitRequest,
     ApiKey.OffsetFetch: OffsetFetchRequest,

@@ -77,3 +77,24 @@ def test_static_leader_told_to_skip_assignment_sends_an_empty_sync_and_keeps_wat
     [sync] = [r for r in h.pump() if isinstance(r, m.SyncGroupRequest)]
     assert sync.assignments == ()
     assert h.member.is_leader and h.member.metadata_topics() == frozenset({"t"})
+
+
+def test_static_leader_that_skipped_the_assignment_adopts_counts_it_learns_after_the_join():
+    """KIP-814: the returning static leader assigned nothing, so a partition count it did not know
+    when the join was answered is a baseline, not a change (Java's onLeaderElected: assignmentSnapshot
+    = metadataSnapshot); a count that changes afterwards still makes it rejoin.  Found by the wire
+    server's client matrix: a kgroup static leader bounce rebalanced the group."""
+    h = Harness(assignors=(MustNotAssign(),), group_instance_id="i1")
+    h.find()
+    h.member.on_app_poll(h.now)
+    h.member.take_events()
+    h.member.on_app_poll(h.now)
+    assert any(isinstance(r, m.JoinGroupRequest) for r in h.pump())
+    h.reply(m.JoinGroupRequest, join_response(h, [good("m1"), good("m2")], skip_assignment=True))
+    assert any(isinstance(r, m.SyncGroupRequest) for r in h.pump())
+    h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "must-not-assign", b""))
+    assert h.member.state is MemberState.STABLE and h.member.is_leader
+    h.member.update_metadata({"t": 4}, h.now)
+    assert not h.member.rejoin_needed
+    h.member.update_metadata({"t": 6}, h.now)
+    assert h.member.rejoin_needed

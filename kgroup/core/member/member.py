@@ -79,6 +79,8 @@ class GroupMember:
         self._last_assignment: tuple[frozenset, int] = (frozenset(), NO_GENERATION)
         self._metadata: dict[str, int] = {}
         self._assignment_snapshot: Optional[dict] = None
+        #: The snapshot came from a skipped assignment (KIP-814): unknown counts are adopted when learnt.
+        self._adopt_unknown_counts = False
         self._is_leader = False
         self._coordinator_id: Optional[int] = None
         self._positions: dict = {}
@@ -207,6 +209,13 @@ class GroupMember:
         self._metadata = dict(partitions_per_topic)
         snapshot = self._assignment_snapshot
         if snapshot is not None and self.is_leader and self._fsm.state is _STATE.STABLE:
+            if self._adopt_unknown_counts:
+                # A returning static leader told to skip the assignment (KIP-814) assigned nothing, so a
+                # count it did not know at the join is no change: it becomes the baseline, as Java's
+                # onLeaderElected takes assignmentSnapshot = metadataSnapshot.  Rejoining here made
+                # every static leader bounce that beat its first metadata answer rebalance the group.
+                snapshot.update({t: self._metadata[t] for t, n in snapshot.items()
+                                 if n is None and t in self._metadata})
             if {t: self._metadata.get(t) for t in snapshot} != snapshot:
                 self._rejoin.request("partition count of a subscribed topic changed")
 
@@ -504,6 +513,7 @@ class GroupMember:
         self._hb.reset_timeouts(now_ms)
         assignments: tuple = ()
         self._assignment_snapshot = None
+        self._adopt_unknown_counts = self._is_leader and response.skip_assignment
         if self._is_leader:
             try:
                 self._assignment_snapshot, assignments = leader.leader_assignments(
