@@ -64,6 +64,22 @@ class _ProducerState:
     batches: List[Tuple[int, int, int]] = attrs.field(factory=list)
 
 
+def _epoch_end_offset(log: Any, requested: int) -> Tuple[int, int]:
+    """Kafka's ``LeaderEpochFileCache.endOffsetFor``: the latest epoch ends at the LEO; an older one
+    answers the largest known epoch <= it and where the next epoch starts; one older than every known
+    epoch answers itself and the first epoch's start; one newer than the latest is unknown (-1, -1)."""
+    starts = log.epoch_starts
+    if requested < 0 or not starts:
+        return -1, -1
+    if starts[-1][0] == requested:
+        return requested, log.leo
+    higher = next(((epoch, start) for epoch, start in starts if epoch > requested), None)
+    if higher is None:
+        return -1, -1
+    floor = [epoch for epoch, _ in starts if epoch <= requested]
+    return (floor[-1] if floor else requested), higher[1]
+
+
 class DataPlane:
     def __init__(self, cluster: ClusterStateMachine, config: ServerConfig) -> None:
         self.cluster = cluster
@@ -449,11 +465,7 @@ class DataPlane:
                     continue
                 log = p.leader_log()
                 assert log is not None  # _led_partition: node_id leads p
-                # LeaderEpochFileCache.endOffsetFor: the largest epoch <= the asked one and where the
-                # next epoch starts (the LEO for the latest); an epoch older than any known: -1, -1.
-                epoch, end = log.end_offset_for(asked.leader_epoch)
-                if epoch >= 0:
-                    answer.leader_epoch, answer.end_offset = epoch, end
+                answer.leader_epoch, answer.end_offset = _epoch_end_offset(log, asked.leader_epoch)
             topics.append(topic_cls(version=version, topic=t.topic, partitions=parts))
         return OffsetForLeaderEpochResponse(version=version, throttle_time_ms=0, topics=topics)
 

@@ -31,6 +31,7 @@ SUPPORTED_VERSIONS: Dict[ApiKey, Tuple[int, int]] = {
     ApiKey.Produce: (3, 11),
     ApiKey.Fetch: (4, 12),
     ApiKey.ListOffsets: (1, 7),
+    ApiKey.OffsetForLeaderEpoch: (2, 4),
     ApiKey.Metadata: (0, 12),
     ApiKey.OffsetCommit: (2, 8),
     ApiKey.OffsetFetch: (1, 8),
@@ -45,7 +46,6 @@ SUPPORTED_VERSIONS: Dict[ApiKey, Tuple[int, int]] = {
     ApiKey.CreateTopics: (2, 7),
     ApiKey.DeleteTopics: (1, 6),
     ApiKey.InitProducerId: (0, 4),
-    ApiKey.OffsetForLeaderEpoch: (2, 4),
     ApiKey.CreatePartitions: (0, 3),
     ApiKey.DeleteGroups: (0, 2),
 }
@@ -55,6 +55,7 @@ REQUEST_CLASSES: Dict[ApiKey, Type[ApiMessage]] = {
     ApiKey.Produce: ProduceRequest,
     ApiKey.Fetch: FetchRequest,
     ApiKey.ListOffsets: ListOffsetsRequest,
+    ApiKey.OffsetForLeaderEpoch: OffsetForLeaderEpochRequest,
     ApiKey.Metadata: MetadataRequest,
     ApiKey.OffsetCommit: OffsetCommitRequest,
     ApiKey.OffsetFetch: OffsetFetchRequest,
@@ -69,7 +70,6 @@ REQUEST_CLASSES: Dict[ApiKey, Type[ApiMessage]] = {
     ApiKey.CreateTopics: CreateTopicsRequest,
     ApiKey.DeleteTopics: DeleteTopicsRequest,
     ApiKey.InitProducerId: InitProducerIdRequest,
-    ApiKey.OffsetForLeaderEpoch: OffsetForLeaderEpochRequest,
     ApiKey.CreatePartitions: CreatePartitionsRequest,
     ApiKey.DeleteGroups: DeleteGroupsRequest,
 }

@@ -6,7 +6,7 @@ import pytest
 
 from kgroup.cli import main
 
-import planted_bugs
+import sim_planted_bugs as planted_bugs
 
 QUICK = ["--members", "3", "--partitions", "6", "--duration-ms", "6000", "--max-faults", "3"]
 

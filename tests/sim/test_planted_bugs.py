@@ -6,7 +6,7 @@ import pytest
 
 from kgroup.sim import CHECKS, SimConfig, run
 
-import planted_bugs
+import sim_planted_bugs as planted_bugs
 
 SMALL = SimConfig(members=3, partitions=6, duration_ms=12_000, max_faults=6)
 QUIET_RANGE = SimConfig(members=3, partitions=6, duration_ms=8_000, assignor="range", faults="none")

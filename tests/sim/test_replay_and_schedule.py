@@ -10,7 +10,7 @@ from kgroup.sim import Fault, Schedule, SimConfig, parse_schedule, run
 from kgroup.sim.schedule import ScheduleFormatError
 from kgroup.sim.shrink import shrink
 
-import planted_bugs
+import sim_planted_bugs as planted_bugs
 
 SMALL = SimConfig(members=3, partitions=6, duration_ms=12_000, max_faults=6)
 
