@@ -206,6 +206,13 @@ class ClusterStateMachine:
 
     # -- produce and replication -------------------------------------------------
     def produce(self, topic: str, index: int, payload: Any, acks_all: bool = True) -> int:
+        return self._appendable(topic, index, acks_all).append(payload, acks_all)
+
+    def produce_many(self, topic: str, index: int, payloads: Sequence[Any], acks_all: bool = True) -> int:
+        """:meth:`produce` of each payload in order, checked once; returns the first one's offset."""
+        return self._appendable(topic, index, acks_all).append_many(payloads, acks_all)
+
+    def _appendable(self, topic: str, index: int, acks_all: bool) -> Partition:
         p = self.partition(topic, index)
         if p.leader is None:
             raise ClusterError(f"{topic}-{index} has no leader", ErrorCode.NOT_LEADER_OR_FOLLOWER)
@@ -214,17 +221,7 @@ class ClusterStateMachine:
         if acks_all and p.is_under_min_isr():
             raise ClusterError(f"{topic}-{index}: ISR {p.isr} below min.insync.replicas",
                                ErrorCode.NOT_ENOUGH_REPLICAS)
-        return p.append(payload, acks_all)
-
-    def produce_many(self, topic: str, index: int, payloads: Sequence[Any], acks_all: bool = True) -> int:
-        """:meth:`produce` of each payload in order, checked once; returns the first one's offset."""
-        p = self.partition(topic, index)
-        if p.leader is None:
-            raise ClusterError(f"{topic}-{index} has no leader", ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if acks_all and p.is_under_min_isr():
-            raise ClusterError(f"{topic}-{index}: ISR {p.isr} below min.insync.replicas",
-                               ErrorCode.NOT_ENOUGH_REPLICAS)
-        return p.append_many(payloads, acks_all)
+        return p
 
     def _can_fetch(self, broker: int) -> bool:
         if self.brokers[broker] is BrokerState.DEAD or broker in self.isolated:
