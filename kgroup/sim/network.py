@@ -217,6 +217,11 @@ class SimTransport(Transport):
         deadlines = [queue[0][0] for queue in (self._outgoing, self._incoming) if queue]
         return min(deadlines) if deadlines else None
 
+    def completion_due(self, now_ms: int) -> bool:
+        """Whether ``poll`` at ``now_ms`` would return something (the scheduler skips idle members)."""
+        incoming = self._incoming
+        return bool(incoming) and incoming[0][0] <= now_ms
+
     def poll(self, timeout_ms: int) -> list[Completion]:
         now = self.clock()
         out = []
