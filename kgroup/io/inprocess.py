@@ -200,6 +200,11 @@ class InProcessTransport(Transport):
         with self._cond:
             self._isolated = False
 
+    def has_completions(self) -> bool:
+        """Whether ``poll`` would return something now (a hint without the lock; single-threaded
+        drivers such as the simulator skip an idle transport with it)."""
+        return bool(self._inbox)
+
     def poll(self, timeout_ms: int) -> list[Completion]:
         with self._cond:
             if not self._inbox and not self._woken and timeout_ms > 0:

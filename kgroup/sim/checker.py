@@ -90,8 +90,28 @@ class OwnershipChecker:
         self.overlaps: List[Overlap] = []
         self._last: Dict[str, tuple] = {}
         self._open: Dict[TopicPartition, Tuple[Tuple[str, ...], int]] = {}
+        #: What the last full look saw (each member, its generation, state and owned set, by identity)
+        #: and the violations it found: while nothing changes, the same ones hold at every instant.
+        self._seen: Optional[list] = None
+        self._holding: List[Tuple[str, str]] = []
 
     def after_instant(self, now_ms: int, members: Iterable[Tuple[str, object]]) -> None:
+        members = list(members)
+        seen = [(name, member, member.generation, member.state,  # type: ignore[attr-defined]
+                 member.assignment) for name, member in members]  # type: ignore[attr-defined]
+        last = self._seen
+        if last is not None and len(last) == len(seen) and all(
+                a[0] == b[0] and a[1] is b[1] and a[2] is b[2] and a[3] is b[3] and a[4] is b[4]
+                for a, b in zip(last, seen)):
+            # Nothing changed: no ownership change to record, no overlap opens or closes.
+            self.violations.extend(Violation(check, now_ms, message) for check, message in self._holding)
+            return
+        self._seen = seen
+        first = len(self.violations)
+        self._look(now_ms, members)
+        self._holding = [(v.check, v.message) for v in self.violations[first:]]
+
+    def _look(self, now_ms: int, members: List[Tuple[str, object]]) -> None:
         owners: Dict[TopicPartition, List[Tuple[str, int]]] = {}
         for name, member in members:
             generation = member.generation  # type: ignore[attr-defined]
@@ -127,6 +147,7 @@ class OwnershipChecker:
 
     def forget(self, name: str) -> None:
         self._last.pop(name, None)
+        self._seen = None
 
     def close(self, now_ms: int) -> None:
         for tp, (names, start_ms) in self._open.items():

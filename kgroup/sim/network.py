@@ -125,8 +125,12 @@ class Network:
     # -- the scheduler's timer source -----------------------------------------------------------
 
     def next_deadline_ms(self) -> Optional[int]:
-        deadlines = [d for t in self.transports.values() for d in (t.next_deadline_ms(),) if d is not None]
-        return min(deadlines) if deadlines else None
+        best: Optional[int] = None
+        for transport in self.transports.values():
+            deadline = transport.next_deadline_ms()
+            if deadline is not None and (best is None or deadline < best):
+                best = deadline
+        return best
 
     def fire(self, now_ms: int) -> None:
         for transport in list(self.transports.values()):
@@ -180,6 +184,9 @@ class SimTransport(Transport):
         """Hand due requests to the broker, then take the broker's answers onto the wire back."""
         if self.closed:
             return
+        outgoing = self._outgoing
+        if not (outgoing and outgoing[0][0] <= now_ms) and not self.inner.has_completions():
+            return  # nothing to hand over, nothing answered
         while self._outgoing and self._outgoing[0][0] <= now_ms:
             _due, _order, correlation_id, request, node_id = heapq.heappop(self._outgoing)
             inner_id = self.inner.send(request, node_id)
@@ -214,8 +221,15 @@ class SimTransport(Transport):
     def next_deadline_ms(self) -> Optional[int]:
         if self.closed:
             return None
-        deadlines = [queue[0][0] for queue in (self._outgoing, self._incoming) if queue]
-        return min(deadlines) if deadlines else None
+        outgoing, incoming = self._outgoing, self._incoming
+        if outgoing:
+            return min(outgoing[0][0], incoming[0][0]) if incoming else outgoing[0][0]
+        return incoming[0][0] if incoming else None
+
+    def completion_due(self, now_ms: int) -> bool:
+        """Whether ``poll`` at ``now_ms`` would return something (the scheduler skips idle members)."""
+        incoming = self._incoming
+        return bool(incoming) and incoming[0][0] <= now_ms
 
     def poll(self, timeout_ms: int) -> list[Completion]:
         now = self.clock()

@@ -17,7 +17,10 @@ What it drives, in this order at every instant it visits:
 3. every member's runner, stepped until its transport has nothing more;
 4. timer sources (the in-process hub, a coordinator): ``fire(now_ms)``;
 5. every member's runner again (the timers may have answered requests);
-6. ``after_instant`` hooks (invariant checks).
+6. ``after_instant`` hooks (invariant checks; they observe the members, never call them).
+
+Phases 3 and 5 skip a member with nothing due when its transport can tell (see
+:class:`DrivenMember`); the instants visited and everything done at them are the same.
 
 The next instant is the earliest of: the members' ``next_deadline_ms()``, their
 next application polls, the timer sources' deadlines, the next timed callback
@@ -106,20 +109,48 @@ class PollCadence:
 
 
 class DrivenMember:
-    """One member the scheduler drives: its runner and, optionally, its application's polls."""
+    """One member the scheduler drives: its runner and, optionally, its application's polls.
 
-    __slots__ = ("key", "runner", "app")
+    A member is sans-I/O: what ``outbound`` returns changes only when one of its methods is
+    called or one of its deadlines comes.  When the runner's transport can say whether a
+    completion is due (``completion_due(now_ms)``, the simulator's network does), the scheduler
+    skips the member at an instant where nothing can be due for it: it is not ``dirty`` (no
+    application poll, timed callback or outside call since its last drain), its cached
+    ``next_deadline_ms()`` has not come and no completion is due.  Such a drain would step the
+    runner once for nothing.  A transport without ``completion_due`` is drained at every instant.
+    """
+
+    __slots__ = ("key", "runner", "app", "dirty", "deadline", "completion_due")
 
     def __init__(self, key: object, runner: MemberRunner, app: Optional[AppPoller]) -> None:
         self.key = key
         self.runner = runner
         self.app = app
+        #: Something may have changed the member since its deadline was cached.
+        self.dirty = True
+        self.deadline: Optional[int] = None
+        transport = getattr(runner, "transport", None)
+        self.completion_due: Optional[Callable[[int], bool]] = getattr(transport, "completion_due", None)
 
-    def drain(self) -> None:
-        """Step the runner until a round brings no completion (bounded)."""
+    def next_deadline_ms(self) -> Optional[int]:
+        if self.dirty or self.completion_due is None:
+            return self.runner.member.next_deadline_ms()
+        return self.deadline
+
+    def drain(self, now_ms: Optional[int] = None) -> None:
+        """Step the runner until a round brings no completion (bounded); with ``now_ms``, only when
+        something may be due (see the class doc)."""
+        due = self.completion_due
+        if now_ms is not None and due is not None and not self.dirty:
+            deadline = self.deadline
+            if (deadline is None or deadline > now_ms) and not due(now_ms):
+                return
         for _ in range(DRAIN_ROUNDS):
             if not self.runner.step(0):
-                return
+                break
+        if due is not None:
+            self.deadline = self.runner.member.next_deadline_ms()
+            self.dirty = False
 
 
 class Scheduler:
@@ -162,9 +193,13 @@ class Scheduler:
         """Do everything due at the clock's current time (phases 1-6 of the module doc)."""
         # A callback may move the clock itself (a clean leave waits for its LeaveGroup answer):
         # read it again after each one, so later phases see the time it left.
+        called = False
         while self._timed and self._timed[0][0] <= self.clock():
             _when, _seq, callback = heapq.heappop(self._timed)
             callback(self.clock())
+            called = True
+        if called:
+            self.touch_all()  # a fault may have done anything to any member
         now = self.clock()
         for driven in list(self.members.values()):
             app = driven.app
@@ -173,13 +208,14 @@ class Scheduler:
             due = app.next_poll_ms()
             if due is not None and due <= now:
                 app.poll(now)
+                driven.dirty = True  # an application touches its own member only
         members = list(self.members.values())
         for driven in members:
-            driven.drain()
+            driven.drain(now)
         for source in self.timers:
             source.fire(now)
         for driven in list(self.members.values()):
-            driven.drain()
+            driven.drain(now)
         for hook in self.after_instant:
             hook(now)
 
@@ -204,12 +240,18 @@ class Scheduler:
                 due = driven.app.next_poll_ms()
                 if due is not None:
                     yield due
-            deadline = driven.runner.member.next_deadline_ms()
+            deadline = driven.next_deadline_ms()
             if deadline is not None:
                 yield deadline
 
+    def touch_all(self) -> None:
+        """Something outside the scheduler may have called the members: drain each at the next instant."""
+        for driven in self.members.values():
+            driven.dirty = True
+
     def run_until_ms(self, end_ms: int) -> None:
         """Visit every instant that has something due before ``end_ms``; the clock ends at ``end_ms``."""
+        self.touch_all()  # the caller may have touched members since the last run
         while self.clock() < end_ms:
             self.instant()
             self.clock.advance_to(self.next_instant_ms(end_ms))

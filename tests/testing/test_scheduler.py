@@ -99,6 +99,46 @@ def test_a_member_is_stepped_until_its_transport_is_quiet_before_and_after_the_t
     assert runner.steps == 5
 
 
+class TellingTransport:
+    """A transport that can say when a completion is due (the simulator's network can)."""
+
+    def __init__(self):
+        self.due_ms = None
+
+    def completion_due(self, now_ms):
+        return self.due_ms is not None and self.due_ms <= now_ms
+
+
+class TellingRunner(FakeRunner):
+    def __init__(self, clock, deadline_ms, due_ms):
+        super().__init__(clock, deadline_ms)
+        self.transport = TellingTransport()
+        self.transport.due_ms = due_ms
+
+    def step(self, block_ms=0):
+        if self.transport.completion_due(self.clock()):
+            self.transport.due_ms = None  # the completion is taken
+        return super().step(block_ms)
+
+
+def test_an_idle_member_is_skipped_when_its_transport_can_tell():
+    clock = MockClock(0)
+    scheduler = Scheduler(clock)
+    runner = TellingRunner(clock, deadline_ms=50, due_ms=30)  # a completion comes back at 30
+    scheduler.add_member("a", runner, PollCadence(lambda now: None, 1_000, first_ms=0))
+    scheduler.add_timers(FakeTimers(clock, [10, 20, 30]))
+    steps = []
+    scheduler.after_instant.append(lambda now: steps.append((now, runner.steps)))
+    scheduler.run_until_ms(1_001)
+    # 0: a new member; 10, 20: idle, skipped; 30: the completion; 50: its deadline (one step each:
+    # the fake has nothing more after it); 1000: the application polled it.
+    assert steps == [(0, 1), (10, 1), (20, 1), (30, 2), (50, 3), (1_000, 4)]
+    scheduler.instant()  # nothing due, nothing touched
+    assert runner.steps == 4
+    scheduler.run_until_ms(1_002)  # a run starts by draining everyone (the caller may have called them)
+    assert runner.steps == 5
+
+
 def test_timed_callbacks_run_in_time_then_scheduling_order_and_may_move_the_clock():
     clock = MockClock(0)
     scheduler = Scheduler(clock)
