@@ -33,7 +33,7 @@ from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse
 from kgroup.io.runner import MemberRunner
 from kgroup.sim.app import ConsumerApp, Producer, draw_profile
 from kgroup.sim.checker import (
-    Overlap, OwnershipChecker, Violation, check_history, coverage, last_acknowledged,
+    Overlap, OwnershipChecker, Violation, check_history, check_sticky_moves, coverage, last_acknowledged,
 )
 from kgroup.sim.history import CoordinatorMoved, FaultApplied, History, Transition
 from kgroup.sim.network import Network, NetworkConfig
@@ -405,6 +405,9 @@ class _Simulation:
             self.violations.append(Violation(
                 "unbalanced", self.clock(),
                 f"settled, but not every one of {total} partitions owned once and balanced: sizes {sizes}"))
+        final = {a.name: (a.member.generation.member_id, a.member.generation.generation_id,
+                          a.member.assignment) for a in self.apps.values()}
+        self.violations += check_sticky_moves(self.history, self.assignor, final, self.clock())
         return True
 
     def committed_offsets(self) -> Dict[TopicPartition, int]:
