@@ -35,7 +35,7 @@ from kgroup.sim.app import ConsumerApp, Producer, draw_profile
 from kgroup.sim.checker import (
     Overlap, OwnershipChecker, Violation, check_history, check_sticky_moves, coverage, last_acknowledged,
 )
-from kgroup.sim.history import CoordinatorMoved, FaultApplied, History, Transition
+from kgroup.sim.history import CoordinatorMoved, FaultApplied, History, MemberStopped, Transition
 from kgroup.sim.network import Network, NetworkConfig
 from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.testing.clock import MockClock
@@ -226,6 +226,7 @@ class _Simulation:
                     break
                 self.clock.advance(5)
         runner.transport.close()
+        self.history.record(MemberStopped(self.clock(), name, clean))
 
     # -- faults -------------------------------------------------------------------------------------
 
