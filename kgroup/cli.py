@@ -59,6 +59,9 @@ def _simulate(args: argparse.Namespace) -> int:
     from kgroup.sim import parse_schedule, run
 
     config = _sim_config(args)
+    if args.timeline and not args.timeline.lower().endswith((".png", ".html", ".htm")):
+        print(f"kgroup: --timeline {args.timeline}: the name must end in .png or .html", file=sys.stderr)
+        return 2
     if args.schedule:
         with open(args.schedule) as file:
             schedule = parse_schedule(file.read())
@@ -68,6 +71,11 @@ def _simulate(args: argparse.Namespace) -> int:
         verdict = run(args.seed if args.seed is not None else 0, config)
     print(verdict.describe())
     print(verdict.schedule.to_text(), end="")
+    if args.timeline:
+        from kgroup.sim.timeline import write_timeline
+        write_timeline(verdict.history, args.timeline, verdict.simulated_ms,
+                       f"seed {verdict.seed}, {verdict.assignor}{' static' if config.static else ''}")
+        print(f"timeline: {args.timeline}")
     print("coverage: " + ", ".join(f"{k} {v}" for k, v in sorted(verdict.coverage.items())))
     if args.history:
         print(verdict.history.format())
@@ -148,6 +156,9 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("--schedule", metavar="FILE",
                           help="replay this schedule (the format `simulate` prints) instead of the seed's")
     simulate.add_argument("--history", action="store_true", help="print the recorded history")
+    simulate.add_argument("--timeline", metavar="PATH",
+                          help="write the run's timeline: PATH.png a picture, PATH.html a self-contained "
+                               "page")
     _sim_arguments(simulate)
     simulate.set_defaults(run=_simulate)
 

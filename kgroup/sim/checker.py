@@ -30,12 +30,31 @@ Over the whole history (:func:`check_history`):
 - ``lost-write``: a record below the final high watermark that nobody processed
   although a later record of its partition was processed.
 
+Once the group settled after the last fault (:func:`check_sticky_moves`, called by the simulator
+with the live group's final assignment):
+
+- ``needless-move`` (sticky and cooperative-sticky only; range and roundrobin promise no
+  stickiness, and the check returns nothing for them): only the partitions that had to move
+  moved.  Let ``G`` be the settled generation and ``M`` its members (member ids).  Walking back
+  over the generations the history recorded (in the order they first appeared), the *reference*
+  generation ``R`` is the last one whose members differ from ``M``, or in which a member owned a
+  partition of a topic the settled group does not subscribe to (its subscription differed, and with
+  it the balance the assignor aimed at), or which began (first recorded) no later than the last
+  ``add_partitions`` fault: the state before the last change of membership, subscriptions or
+  partition count; with none, the first generation recorded.  For each member
+  ``x`` in both ``R`` (Stable there, ``S`` its assignment: what it owned when it became Stable in
+  ``R``, before an eager member revokes it to rejoin) and ``G`` (owning ``F``), over the partitions ``T``
+  of the final assignment (``N`` of them, ``|M|`` members): ``x`` had to give up at most what it
+  held above the fair floor, ``max(0, |S & T| - N // |M|)``; losing more of ``S & T`` than that
+  (``|(S & T) - F|`` larger) is a violation.  Partitions of a topic no longer subscribed, and
+  members that left, restarted (new member id) or joined, are not judged.
+
 The simulator adds ``not-settled``, ``unbalanced`` and ``static-bounce-rebalanced``
 (they need the live group, see :mod:`kgroup.sim.simulator`).
 """
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 import attrs
 
@@ -47,12 +66,14 @@ from kgroup.sim.history import (
 )
 from kgroup.values import TopicPartition
 
-__all__ = ["CHECKS", "Overlap", "OwnershipChecker", "Violation", "check_history", "coverage",
-           "last_acknowledged"]
+__all__ = ["CHECKS", "STICKY_ASSIGNORS", "Overlap", "OwnershipChecker", "Violation", "check_history",
+           "check_sticky_moves", "coverage", "last_acknowledged"]
 
 CHECKS = ("same-generation-owners", "eager-owns-during-rebalance", "offset-went-back",
           "stale-generation-commit", "acknowledged-commit-lost", "duplicate", "poll-skip", "lost-write",
-          "not-settled", "unbalanced", "static-bounce-rebalanced")
+          "not-settled", "unbalanced", "static-bounce-rebalanced", "needless-move")
+#: The assignors that promise stickiness (``needless-move`` judges only these).
+STICKY_ASSIGNORS = ("sticky", "cooperative-sticky")
 
 _IN_REBALANCE = (MemberState.COMPLETING_REBALANCE,)
 
@@ -323,6 +344,70 @@ def check_lost_writes(history: History, final_logs: Dict[TopicPartition, Sequenc
                 out.append(Violation("lost-write", 0,
                                      f"{tp}: records {first}..{end - 1} (e.g. {records[first]!r}) were never "
                                      f"processed, though later records up to {reached - 1} were"))
+    return out
+
+
+def _names(partitions: Iterable[TopicPartition]) -> str:
+    return "[" + ", ".join(f"{tp.topic}-{tp.partition}" for tp in sorted(partitions)) + "]"
+
+
+def check_sticky_moves(history: History, assignor: str, final: Mapping[str, Tuple[str, int, frozenset]],
+                       at_ms: int) -> List[Violation]:
+    """``needless-move`` (see the module's docstring); ``final`` maps each member's name to its
+    member id, generation and owned partitions once the group settled."""
+    if assignor not in STICKY_ASSIGNORS or not final:
+        return []
+    settled = {member_id for member_id, _g, _owned in final.values()}
+    final_generation = next(iter(final.values()))[1]
+    partitions = frozenset().union(*(owned for _id, _g, owned in final.values()))
+    topics = {tp.topic for tp in partitions}
+    order: List[int] = []
+    members: Dict[int, Set[str]] = {}
+    #: Generations in which a member owned a partition of a topic the settled group does not
+    #: subscribe to (its subscription differed, so did the balance the assignor aimed at), or that
+    #: began before the topic last grew.
+    changed: Set[int] = set()
+    stable: Dict[int, Dict[str, frozenset]] = {}
+    #: Generations that began before the topic last grew: balance was over fewer partitions then.
+    grown_at = max((e.at_ms for e in history.of(FaultApplied) if e.fault.startswith("add_partitions")),
+                   default=-1)
+    for change in history.of(OwnershipChanged):
+        if change.generation < 0 or change.generation == final_generation:
+            continue
+        if change.generation not in members:
+            order.append(change.generation)
+            if change.at_ms <= grown_at:
+                changed.add(change.generation)
+            members[change.generation] = set()
+            stable[change.generation] = {}
+        members[change.generation].add(change.member_id)
+        if any(tp.topic not in topics for tp in change.owned):
+            changed.add(change.generation)
+        if change.state == "STABLE":  # its assignment: an eager member revokes it later in the generation
+            stable[change.generation].setdefault(change.member_id, change.owned)
+    if not order:
+        return []
+    reference = order[0]
+    for generation in reversed(order):
+        if members[generation] != settled or generation in changed:
+            reference = generation
+            break
+    floor = len(partitions) // len(final)
+    out: List[Violation] = []
+    for name, (member_id, _generation, owned) in sorted(final.items()):
+        before = stable[reference].get(member_id)
+        if before is None:
+            continue
+        held = before & partitions
+        lost = held - owned
+        allowed = max(0, len(held) - floor)
+        if len(lost) > allowed:
+            out.append(Violation("needless-move", at_ms,
+                                 f"{assignor}: {name} owned {_names(held)} in generation {reference} (before "
+                                 f"the last change of membership, subscriptions or partitions) and "
+                                 f"{_names(owned)} once settled in generation {final_generation}; balance "
+                                 f"({len(partitions)} partitions, {len(final)} members) required it to give "
+                                 f"up at most {allowed}, it lost {_names(lost)}"))
     return out
 
 

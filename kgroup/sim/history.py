@@ -14,7 +14,7 @@ import attrs
 from kgroup.values import TopicPartition
 
 __all__ = ["Appended", "CommitAnswered", "CommitSent", "CoordinatorMoved", "FaultApplied", "Fetched",
-           "History", "OwnershipChanged", "Processed", "Resumed", "Transition"]
+           "History", "MemberStopped", "OwnershipChanged", "Processed", "Resumed", "Transition"]
 
 E = TypeVar("E")
 
@@ -102,6 +102,16 @@ class OwnershipChanged:
     state: str
     owned: frozenset
     eager: bool
+
+
+@attrs.frozen
+class MemberStopped:
+    """A member's process stopped (``crash``; ``leave`` and ``bounce`` close cleanly first): from here
+    it owns nothing, whatever its last :class:`OwnershipChanged` said."""
+
+    at_ms: int
+    member: str
+    clean: bool
 
 
 @attrs.frozen

@@ -33,9 +33,9 @@ from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse
 from kgroup.io.runner import MemberRunner
 from kgroup.sim.app import ConsumerApp, Producer, draw_profile
 from kgroup.sim.checker import (
-    Overlap, OwnershipChecker, Violation, check_history, coverage, last_acknowledged,
+    Overlap, OwnershipChecker, Violation, check_history, check_sticky_moves, coverage, last_acknowledged,
 )
-from kgroup.sim.history import CoordinatorMoved, FaultApplied, History, Transition
+from kgroup.sim.history import CoordinatorMoved, FaultApplied, History, MemberStopped, Transition
 from kgroup.sim.network import Network, NetworkConfig
 from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.testing.clock import MockClock
@@ -226,6 +226,7 @@ class _Simulation:
                     break
                 self.clock.advance(5)
         runner.transport.close()
+        self.history.record(MemberStopped(self.clock(), name, clean))
 
     # -- faults -------------------------------------------------------------------------------------
 
@@ -405,6 +406,9 @@ class _Simulation:
             self.violations.append(Violation(
                 "unbalanced", self.clock(),
                 f"settled, but not every one of {total} partitions owned once and balanced: sizes {sizes}"))
+        final = {a.name: (a.member.generation.member_id, a.member.generation.generation_id,
+                          a.member.assignment) for a in self.apps.values()}
+        self.violations += check_sticky_moves(self.history, self.assignor, final, self.clock())
         return True
 
     def committed_offsets(self) -> Dict[TopicPartition, int]:

@@ -10,6 +10,7 @@ import contextlib
 import attrs
 
 from kgroup.assignors.range import RangeAssignor
+from kgroup.assignors.sticky import StickyAssignor
 from kgroup.core.cluster.group_hosting import GroupHosting
 from kgroup.core.member.assignment import Ownership
 from kgroup.sim import app as sim_app
@@ -172,4 +173,19 @@ def static_member_restarts_with_a_new_instance_id():
         return instance_id if not self.starts[name] else f"{instance_id}-restart-{self.starts[name]}"
 
     with _patched(sim_simulator._Simulation, "instance_id_of", fresh):
+        yield
+
+
+@contextlib.contextmanager
+def sticky_assignor_shuffles():
+    """The sticky assignor computes its balanced assignment, then hands each member's list to the next
+    member (sizes, so balance, unchanged): every rebalance moves partitions between members that stay."""
+    original = StickyAssignor.assign
+
+    def shuffle(self, partitions_per_topic, subscriptions, partition_racks=None):
+        out = original(self, partitions_per_topic, subscriptions, partition_racks)
+        members = sorted(out)
+        return {member: out[members[(i + 1) % len(members)]] for i, member in enumerate(members)}
+
+    with _patched(StickyAssignor, "assign", shuffle):
         yield

@@ -2,9 +2,11 @@
 from kgroup.sim import simulator
 from kgroup.sim.checker import (
     OwnershipChecker, check_acknowledged_commits_survive, check_commit_generations, check_lost_writes,
-    check_offsets_monotonic, check_resumes,
+    check_offsets_monotonic, check_resumes, check_sticky_moves,
 )
-from kgroup.sim.history import CommitAnswered, CommitSent, History, OwnershipChanged, Processed, Resumed
+from kgroup.sim.history import (
+    CommitAnswered, CommitSent, FaultApplied, History, OwnershipChanged, Processed, Resumed,
+)
 from kgroup.values import TopicPartition
 
 TP = TopicPartition("events", 0)
@@ -76,3 +78,53 @@ def test_a_group_that_never_settles_is_named():
         assert [v.check for v in sim.violations] == ["not-settled"]
     finally:
         sim.close()
+
+
+def _tps(*indexes, topic="events"):
+    return frozenset(TopicPartition(topic, i) for i in indexes)
+
+
+def _owned(at_ms, member, generation, *indexes, state="STABLE", topic="events"):
+    owned = _tps(*indexes, topic=topic)
+    return OwnershipChanged(at_ms, member, f"{member}-id", generation, state, owned, True)
+
+
+def test_needless_move_judges_against_the_generation_before_the_last_membership_change():
+    # Generation 1: m0 and m1 share 4 partitions; m0 revokes before rejoining (eager), which is not
+    # its assignment.  Generation 2 adds m2 (the membership change); generation 3, same members.
+    history = _history(_owned(10, "m0", 1, 0, 1), _owned(10, "m1", 1, 2, 3), _owned(20, "m0", 1),
+                       _owned(30, "m0", 2, 0), _owned(30, "m1", 2, 2, 3), _owned(30, "m2", 2, 1))
+    final = {"m0": ("m0-id", 3, _tps(0)), "m1": ("m1-id", 3, _tps(2, 3)), "m2": ("m2-id", 3, _tps(1))}
+    # Sticky: m0 gave up one partition (down to the floor, 4 // 3 = 1); nothing moved needlessly.
+    assert check_sticky_moves(history, "sticky", final, 40) == []
+    # Each lost both its partitions although one would do (losing one down to the floor is allowed).
+    shuffled = {"m0": ("m0-id", 3, _tps(2)), "m1": ("m1-id", 3, _tps(0, 1)), "m2": ("m2-id", 3, _tps(3))}
+    violations = check_sticky_moves(history, "cooperative-sticky", shuffled, 40)
+    assert [(v.check, v.message.split(":")[1].split()[0]) for v in violations] == [
+        ("needless-move", "m0"), ("needless-move", "m1")]
+    # Range and roundrobin promise no stickiness: never judged.
+    assert check_sticky_moves(history, "range", shuffled, 40) == []
+    assert check_sticky_moves(history, "roundrobin", shuffled, 40) == []
+
+
+def test_needless_move_starts_after_a_subscription_or_partition_count_change():
+    # No membership change; in generation 2 m0 also subscribed to a second topic and gave up
+    # partition 1 for the balance over six partitions; once it unsubscribed it got another one back.
+    history = _history(_owned(10, "m0", 1, 0, 1), _owned(10, "m1", 1, 2, 3),
+                       OwnershipChanged(20, "m0", "m0-id", 2, "STABLE",
+                                        _tps(0) | _tps(0, 1, topic="audit"), True),
+                       _owned(20, "m1", 2, 1, 2, 3))
+    final = {"m0": ("m0-id", 3, _tps(0, 3)), "m1": ("m1-id", 3, _tps(1, 2))}
+    assert check_sticky_moves(history, "sticky", final, 40) == []
+    # Judged against generation 1 instead, m0 would have lost partition 1 and m1 partition 3 needlessly.
+    assert [v.check for v in check_sticky_moves(_history(*history.events[:2]), "sticky", final, 40)] == [
+        "needless-move"] * 2
+    # The topic grew at 25 ms: generation 3 began after it, so it is the reference.
+    grown = _history(_owned(10, "m0", 1, 0), _owned(10, "m1", 1, 1),
+                     FaultApplied(25, "add_partitions events value 2"),
+                     _owned(30, "m0", 2, 0, 2), _owned(30, "m1", 2, 1, 3))
+    assert check_sticky_moves(grown, "sticky", {"m0": ("m0-id", 3, _tps(0, 2)),
+                                                "m1": ("m1-id", 3, _tps(1, 3))}, 40) == []
+    assert [v.check for v in check_sticky_moves(grown, "sticky", {"m0": ("m0-id", 3, _tps(0, 1)),
+                                                                  "m1": ("m1-id", 3, _tps(2, 3))}, 40)] == [
+        "needless-move"]

@@ -35,6 +35,8 @@ CASES = [
     (planted_bugs.static_member_restarts_with_a_new_instance_id, "static-bounce-rebalanced",
      SimConfig(members=3, partitions=6, duration_ms=12_000, faults="static-bounce"), 0),
     (_campaign_planted_bugs().retries_unordered, "offset-went-back", SMALL, 0),
+    (planted_bugs.sticky_assignor_shuffles, "needless-move",
+     SimConfig(members=3, partitions=6, duration_ms=12_000, max_faults=6, assignor="sticky"), 1),
 ]
 
 
