@@ -157,6 +157,11 @@ class SimTransport(Transport):
         self._incoming: List[Tuple[int, int, Completion]] = []
         #: inner correlation id -> (our correlation id, broker key) for requests a broker has.
         self._at_broker: Dict[int, Tuple[int, int]] = {}
+        #: Per broker key, when the last request sent on that link arrives: a link is one TCP
+        #: connection, so jitter delays a request but never lets it overtake an earlier one (Kafka
+        #: also processes one connection's requests in order).
+        self._last_arrival_ms: Dict[int, int] = {}
+        self._last_answer_ms: Dict[int, int] = {}
         self.closed = False
 
     def _broker_key(self, node_id: NodeId) -> int:
@@ -169,8 +174,10 @@ class SimTransport(Transport):
         if requests_cut or self.network.lost(drop):
             self._fail(correlation_id, now + self.network.config.detect_ms, "lost on the way to the broker")
         else:
-            heapq.heappush(self._outgoing, (now + self.network.latency(), next(self._order), correlation_id,
-                                            request, node_id))
+            link = self.broker_of(node_id)
+            arrival_ms = max(now + self.network.latency(), self._last_arrival_ms.get(link, now))
+            self._last_arrival_ms[link] = arrival_ms
+            heapq.heappush(self._outgoing, (arrival_ms, next(self._order), correlation_id, request, node_id))
         if self.observer is not None:
             self._requests[correlation_id] = request
             self.observer.on_send(request, now)
@@ -200,7 +207,10 @@ class SimTransport(Transport):
             if answers_cut or self.network.lost(drop):
                 self._fail(correlation_id, now_ms + self.network.config.detect_ms, "answer lost")
             else:
-                heapq.heappush(self._incoming, (now_ms + self.network.latency(), next(self._order),
+                # Answers share the link's connection too: one never overtakes an earlier one.
+                arrival_ms = max(now_ms + self.network.latency(), self._last_answer_ms.get(broker, now_ms))
+                self._last_answer_ms[broker] = arrival_ms
+                heapq.heappush(self._incoming, (arrival_ms, next(self._order),
                                                 Completion(correlation_id, completion.result)))
 
     def reset(self, broker: int, now_ms: int) -> None:

@@ -189,3 +189,20 @@ def sticky_assignor_shuffles():
 
     with _patched(StickyAssignor, "assign", shuffle):
         yield
+
+
+@contextlib.contextmanager
+def commits_rewind_now_and_then():
+    """Every fifth commit of an application names offsets a few records back (a commit that moves
+    the group's position backwards without an explicit reset)."""
+    original_commit = sim_app.ConsumerApp.commit
+    calls = {"n": 0}
+
+    def rewinding(self, offsets, now, sync):
+        calls["n"] += 1
+        if calls["n"] % 5 == 0 and offsets:
+            offsets = {tp: max(0, offset - 3) for tp, offset in offsets.items()}
+        original_commit(self, offsets, now, sync)
+
+    with _patched(sim_app.ConsumerApp, "commit", rewinding):
+        yield

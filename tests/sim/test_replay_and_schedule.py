@@ -70,7 +70,7 @@ def test_a_bad_schedule_line_is_refused():
 def test_shrinking_reduces_a_failing_schedule_to_a_minimal_one():
     config = SimConfig(members=3, partitions=6, duration_ms=12_000, processing_ms_per_record=20)
     with planted_bugs.commits_before_processing():
-        verdict = run(4, config)
+        verdict = run(12, config)
         assert "lost-write" in verdict.checks_failed() and len(verdict.schedule.faults) >= 3
         result = shrink(verdict)
         assert 1 <= len(result.minimal.faults) < len(verdict.schedule.faults)
