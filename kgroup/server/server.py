@@ -148,6 +148,15 @@ class KafkaServer:
         """``host:port`` of every broker, comma-separated (what every client's bootstrap setting takes)."""
         return ",".join(f"{self.config.host}:{port}" for _, port in sorted(self._ports.items()))
 
+    @property
+    def live_bootstrap_servers(self) -> str:
+        """``host:port`` of the brokers listening now (not killed): for a client created after a
+        fault, since kafka-python 3.0 can back off on a dead bootstrap address past its timeout."""
+        def work() -> List[int]:
+            assert self._network is not None
+            return sorted(self._network.servers)
+        return ",".join(self.listener(node_id) for node_id in self._call(work))
+
     def listener(self, node_id: int) -> str:
         return f"{self.config.host}:{self._ports[node_id]}"
 

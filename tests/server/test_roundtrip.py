@@ -107,3 +107,11 @@ def test_kafka_broker_fixture_serves_its_marker_options(kafka_broker):
     producer.close()
     assert len(kafka_broker.trace(api="Produce")) == 1
     assert kafka_broker.partition_leader("auto-created", 3) in (1, 2)
+
+
+def test_live_bootstrap_servers_leaves_out_a_killed_broker(server):
+    assert server.live_bootstrap_servers == server.bootstrap_servers
+    server.kill_broker(2)
+    assert server.live_bootstrap_servers == ",".join(server.listener(n) for n in (1, 3))
+    server.restart_broker(2)
+    assert server.live_bootstrap_servers == server.bootstrap_servers
