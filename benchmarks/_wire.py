@@ -24,6 +24,8 @@ import uuid
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
+from kgroup.testing.tansu import stop_process
+
 REPO = Path(__file__).resolve().parents[1]
 #: The 1 KB record value every throughput and latency figure uses (incompressible; no compression).
 RECORD = random.Random(0).randbytes(1024)
@@ -132,13 +134,7 @@ class Server:
         return self.proc.pid
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=10)
+        stop_process(self.proc)
 
 
 def _server_path() -> str:
@@ -168,13 +164,7 @@ def kgroup_server(brokers: int = 3, initial_delay_ms: int = 3000) -> Iterator[Se
         server = Server(label, proc, bootstrap, brokers, min(3, brokers), time.perf_counter() - spawned)
         yield server
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        stop_process(proc)
 
 
 def _free_port() -> int:
@@ -201,13 +191,7 @@ def tansu_server() -> Iterator[Server]:
         first_metadata(bootstrap, 1, 30.0, proc)
         yield Server("Tansu", proc, bootstrap, 1, 1, time.perf_counter() - spawned)
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
+        stop_process(proc, timeout_s=5)
 
 
 def new_topic(server: Server, prefix: str, partitions: int = PARTITIONS) -> str:

@@ -76,12 +76,19 @@ def running_tansu():
         _wait_until_listening(port, proc, _STARTUP_BUDGET_S)
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
+        stop_process(proc, timeout_s=5)
+
+
+def stop_process(proc: subprocess.Popen, timeout_s: float = 10) -> None:
+    """Stop a server process: SIGTERM, and SIGKILL if it has not exited within ``timeout_s``."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout_s)
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

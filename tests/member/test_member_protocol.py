@@ -66,7 +66,8 @@ def test_member_id_required_rejoins_with_given_id():
     assert join.member_id == "given"
 
 
-def test_leader_runs_assignor_with_members_metadata():
+def _leader_of_two_sent_its_sync():
+    """Member "a" leads a group of "a" and "b" on topic "t" (4 partitions): its SyncGroup is out."""
     h = Harness()
     h.member.update_metadata({"t": 4}, h.now)
     h.find()
@@ -77,6 +78,11 @@ def test_leader_runs_assignor_with_members_metadata():
         OK, 3, "consumer", "split", leader="a", member_id="a",
         members=[m.JoinGroupMember("a", None, sub), m.JoinGroupMember("b", None, sub)]))
     [sync] = h.pump()
+    return h, sync
+
+
+def test_leader_runs_assignor_with_members_metadata():
+    h, sync = _leader_of_two_sent_its_sync()
     got = {a.member_id: set(pickle.loads(a.assignment).partitions) for a in sync.assignments}
     assert got == {"a": {TP("t", 0), TP("t", 2)}, "b": {TP("t", 1), TP("t", 3)}}
     assert h.member.is_leader
@@ -407,16 +413,7 @@ def test_leader_rejoins_after_the_sync_when_a_partition_count_changed_during_the
     with the current metadata whenever it is asked, not only when metadata arrives while Stable.  Found
     by the simulator (kgroup simulate --seed 956 --members 3 --partitions 6 --duration-ms 10000
     --max-faults 5): partitions added mid-rebalance stayed unowned."""
-    h = Harness()
-    h.member.update_metadata({"t": 4}, h.now)
-    h.find()
-    h.member.on_app_poll(h.now)
-    h.pump()
-    sub = pickle.dumps(Subscription(["t"]))
-    h.reply(m.JoinGroupRequest, m.JoinGroupResponse(
-        OK, 3, "consumer", "split", leader="a", member_id="a",
-        members=[m.JoinGroupMember("a", None, sub), m.JoinGroupMember("b", None, sub)]))
-    [sync] = h.pump()
+    h, sync = _leader_of_two_sent_its_sync()
     h.member.update_metadata({"t": 6}, h.now)  # while the SyncGroup is in flight
     h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "split", dict(
         (a.member_id, a.assignment) for a in sync.assignments)["a"]))
