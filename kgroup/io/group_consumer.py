@@ -8,7 +8,7 @@ events delivered.  The application tracks its positions with
 """
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence, Union
 
 import attrs
 
@@ -162,7 +162,7 @@ class GroupConsumer:
 
     # -- offsets ---------------------------------------------------------------
 
-    def commit(self, offsets: Optional[Mapping[TopicPartition, int]] = None,
+    def commit(self, offsets: Optional[Mapping[TopicPartition, Union[int, OffsetAndMetadata]]] = None,
                timeout_ms: int = 10_000) -> None:
         """Commit (default: the owned positions) and wait; raises CommitFailedError and friends."""
         self._check_open()

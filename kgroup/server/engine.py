@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any, Dict, Hashable, List, Optional
+from typing import Any, Callable, Dict, Hashable, List, Optional
 
 import attrs
 from kafka.protocol.api_key import ApiKey
@@ -68,6 +68,8 @@ class _InFlight:
     trace: TraceEntry
     #: Core answers of a group request, one slot per core request it stands for.
     parts: List[Any] = attrs.field(factory=list)
+    #: The core requests a group request stands for (what ``parts`` answer).
+    core_requests: List[Any] = attrs.field(factory=list)
     produce_waits: List[ProduceWait] = attrs.field(factory=list)
     produce_response: Any = None
     fetch_deadline_ms: Optional[int] = None
@@ -99,6 +101,10 @@ class ServerEngine:
         self._now_ms = now_ms
         #: ``hosting.next_deadline_ms()`` while nothing changed it (None: unknown, ask again).
         self._hosting_deadline_ms: Optional[int] = None
+        #: Called with (core request, core answer, now_ms) for every group-API answer, on the
+        #: server's thread: how an embedding application watches a group (kgroup_spark records
+        #: partition ownership this way) without polling the coordinator.
+        self.group_observers: List[Callable[[Any, Any, int], None]] = []
 
     # -- connections -------------------------------------------------------------------------
 
@@ -244,6 +250,7 @@ class ServerEngine:
         decoded = flight.decoded
         core_requests = group_codec.to_core(decoded.api_key, decoded.request, decoded.api_version)
         flight.parts = [None] * len(core_requests)
+        flight.core_requests = list(core_requests)
         context = RequestContext(decoded.client_id, "/" + connection.client_host, decoded.api_version)
         out: List[Reply] = []
         if not core_requests:
@@ -275,6 +282,8 @@ class ServerEngine:
                 out.append(Reply(flight.connection_id, close=True))
                 continue
             flight.parts[index] = delivery.response
+            for observer in self.group_observers:
+                observer(flight.core_requests[index], delivery.response, now_ms)
             if all(part is not None for part in flight.parts):
                 self._in_flight.pop(request_id)
                 decoded = flight.decoded

@@ -341,6 +341,17 @@ class KafkaServer:
                     if (name is None or e.api == name) and (client_id is None or e.client_id == client_id)]
         return self._call(work)
 
+    def observe_groups(self, observer: Callable[[Any, Any, int], None]) -> None:
+        """Call ``observer(core_request, core_answer, now_ms)`` for every group-API answer.
+
+        It runs on the server's thread, in answer order: keep it short and never block.
+        """
+        def work() -> None:
+            assert self.engine is not None
+            self.engine.group_observers.append(observer)
+
+        self._call(work)
+
     def clear_trace(self) -> None:
         self._call(lambda: self.engine.trace.clear() if self.engine else None)
 
