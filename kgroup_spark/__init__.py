@@ -2,6 +2,7 @@
 
 Importing the package needs no Spark; :mod:`kgroup_spark.datasource` does.
 """
+
 from kgroup_spark.errors import (
     BatchNotCoveredError,
     CoordinatorUnreachableError,
@@ -25,4 +26,5 @@ __all__ = [
 def register(spark: object) -> None:
     """Register the ``kgroup`` data source format with a SparkSession (Spark 4)."""
     from kgroup_spark.datasource import register as register_source
+
     register_source(spark)

@@ -6,6 +6,7 @@
 driver so Spark's checkpoint keeps exactly-once; executors read through the
 group (see :mod:`kgroup_spark.reader`).
 """
+
 from __future__ import annotations
 
 import logging

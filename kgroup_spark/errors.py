@@ -4,6 +4,7 @@ Each derives from kgroup's :class:`~kgroup.errors.KGroupError` so an
 application catches the library's failures in one place; option errors are
 also ``ValueError`` and surface when the query starts, not after a hang.
 """
+
 from __future__ import annotations
 
 from kgroup.errors import ConfigError, KGroupError

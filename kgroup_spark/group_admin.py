@@ -4,10 +4,11 @@ Used on the driver side only: is the coordinator reachable, what has the
 group committed, and removing a previous run's readers (Kafka's
 ``removeMembersFromConsumerGroup``, KIP-345) so their commits are refused.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from kgroup_spark.errors import CoordinatorUnreachableError
 
@@ -25,15 +26,19 @@ class GroupAdmin:
         if self._admin is None:
             from kafka import KafkaAdminClient
             from kafka.errors import KafkaError
+
             try:
-                self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers,
-                                               client_id=f"{self.group_id}-planner",
-                                               request_timeout_ms=max(self.connect_timeout_ms, 1_000),
-                                               bootstrap_timeout_ms=self.connect_timeout_ms)
+                self._admin = KafkaAdminClient(
+                    bootstrap_servers=self.bootstrap_servers,
+                    client_id=f"{self.group_id}-planner",
+                    request_timeout_ms=max(self.connect_timeout_ms, 1_000),
+                    bootstrap_timeout_ms=self.connect_timeout_ms,
+                )
             except (KafkaError, OSError, TimeoutError) as error:
                 raise CoordinatorUnreachableError(
                     f"kgroup: no coordinator answered at bootstrap.servers={self.bootstrap_servers!r} within "
-                    f"{self.connect_timeout_ms} ms ({type(error).__name__}: {error})") from None
+                    f"{self.connect_timeout_ms} ms ({type(error).__name__}: {error})"
+                ) from None
         return self._admin
 
     def check_reachable(self) -> None:
@@ -42,23 +47,48 @@ class GroupAdmin:
     def committed(self, topic: str) -> dict[int, tuple[int, str]]:
         """``{partition: (offset, metadata)}`` the group committed for ``topic``."""
         offsets = self._client().list_group_offsets({self.group_id: None}).get(self.group_id, {})
-        return {tp.partition: (meta.offset, meta.metadata or "") for tp, meta in offsets.items()
-                if tp.topic == topic and meta.offset >= 0}
+        return {
+            tp.partition: (meta.offset, meta.metadata or "")
+            for tp, meta in offsets.items()
+            if tp.topic == topic and meta.offset >= 0
+        }
 
-    def remove_members(self) -> int:
-        """Remove every member of the group (a previous run's readers); how many were removed."""
+    def remove_members(self, instance_ids: Sequence[str]) -> int:
+        """Remove a previous run's readers; how many the coordinator removed.
+
+        Static readers are removed by instance id (LeaveGroup v3+, no lookup
+        needed); dynamic ones by the member ids DescribeGroups lists.
+        """
         from kafka.admin import MemberToRemove
+        from kafka.errors import KafkaError
+
         admin = self._client()
-        description = admin.describe_groups([self.group_id]).get(self.group_id, {})
-        identities = []
-        for member in description.get("members", []) or []:
-            instance_id = member.get("group_instance_id")
-            identities.append(MemberToRemove(group_instance_id=instance_id) if instance_id
-                              else MemberToRemove(member_id=member.get("member_id")))
-        if identities:
-            admin.remove_group_members(self.group_id, identities)
-            log.info("kgroup: removed %d members of a previous run from group %s", len(identities), self.group_id)
-        return len(identities)
+        if instance_ids:
+            identities = [MemberToRemove(group_instance_id=instance_id) for instance_id in instance_ids]
+        else:
+            try:
+                description = admin.describe_groups([self.group_id]).get(self.group_id, {})
+            except (KafkaError, ValueError) as error:  # some brokers' answers kafka-python cannot decode
+                log.warning(
+                    "kgroup: cannot describe group %s to remove a previous run's readers: %s",
+                    self.group_id,
+                    error,
+                )
+                return 0
+            identities = [
+                MemberToRemove(member_id=member.get("member_id"))
+                for member in description.get("members", []) or []
+            ]
+        if not identities:
+            return 0
+        try:
+            results = admin.remove_group_members(self.group_id, identities)
+        except KafkaError as error:  # e.g. the group does not exist yet
+            log.info("kgroup: no previous readers removed from group %s: %s", self.group_id, error)
+            return 0
+        removed = sum(1 for error in results.values() if getattr(error, "errno", 0) == 0)
+        log.info("kgroup: removed %d readers of a previous run from group %s", removed, self.group_id)
+        return removed
 
     def close(self) -> None:
         if self._admin is not None:

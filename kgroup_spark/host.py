@@ -4,6 +4,7 @@ Executors reach it over TCP like any Kafka cluster; stock admin clients see
 the readers as a consumer group there.  It also records, from the
 coordinator's own answers, which member held which partition when.
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,11 +20,19 @@ DEFAULT_INITIAL_REBALANCE_DELAY_MS = 500
 
 
 class GroupHost:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0,
-                 initial_rebalance_delay_ms: int = DEFAULT_INITIAL_REBALANCE_DELAY_MS, **server_options: Any) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        initial_rebalance_delay_ms: int = DEFAULT_INITIAL_REBALANCE_DELAY_MS,
+        **server_options: Any,
+    ) -> None:
         coordinator = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=initial_rebalance_delay_ms)
-        self.server = KafkaServer(ServerConfig(host=host, port=port, offsets_partitions=1, coordinator=coordinator,
-                                               **server_options))
+        self.server = KafkaServer(
+            ServerConfig(
+                host=host, port=port, offsets_partitions=1, coordinator=coordinator, **server_options
+            )
+        )
         self._recorder = OwnershipRecorder()
         self._lock = threading.Lock()
 
@@ -58,4 +67,3 @@ class GroupHost:
         """Pairs of intervals where two members held one partition at once (empty when all is well)."""
         with self._lock:
             return self._recorder.overlaps(group_id)
-

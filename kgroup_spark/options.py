@@ -3,6 +3,7 @@
 Spark hands options as strings; every one is validated here so a bad query
 fails when it is defined (``.load()``), naming the option.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -26,8 +27,14 @@ _INT_OPTIONS = {
     "batch.timeout.ms": ("batch_timeout_ms", 1),
     "connect.timeout.ms": ("connect_timeout_ms", 1),
 }
-_OWN_OPTIONS = set(_INT_OPTIONS) | {"source", "bootstrap.servers", "group.id", "assignor", "static",
-                                    "startingOffsets"}
+_OWN_OPTIONS = set(_INT_OPTIONS) | {
+    "source",
+    "bootstrap.servers",
+    "group.id",
+    "assignor",
+    "static",
+    "startingOffsets",
+}
 #: Options for the source itself are passed through by prefix.
 SOURCE_OPTION_PREFIXES = ("kafka.", "sqlite.", "source.")
 
@@ -64,16 +71,22 @@ def parse_options(options: Mapping[str, str]) -> ReaderOptions:
     given = {str(k): str(v) for k, v in dict(options).items() if k != "path"}
     unknown = sorted(k for k in given if k not in _OWN_OPTIONS and not k.startswith(SOURCE_OPTION_PREFIXES))
     if unknown:
-        raise SourceOptionError(f"unknown kgroup option(s) {unknown}; known: {sorted(_OWN_OPTIONS)} and "
-                                f"source options starting with {SOURCE_OPTION_PREFIXES}")
+        raise SourceOptionError(
+            f"unknown kgroup option(s) {unknown}; known: {sorted(_OWN_OPTIONS)} and "
+            f"source options starting with {SOURCE_OPTION_PREFIXES}"
+        )
     source = given.get("source")
     if not source:
-        raise SourceOptionError("option 'source' is required: 'kafka', 'sqlite' or 'module:Class' of a "
-                                "kgroup_spark.PartitionedSource")
+        raise SourceOptionError(
+            "option 'source' is required: 'kafka', 'sqlite' or 'module:Class' of a "
+            "kgroup_spark.PartitionedSource"
+        )
     bootstrap = given.get("bootstrap.servers")
     if not bootstrap:
-        raise SourceOptionError("option 'bootstrap.servers' is required: the coordinator's cluster (an external "
-                                "Kafka, or kgroup_spark.GroupHost().start().bootstrap_servers on the driver)")
+        raise SourceOptionError(
+            "option 'bootstrap.servers' is required: the coordinator's cluster (an external "
+            "Kafka, or kgroup_spark.GroupHost().start().bootstrap_servers on the driver)"
+        )
     values: dict = {}
     for key, (field, minimum) in _INT_OPTIONS.items():
         if key in given:
@@ -89,14 +102,24 @@ def parse_options(options: Mapping[str, str]) -> ReaderOptions:
         values["static"] = given["static"].lower() == "true"
     if "startingOffsets" in given:
         if given["startingOffsets"] not in STARTING_OFFSETS:
-            raise SourceOptionError(f"option 'startingOffsets' must be one of {STARTING_OFFSETS}, "
-                                    f"got {given['startingOffsets']!r}")
+            raise SourceOptionError(
+                f"option 'startingOffsets' must be one of {STARTING_OFFSETS}, "
+                f"got {given['startingOffsets']!r}"
+            )
         values["starting_offsets"] = given["startingOffsets"]
     if "assignor" in given:
         from kgroup.assignors import known_assignors
+
         if given["assignor"] not in known_assignors():
-            raise SourceOptionError(f"option 'assignor': unknown assignor {given['assignor']!r}; "
-                                    f"known: {sorted(known_assignors())}")
+            raise SourceOptionError(
+                f"option 'assignor': unknown assignor {given['assignor']!r}; "
+                f"known: {sorted(known_assignors())}"
+            )
         values["assignor"] = given["assignor"]
-    return ReaderOptions(source_class=SOURCE_ALIASES.get(source, source), bootstrap_servers=bootstrap,
-                         group_id=given.get("group.id") or None, raw=tuple(sorted(given.items())), **values)
+    return ReaderOptions(
+        source_class=SOURCE_ALIASES.get(source, source),
+        bootstrap_servers=bootstrap,
+        group_id=given.get("group.id") or None,
+        raw=tuple(sorted(given.items())),
+        **values,
+    )

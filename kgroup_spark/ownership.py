@@ -9,6 +9,7 @@ it, until the SyncGroup answer that took it away, the member left
 lists every member of it).  Times are the coordinator's.  Pure: no clock,
 no I/O.
 """
+
 from __future__ import annotations
 
 from typing import Any, Optional
@@ -63,7 +64,8 @@ class OwnershipRecorder:
             left = [member for member in response.members if member.error_code is ErrorCode.NONE]
             for member in left:
                 member_id = member.member_id or self._instance_members.get(
-                    (request.group_id, member.group_instance_id or ""), "")
+                    (request.group_id, member.group_instance_id or ""), ""
+                )
                 self._release(request.group_id, member_id, now_ms)
 
     def _synced(self, request: m.SyncGroupRequest, assignment: bytes, now_ms: int) -> None:
@@ -88,7 +90,7 @@ class OwnershipRecorder:
             self._instance_members[key] = response.member_id
         if response.members:  # the leader's answer: every member of the new generation
             current = {member.member_id for member in response.members}
-            for (group, member_id) in list(self._open):
+            for group, member_id in list(self._open):
                 if group == group_id and member_id not in current:
                     self._release(group_id, member_id, now_ms)
 
@@ -96,20 +98,26 @@ class OwnershipRecorder:
         for partition, holding in self._open.pop((group_id, member_id), {}).items():
             self._close(group_id, member_id, partition, holding, now_ms)
 
-    def _close(self, group_id: str, member_id: str, partition: TopicPartition, holding: _Holding,
-               now_ms: int) -> None:
-        self._closed.append(OwnershipInterval(group_id, partition, member_id, holding.generation_id,
-                                              holding.start_ms, now_ms))
+    def _close(
+        self, group_id: str, member_id: str, partition: TopicPartition, holding: _Holding, now_ms: int
+    ) -> None:
+        self._closed.append(
+            OwnershipInterval(group_id, partition, member_id, holding.generation_id, holding.start_ms, now_ms)
+        )
 
     # -- reading -----------------------------------------------------------------------------
 
     def intervals(self, group_id: Optional[str] = None) -> list[OwnershipInterval]:
-        current = [OwnershipInterval(group, partition, member_id, holding.generation_id, holding.start_ms, None)
-                   for (group, member_id), holdings in self._open.items()
-                   for partition, holding in holdings.items()]
+        current = [
+            OwnershipInterval(group, partition, member_id, holding.generation_id, holding.start_ms, None)
+            for (group, member_id), holdings in self._open.items()
+            for partition, holding in holdings.items()
+        ]
         every = self._closed + current
-        return sorted((i for i in every if group_id is None or i.group_id == group_id),
-                      key=lambda i: (i.group_id, i.partition, i.start_ms))
+        return sorted(
+            (i for i in every if group_id is None or i.group_id == group_id),
+            key=lambda i: (i.group_id, i.partition, i.start_ms),
+        )
 
     def overlaps(self, group_id: Optional[str] = None) -> list[tuple[OwnershipInterval, OwnershipInterval]]:
         """Pairs of intervals in which two member ids held one partition at the same time."""

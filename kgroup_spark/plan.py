@@ -7,6 +7,7 @@ partitions it owns.  Commits carry a tag naming batch, slot, attempt and
 generation in their metadata, so a retried slot can replay exactly what it
 committed in this batch and nothing else.
 """
+
 from __future__ import annotations
 
 import hashlib

@@ -3,6 +3,7 @@
 Spark builds readers several times and pickles them: nothing here connects
 before it is used, and pickling drops the clients.
 """
+
 from __future__ import annotations
 
 import logging
@@ -50,7 +51,9 @@ class Planner:
     @property
     def admin(self) -> GroupAdmin:
         if self._admin is None:
-            self._admin = GroupAdmin(self.options.bootstrap_servers, self.group_id, self.options.connect_timeout_ms)
+            self._admin = GroupAdmin(
+                self.options.bootstrap_servers, self.group_id, self.options.connect_timeout_ms
+            )
         return self._admin
 
     def validate(self) -> str:
@@ -76,14 +79,16 @@ class Planner:
         return self.source.latest_offsets()
 
     def starting(self) -> dict[int, int]:
-        """Where a query with no checkpoint starts: the group's committed offsets, else ``startingOffsets``."""
+        """Where a query with no checkpoint starts: the group's committed offsets, else startingOffsets."""
         earliest = self.source.earliest_offsets()
         fallback = self.latest() if self.options.starting_offsets == "latest" else earliest
         if self.options.starting_offsets != "committed":
             return fallback
         committed = self.admin.committed(self.source.name)
-        return {p: max(committed[p][0], earliest.get(p, 0)) if p in committed else fallback.get(p, 0)
-                for p in fallback}
+        return {
+            p: max(committed[p][0], earliest.get(p, 0)) if p in committed else fallback.get(p, 0)
+            for p in fallback
+        }
 
     def plan(self, start: Mapping[int, int], end: Mapping[int, int]) -> list[SlotPlan]:
         ranges = tuple(ranges_of(start, end))
@@ -94,12 +99,16 @@ class Planner:
         readers = self.options.readers
         tag = batch_tag(start, end)
         count = self.source.partition_count()
-        return [SlotPlan(slot, readers, tag, self.source.name, count, ranges, self.options.raw)
-                for slot in range(readers)]
+        return [
+            SlotPlan(slot, readers, tag, self.source.name, count, ranges, self.options.raw)
+            for slot in range(readers)
+        ]
 
     def fence_previous_run(self) -> int:
         """Remove every member left in the group by an earlier run of the query (a new generation follows)."""
-        return self.admin.remove_members()
+        options = self.options
+        instance_ids = [options.instance_id(self.group_id, slot) for slot in range(options.readers)]
+        return self.admin.remove_members([i for i in instance_ids if i is not None])
 
     # -- acknowledgements --------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ A task:
 4. repeats 3 until every partition of the batch is committed (rebalances may
    hand it partitions whose owner died), within ``batch.timeout.ms``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -58,8 +59,10 @@ class ReadToken:
     attempt: int
 
     def __str__(self) -> str:
-        return (f"reader slot {self.slot} of group {self.group_id!r} (member {self.member_id}, generation "
-                f"{self.generation_id}, batch {self.batch}, attempt {self.attempt})")
+        return (
+            f"reader slot {self.slot} of group {self.group_id!r} (member {self.member_id}, generation "
+            f"{self.generation_id}, batch {self.batch}, attempt {self.attempt})"
+        )
 
 
 def task_attempt() -> int:
@@ -83,19 +86,32 @@ def _source(options: ReaderOptions) -> PartitionedSource:
 def _new_member(options: ReaderOptions, group_id: str, topic: str, partition_count: int, slot: int) -> Any:
     from kgroup.io.group_consumer import GroupConsumer
     from kgroup.io.kafka_python.transport import KafkaPythonTransport
+
     client_id = f"{group_id}-reader-{slot}"
     try:
-        transport = KafkaPythonTransport(bootstrap_servers=options.bootstrap_servers, client_id=client_id,
-                                         bootstrap_timeout_ms=options.connect_timeout_ms)
+        transport = KafkaPythonTransport(
+            bootstrap_servers=options.bootstrap_servers,
+            client_id=client_id,
+            bootstrap_timeout_ms=options.connect_timeout_ms,
+        )
     except Exception as error:
-        raise CoordinatorUnreachableError(f"{client_id}: no coordinator at {options.bootstrap_servers!r}: "
-                                          f"{error}") from None
+        raise CoordinatorUnreachableError(
+            f"{client_id}: no coordinator at {options.bootstrap_servers!r}: " f"{error}"
+        ) from None
     return GroupConsumer(
-        transport, group_id, topics=[topic], assignors=(options.assignor,),
-        partitions_per_topic={topic: partition_count}, group_instance_id=options.instance_id(group_id, slot),
-        session_timeout_ms=options.session_timeout_ms, heartbeat_interval_ms=options.heartbeat_interval_ms,
-        max_poll_interval_ms=options.max_poll_interval_ms, enable_auto_commit=False,
-        fetch_committed_on_assignment=False, client_id=client_id)
+        transport,
+        group_id,
+        topics=[topic],
+        assignors=(options.assignor,),
+        partitions_per_topic={topic: partition_count},
+        group_instance_id=options.instance_id(group_id, slot),
+        session_timeout_ms=options.session_timeout_ms,
+        heartbeat_interval_ms=options.heartbeat_interval_ms,
+        max_poll_interval_ms=options.max_poll_interval_ms,
+        enable_auto_commit=False,
+        fetch_committed_on_assignment=False,
+        client_id=client_id,
+    )
 
 
 def slot_member(options: ReaderOptions, group_id: str, topic: str, partition_count: int, slot: int) -> Any:
@@ -135,8 +151,9 @@ def _settle(member: Any, deadline: float, token_text: str) -> None:
         if view.state is MemberState.STABLE and not view.rejoin_needed:
             return
         if time.monotonic() > deadline:
-            raise BatchNotCoveredError(f"{token_text}: the group did not become Stable in time "
-                                       f"(member state {view.state.name})")
+            raise BatchNotCoveredError(
+                f"{token_text}: the group did not become Stable in time " f"(member state {view.state.name})"
+            )
 
 
 def read_slot(plan: SlotPlan) -> Iterator[tuple]:
@@ -163,32 +180,44 @@ def read_slot(plan: SlotPlan) -> Iterator[tuple]:
         out = {}
         for partition, tp in topic_partitions.items():
             meta = answer.get(tp)
-            out[partition] = (meta.offset, CommitTag.decode(meta.metadata)) if meta is not None else (-1, None)
+            out[partition] = (
+                (meta.offset, CommitTag.decode(meta.metadata)) if meta is not None else (-1, None)
+            )
         return out
 
     state = committed()
     # 2. What this slot committed for this batch before (then failed): Spark dropped those rows.
     for partition, (offset, tag) in sorted(state.items()):
         start, end = ranges[partition]
-        if tag is not None and tag.batch == plan.batch and tag.slot % plan.readers == plan.slot and offset >= end:
+        if (
+            tag is not None
+            and tag.batch == plan.batch
+            and tag.slot % plan.readers == plan.slot
+            and offset >= end
+        ):
             yield from _rows(source, partition, start, end)
     # 3-4. Read what this slot owns and nobody committed yet; until the whole batch is committed.
     while True:
         generation = member.member.generation
-        token = ReadToken(group_id, plan.slot, generation.member_id, generation.generation_id, plan.batch, attempt)
+        token = ReadToken(
+            group_id, plan.slot, generation.member_id, generation.generation_id, plan.batch, attempt
+        )
         owned = {tp.partition for tp in member.assignment() if tp.topic == plan.topic}
         todo = [p for p in sorted(ranges) if p in owned and state[p][0] < ranges[p][1]]
         for partition in todo:
             start, end = ranges[partition]
             yield from _rows(source, partition, start, end)
         if todo:
-            tag = CommitTag(plan.batch, plan.slot, attempt, generation.generation_id).encode()
-            offsets = {topic_partitions[p]: OffsetAndMetadata(ranges[p][1], tag) for p in todo}
+            stamp = CommitTag(plan.batch, plan.slot, attempt, generation.generation_id).encode()
+            offsets = {topic_partitions[p]: OffsetAndMetadata(ranges[p][1], stamp) for p in todo}
             try:
                 member.commit(offsets, timeout_ms=options.connect_timeout_ms)
             except KGroupError as error:
-                raise OwnershipFencedError(token, f"the coordinator refused its commit of partitions {todo}: "
-                                                  f"{type(error).__name__}: {error}") from None
+                raise OwnershipFencedError(
+                    token,
+                    f"the coordinator refused its commit of partitions {todo}: "
+                    f"{type(error).__name__}: {error}",
+                ) from None
         state = committed()
         missing = [p for p in sorted(ranges) if state[p][0] < ranges[p][1]]
         if not missing:
@@ -196,7 +225,8 @@ def read_slot(plan: SlotPlan) -> Iterator[tuple]:
         if time.monotonic() > deadline:
             raise BatchNotCoveredError(
                 f"{token}: partitions {missing} of the batch were not committed by any reader within "
-                f"{options.batch_timeout_ms} ms; are all {plan.readers} readers able to run at once?")
+                f"{options.batch_timeout_ms} ms; are all {plan.readers} readers able to run at once?"
+            )
         member.poll(POLL_STEP_MS)
 
 

@@ -10,6 +10,7 @@ Sources are built from the query's options (strings) with
 ``SourceClass(options)``: keep ``__init__`` cheap and free of I/O, since Spark
 builds readers several times on the driver and pickles them to executors.
 """
+
 from __future__ import annotations
 
 import abc
@@ -86,8 +87,10 @@ def load_source(class_path: str, options: Mapping[str, str]) -> PartitionedSourc
         raise SourceOptionError(f"option 'source': cannot import module {module_name!r}: {error}") from None
     source_class = getattr(module, class_name, None)
     if not (isinstance(source_class, type) and issubclass(source_class, PartitionedSource)):
-        raise SourceOptionError(f"option 'source': {class_path!r} is not a kgroup_spark.PartitionedSource "
-                                f"subclass (found {source_class!r})")
+        raise SourceOptionError(
+            f"option 'source': {class_path!r} is not a kgroup_spark.PartitionedSource "
+            f"subclass (found {source_class!r})"
+        )
     return source_class(options)
 
 

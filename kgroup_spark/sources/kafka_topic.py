@@ -5,6 +5,7 @@ differ from the coordinator's) and ``kafka.topic``.  Rows are
 ``(key binary, value binary, timestamp long)``; offsets are Kafka's.  Kafka
 records need no acknowledgement beyond the group's committed offsets.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterator, Mapping, Optional
@@ -21,8 +22,14 @@ class KafkaTopicSource(PartitionedSource):
         super().__init__(options)
         self.bootstrap_servers = self.options.get("kafka.bootstrap.servers", "")
         self.topic = self.options.get("kafka.topic", "")
-        missing = [key for key, value in (("kafka.bootstrap.servers", self.bootstrap_servers),
-                                          ("kafka.topic", self.topic)) if not value]
+        missing = [
+            key
+            for key, value in (
+                ("kafka.bootstrap.servers", self.bootstrap_servers),
+                ("kafka.topic", self.topic),
+            )
+            if not value
+        ]
         if missing:
             raise SourceOptionError(f"KafkaTopicSource needs option(s) {', '.join(repr(m) for m in missing)}")
         self._consumer: Optional[Any] = None
@@ -42,21 +49,34 @@ class KafkaTopicSource(PartitionedSource):
     def _client(self) -> Any:
         if self._consumer is None:
             from kafka import KafkaConsumer
-            from kafka.errors import NoBrokersAvailable
+            from kafka.errors import KafkaError
+
+            timeout_ms = int(self.options.get("kafka.connect.timeout.ms", "10000"))
             try:
-                self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap_servers, group_id=None,
-                                               enable_auto_commit=False, client_id="kgroup-spark-source")
-            except NoBrokersAvailable:
+                self._consumer = KafkaConsumer(
+                    bootstrap_servers=self.bootstrap_servers,
+                    group_id=None,
+                    enable_auto_commit=False,
+                    client_id="kgroup-spark-source",
+                    bootstrap_timeout_ms=timeout_ms,
+                    request_timeout_ms=timeout_ms,
+                )
+            except KafkaError as error:
                 raise CoordinatorUnreachableError(
-                    f"KafkaTopicSource: no broker at {self.bootstrap_servers!r}") from None
+                    "KafkaTopicSource: no broker answered at "
+                    f"kafka.bootstrap.servers={self.bootstrap_servers!r} "
+                    f"within {timeout_ms} ms ({error})"
+                ) from None
         return self._consumer
 
     def _partitions(self) -> list:
         from kafka import TopicPartition
+
         partitions = self._client().partitions_for_topic(self.topic)
         if not partitions:
-            raise SourceOptionError(f"KafkaTopicSource: topic {self.topic!r} does not exist at "
-                                    f"{self.bootstrap_servers!r}")
+            raise SourceOptionError(
+                f"KafkaTopicSource: topic {self.topic!r} does not exist at " f"{self.bootstrap_servers!r}"
+            )
         return [TopicPartition(self.topic, p) for p in sorted(partitions)]
 
     def partition_count(self) -> int:
@@ -66,10 +86,14 @@ class KafkaTopicSource(PartitionedSource):
         return {tp.partition: offset for tp, offset in self._client().end_offsets(self._partitions()).items()}
 
     def earliest_offsets(self) -> dict[int, int]:
-        return {tp.partition: offset for tp, offset in self._client().beginning_offsets(self._partitions()).items()}
+        return {
+            tp.partition: offset
+            for tp, offset in self._client().beginning_offsets(self._partitions()).items()
+        }
 
     def read(self, partition: int, start_offset: int, end_offset: int) -> Iterator[tuple]:
         from kafka import TopicPartition
+
         consumer = self._client()
         tp = TopicPartition(self.topic, partition)
         consumer.assign([tp])
@@ -80,8 +104,10 @@ class KafkaTopicSource(PartitionedSource):
             batch = consumer.poll(timeout_ms=POLL_TIMEOUT_MS).get(tp, [])
             idle_ms = idle_ms + POLL_TIMEOUT_MS if not batch else 0
             if idle_ms > READ_TIMEOUT_MS:
-                raise TimeoutError(f"{tp}: no records between {consumer.position(tp)} and {end_offset} "
-                                   f"within {READ_TIMEOUT_MS} ms")
+                raise TimeoutError(
+                    f"{tp}: no records between {consumer.position(tp)} and {end_offset} "
+                    f"within {READ_TIMEOUT_MS} ms"
+                )
             for record in batch:
                 if record.offset >= end_offset:
                     return

@@ -6,6 +6,7 @@ where exclusive ownership matters.  ``acked`` keeps, per partition, the
 offset up to which records were acknowledged, written in the same
 transaction as the acknowledgements.
 """
+
 from __future__ import annotations
 
 import sqlite3
@@ -37,8 +38,9 @@ class SqliteQueue:
     def create(self, partitions: int) -> "SqliteQueue":
         with _connect(self.path) as connection:
             connection.executescript(_SCHEMA)
-            connection.executemany("INSERT OR IGNORE INTO partitions (partition) VALUES (?)",
-                                   [(p,) for p in range(partitions)])
+            connection.executemany(
+                "INSERT OR IGNORE INTO partitions (partition) VALUES (?)", [(p,) for p in range(partitions)]
+            )
         return self
 
     def append(self, partition: int, values: Iterable[str]) -> list[int]:
@@ -47,7 +49,8 @@ class SqliteQueue:
         try:
             connection.execute("BEGIN IMMEDIATE")
             (next_offset,) = connection.execute(
-                "SELECT COALESCE(MAX(offset) + 1, 0) FROM records WHERE partition = ?", (partition,)).fetchone()
+                "SELECT COALESCE(MAX(offset) + 1, 0) FROM records WHERE partition = ?", (partition,)
+            ).fetchone()
             rows = [(partition, next_offset + i, value) for i, value in enumerate(values)]
             connection.executemany("INSERT INTO records (partition, offset, value) VALUES (?, ?, ?)", rows)
             connection.execute("COMMIT")
@@ -59,7 +62,10 @@ class SqliteQueue:
         """``{(partition, offset): acknowledgements}`` for every record."""
         connection = _connect(self.path)
         try:
-            return {(p, o): acks for p, o, acks in connection.execute("SELECT partition, offset, acks FROM records")}
+            return {
+                (p, o): acks
+                for p, o, acks in connection.execute("SELECT partition, offset, acks FROM records")
+            }
         finally:
             connection.close()
 
@@ -94,19 +100,32 @@ class SqliteQueueSource(PartitionedSource):
         try:
             (count,) = self._db().execute("SELECT COUNT(*) FROM partitions").fetchone()
         except sqlite3.DatabaseError as error:
-            raise SourceOptionError(f"SqliteQueueSource: {self.path!r} is not a queue file: {error}") from None
+            raise SourceOptionError(
+                f"SqliteQueueSource: {self.path!r} is not a queue file: {error}"
+            ) from None
         return int(count)
 
     def latest_offsets(self) -> dict[int, int]:
-        rows = self._db().execute(
-            "SELECT p.partition, COALESCE(MAX(r.offset) + 1, 0) FROM partitions p "
-            "LEFT JOIN records r ON r.partition = p.partition GROUP BY p.partition").fetchall()
+        rows = (
+            self._db()
+            .execute(
+                "SELECT p.partition, COALESCE(MAX(r.offset) + 1, 0) FROM partitions p "
+                "LEFT JOIN records r ON r.partition = p.partition GROUP BY p.partition"
+            )
+            .fetchall()
+        )
         return {int(p): int(end) for p, end in rows}
 
     def read(self, partition: int, start_offset: int, end_offset: int) -> Iterator[tuple]:
-        rows = self._db().execute(
-            "SELECT offset, value FROM records WHERE partition = ? AND offset >= ? AND offset < ? ORDER BY offset",
-            (partition, start_offset, end_offset)).fetchall()
+        rows = (
+            self._db()
+            .execute(
+                "SELECT offset, value FROM records "
+                "WHERE partition = ? AND offset >= ? AND offset < ? ORDER BY offset",
+                (partition, start_offset, end_offset),
+            )
+            .fetchall()
+        )
         for offset, value in rows:
             yield offset, (value,)
 
@@ -114,17 +133,24 @@ class SqliteQueueSource(PartitionedSource):
         db = self._db()
         db.execute("BEGIN IMMEDIATE")
         try:
-            db.execute("UPDATE records SET acks = acks + 1 WHERE partition = ? AND offset >= ? AND offset < ?",
-                       (partition, start_offset, end_offset))
-            db.execute("UPDATE partitions SET acked_upto = MAX(acked_upto, ?) WHERE partition = ?",
-                       (end_offset, partition))
+            db.execute(
+                "UPDATE records SET acks = acks + 1 WHERE partition = ? AND offset >= ? AND offset < ?",
+                (partition, start_offset, end_offset),
+            )
+            db.execute(
+                "UPDATE partitions SET acked_upto = MAX(acked_upto, ?) WHERE partition = ?",
+                (end_offset, partition),
+            )
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
             raise
 
     def acknowledged_offsets(self) -> dict[int, int]:
-        return {int(p): int(upto) for p, upto in self._db().execute("SELECT partition, acked_upto FROM partitions")}
+        return {
+            int(p): int(upto)
+            for p, upto in self._db().execute("SELECT partition, acked_upto FROM partitions")
+        }
 
     def close(self) -> None:
         if self._connection is not None:

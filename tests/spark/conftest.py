@@ -4,6 +4,7 @@ The executors' Python workers import this directory's ``spark_test_sources``
 (its path is put on PYTHONPATH before the JVM starts).  ``local[2,4]``: two
 task slots, and a failed task is retried up to 4 times as on a cluster.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,14 +22,18 @@ def spark():
     from pyspark.sql import SparkSession
 
     import kgroup_spark
+
     paths = [HERE] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
-    session = (SparkSession.builder.master("local[2,4]").appName("kgroup-spark-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.host", "127.0.0.1")
-               .getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2,4]")
+        .appName("kgroup-spark-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     kgroup_spark.register(session)
     yield session
@@ -38,6 +43,7 @@ def spark():
 @pytest.fixture
 def group_host():
     import kgroup_spark
+
     with kgroup_spark.GroupHost() as host:
         yield host
 
@@ -46,6 +52,7 @@ def group_host():
 def queue(tmp_path):
     """A SQLite queue of 12 partitions with 5 records each."""
     from kgroup_spark.sources import SqliteQueue
+
     queue = SqliteQueue(str(tmp_path / "queue.db")).create(12)
     for partition in range(12):
         queue.append(partition, [f"p{partition}-r{i}" for i in range(5)])

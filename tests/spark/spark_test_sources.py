@@ -5,6 +5,7 @@ stops in the middle of reading partition 0: it writes its process id to
 ``<dir>/reader.pid`` and waits until ``<dir>/release`` exists, so a test can
 kill (or outrun) exactly that attempt while it holds the partition.
 """
+
 from __future__ import annotations
 
 import os

