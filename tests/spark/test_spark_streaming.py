@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 from spark_helpers import KeyedSink, group_offsets, stream
 
@@ -23,6 +24,8 @@ def test_every_record_is_read_once_and_no_partition_has_two_owners(
     )
     try:
         query.processAllAvailable()
+        formed = max(i.generation_id for i in group_host.ownership(group_name))
+        steady_from_ms = time.monotonic_ns() // 1_000_000
         for partition in range(12):
             queue.append(partition, [f"p{partition}-late{i}" for i in range(3)])
         query.processAllAvailable()
@@ -40,6 +43,15 @@ def test_every_record_is_read_once_and_no_partition_has_two_owners(
     assert group_host.ownership_overlaps(group_name) == []
     owners = {i.member_id.rsplit("-", 5)[0] for i in intervals}
     assert owners == {f"{group_name}-reader-{slot}" for slot in range(READERS)}
+    # Steady state is sticky: later batches reuse the formed generation's owners (static slots
+    # rejoining keep their assignment, KIP-345), so no partition moved and no rebalance happened.
+    later = [i for i in intervals if i.start_ms >= steady_from_ms]
+    assert {i.generation_id for i in later} <= {formed}
+    slot_of = {}
+    for interval in intervals:
+        if interval.generation_id == formed:
+            slot = interval.member_id.split("-reader-")[1].split("-")[0]
+            assert slot_of.setdefault(interval.partition.partition, slot) == slot
     # Progress is visible to a stock Kafka admin client as the group's committed offsets.
     assert group_offsets(group_host.bootstrap_servers, group_name) == {p: 8 for p in range(12)}
     # Acknowledgements follow accepted commits only, each record at most once.
