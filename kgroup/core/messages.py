@@ -174,6 +174,8 @@ class OffsetCommitRequest:
     generation_id: int = NO_GENERATION
     member_id: str = UNKNOWN_MEMBER_ID
     group_instance_id: Optional[str] = None
+    #: The OffsetCommit version on the wire, when known: a KIP-848 member must use v9+.
+    api_version: Optional[int] = None
 
 
 @attrs.frozen
