@@ -16,7 +16,7 @@ from typing import AbstractSet, Callable, Hashable, Mapping, Optional
 import attrs
 
 from kgroup.assignors import get_server_assignor
-from kgroup.assignors.server_base import AssignmentMember
+from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
@@ -68,7 +68,8 @@ class ConsumerGroupManager:
                  topic_metadata: TopicMetadata,
                  schedule: Callable[[Hashable, int], None], cancel: Callable[[Hashable], object],
                  emit: Callable[[Record], None], observer: Optional[TransitionObserver] = None,
-                 member_id_factory: Optional[Callable[[], str]] = None) -> None:
+                 member_id_factory: Optional[Callable[[], str]] = None,
+                 server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> None:
         self.config = config
         #: The coordinator's consumer groups; this manager adds groups to it.
         self._groups = groups
@@ -82,6 +83,8 @@ class ConsumerGroupManager:
         self._emit = emit
         self._observer = observer
         self._new_member_id = member_id_factory or (lambda: str(uuid.uuid4()))
+        #: Assignor instances by name that take precedence over the registry (tests' prepared assignors).
+        self._server_assignors: Mapping[str, ServerAssignor] = server_assignors or {}
         #: (group id, member id) -> the epoch whose revocation the armed rebalance timer waits on.
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
 
@@ -289,7 +292,8 @@ class ConsumerGroupManager:
 
     def _update_target_assignment(self, group: ConsumerGroup) -> None:
         """Kafka's TargetAssignmentBuilder: the assignor maps members' subscriptions to the new target."""
-        assignor = get_server_assignor(group.preferred_assignor(self.config.consumer_group_assignors[0]))
+        name = group.preferred_assignor(self.config.consumer_group_assignors[0])
+        assignor = self._server_assignors.get(name) or get_server_assignor(name)
         specs = {
             m.member_id: AssignmentMember(m.member_id, m.subscribed_topic_names, group.target_of(m.member_id),
                                           m.instance_id, m.rack_id)

@@ -12,10 +12,11 @@ call (another member's request or a timer).
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Hashable, Iterable, Optional, cast
+from typing import Callable, Hashable, Iterable, Mapping, Optional, cast
 
 import attrs
 
+from kgroup.assignors.server_base import ServerAssignor
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.manager import ConsumerGroupManager, TopicMetadata
 from kgroup.core.consumer_group_messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
@@ -67,9 +68,11 @@ class GroupCoordinator:
     def __init__(self, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
                  member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition: Optional[TransitionObserver] = None,
-                 topic_metadata: TopicMetadata = _no_topics) -> None:
+                 topic_metadata: TopicMetadata = _no_topics,
+                 server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> None:
         """``topic_metadata`` maps a topic name to its partition count (None: no such topic); only
-        KIP-848 consumer groups need it, because their coordinator computes the assignment."""
+        KIP-848 consumer groups need it, because their coordinator computes the assignment.
+        ``server_assignors`` are assignor instances by name used before the registry's."""
         self.config = config
         self._topic_metadata = topic_metadata
         self._new_member_id = member_id_factory or _uuid_member_id
@@ -91,7 +94,8 @@ class GroupCoordinator:
             config, self._consumer_groups, classic_group_state=self._classic_group_state,
             release_empty_classic_group=self._release_empty_classic_group, topic_metadata=topic_metadata,
             schedule=lambda key, deadline_ms: self._timers.schedule(key, deadline_ms),
-            cancel=lambda key: self._timers.cancel(key), emit=self._emit, observer=on_transition)
+            cancel=lambda key: self._timers.cancel(key), emit=self._emit, observer=on_transition,
+            server_assignors=server_assignors)
         self._offsets = OffsetHandler(self._groups, self._create_group, self._schedule_session, self._emit,
                                       self._consumer_groups)
         self._admin = AdminHandler(self._groups, self._cancel_group_timers, self._emit, self._consumer_groups,
@@ -225,7 +229,8 @@ class GroupCoordinator:
     def load(cls, records: Iterable[Record], now_ms: int, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
              member_id_factory: Optional[Callable[[str], str]] = None,
              on_transition: Optional[TransitionObserver] = None,
-             topic_metadata: TopicMetadata = _no_topics) -> "GroupCoordinator":
+             topic_metadata: TopicMetadata = _no_topics,
+             server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> "GroupCoordinator":
         """Rebuild from records, e.g. when this coordinator takes over a partition.
 
         Groups are replayed through the same Group methods as live requests (``Group.add``,
@@ -234,7 +239,7 @@ class GroupCoordinator:
         simply retry.  Every loaded member gets a fresh session deadline, as Kafka does on load.
         """
         coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition,
-                          topic_metadata=topic_metadata)
+                          topic_metadata=topic_metadata, server_assignors=server_assignors)
         view = replay(records)
         for gid, persisted_cg in view.consumer_groups.items():
             cg = ConsumerGroup(gid, coordinator._emit, on_transition)
