@@ -40,8 +40,8 @@ PREPARED_CONFIG = GroupCoordinatorConfig(consumer_group_assignors=("prepared", "
 
 
 class Driver:
-    def __init__(self, topics: Optional[dict[str, int]] = None, config: Optional[GroupCoordinatorConfig] = None,
-                 records: Iterable = ()):
+    def __init__(self, topics: Optional[dict[str, int]] = None,
+                 config: Optional[GroupCoordinatorConfig] = None, records: Iterable = ()):
         self.topics: dict[str, int] = dict(topics or {})
         self.config = config or GroupCoordinatorConfig()
         self.now_ms = 0
@@ -67,8 +67,8 @@ class Driver:
 
     def heartbeat(self, member_id: str, member_epoch: int, *, group_id: str = GROUP,
                   **fields) -> ConsumerGroupHeartbeatResponse:
-        request = ConsumerGroupHeartbeatRequest(group_id=group_id, member_id=member_id, member_epoch=member_epoch,
-                                                **fields)
+        request = ConsumerGroupHeartbeatRequest(group_id=group_id, member_id=member_id,
+                                                member_epoch=member_epoch, **fields)
         response = self.call(request)
         assert isinstance(response, ConsumerGroupHeartbeatResponse)
         return response
@@ -105,8 +105,8 @@ def ok(response: ConsumerGroupHeartbeatResponse) -> ConsumerGroupHeartbeatRespon
     return response
 
 
-def group_records(group_id: str, group_epoch: int, members, targets: dict, *, assignment_epoch: Optional[int] = None,
-                  metadata: Optional[dict[str, int]] = None) -> list:
+def group_records(group_id: str, group_epoch: int, members, targets: dict, *,
+                  assignment_epoch: Optional[int] = None, metadata: Optional[dict[str, int]] = None) -> list:
     """The records of an existing group, as Kafka's tests replay them (ConsumerGroupBuilder)."""
     from kgroup.core.coordinator.records import (
         ConsumerGroupMemberRecord, ConsumerGroupMetadataRecord, ConsumerGroupTargetAssignmentRecord,

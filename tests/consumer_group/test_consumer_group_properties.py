@@ -72,9 +72,11 @@ def _check_clients(d: Driver, clients: dict) -> None:
         if c.member_id not in members:
             # A zombie (fenced by a timeout it has not noticed yet): whatever it holds, it cannot commit.
             for tp in c.held:
-                commit = OffsetCommitRequest(GROUP, (PartitionOffsetCommit(tp, OffsetAndMetadata(0)),), c.epoch,
-                                             c.member_id, api_version=9)
-                assert group is None or ConsumerGroupManager.validate_offset_commit(group, commit) is not E.NONE
+                offsets = (PartitionOffsetCommit(tp, OffsetAndMetadata(0)),)
+                commit = OffsetCommitRequest(GROUP, offsets, c.epoch, c.member_id, api_version=9)
+                fenced = (group is None
+                          or ConsumerGroupManager.validate_offset_commit(group, commit) is not E.NONE)
+                assert fenced, f"zombie {c.member_id} can commit {tp}"
             continue
         for tp in c.held:
             assert tp not in holder, f"{tp} held by members {holder[tp]} and {c.member_id} at {d.now_ms}"
@@ -85,7 +87,8 @@ operation = st.one_of(
     st.tuples(st.just("heartbeat"), st.sampled_from(MEMBERS), st.booleans(), st.integers(0, 5)),
     st.tuples(st.just("heartbeat"), st.sampled_from(MEMBERS), st.booleans(), st.integers(0, 5)),
     st.tuples(st.just("leave"), st.sampled_from(MEMBERS), st.booleans(), st.just(0)),
-    st.tuples(st.just("advance"), st.sampled_from([1_000, 5_000, 12_000, 46_000]), st.just(False), st.just(0)),
+    st.tuples(st.just("advance"), st.sampled_from([1_000, 5_000, 12_000, 46_000]), st.just(False),
+              st.just(0)),
     st.tuples(st.just("grow"), st.sampled_from(["a", "b"]), st.just(False), st.just(0)),
 )
 
@@ -104,7 +107,8 @@ def test_no_partition_has_two_owners(operations, assignor, static):
     for kind, target, flag, roll in operations:
         if kind == "heartbeat":
             # roll 0: the response is lost on the way back; 1-2: incremental; else full.
-            _heartbeat(d, clients[target], full=roll > 2, lose_response=roll == 0, assignor=assignor, static=static)
+            _heartbeat(d, clients[target], full=roll > 2, lose_response=roll == 0, assignor=assignor,
+                       static=static)
         elif kind == "leave":
             c = clients[target]
             if c.joined:

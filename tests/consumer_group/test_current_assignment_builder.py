@@ -15,7 +15,8 @@ from kgroup.errors import IllegalStateTransition
 M = MemberState
 
 
-def member(state: MemberState, epoch: int, previous: int, assigned: dict, pending: dict = {}) -> ConsumerGroupMember:
+def member(state: MemberState, epoch: int, previous: int, assigned: dict,
+           pending: dict = {}) -> ConsumerGroupMember:
     return ConsumerGroupMember("member", member_epoch=epoch, previous_member_epoch=previous, state=state,
                                assigned_partitions=tps(assigned), partitions_pending_revocation=tps(pending))
 
@@ -135,7 +136,8 @@ def test_unknown_state():
         reconcile(m, 12, target, held_at(10), None)
     with pytest.raises(FencedMemberEpoch):
         reconcile(m, 12, target, held_at(10), tps({"a": [3]}))
-    assert reconcile(m, 12, target, held_at(10), frozenset()) == member(M.STABLE, 12, 11, {"a": [3], "b": [6]})
+    expected = member(M.STABLE, 12, 11, {"a": [3], "b": [6]})
+    assert reconcile(m, 12, target, held_at(10), frozenset()) == expected
 
 
 def test_member_state_table_rejects_entering_unknown():

@@ -182,7 +182,8 @@ def test_uniform_reassignment_when_partitions_are_added():
 
 
 def test_uniform_reassignment_when_one_member_added():
-    """OptimizedUniformAssignmentBuilderTest.testReassignmentWhenOneMemberAddedAfterInitialAssignmentWithTwoMembersTwoTopics."""
+    """OptimizedUniformAssignmentBuilderTest.
+    testReassignmentWhenOneMemberAddedAfterInitialAssignmentWithTwoMembersTwoTopics."""
     topics = {"t1": 3, "t2": 3}
     members = {"A": spec("A", ["t1", "t2"], {"t1": [0, 2], "t2": [0]}),
                "B": spec("B", ["t1", "t2"], {"t1": [1], "t2": [1, 2]}), "C": spec("C", ["t1", "t2"])}
@@ -195,7 +196,8 @@ def test_uniform_reassignment_when_one_member_added():
 
 
 def test_uniform_reassignment_when_one_member_removed():
-    """OptimizedUniformAssignmentBuilderTest.testReassignmentWhenOneMemberRemovedAfterInitialAssignmentWithThreeMembersTwoTopics."""
+    """OptimizedUniformAssignmentBuilderTest.
+    testReassignmentWhenOneMemberRemovedAfterInitialAssignmentWithThreeMembersTwoTopics."""
     topics = {"t1": 3, "t2": 3}
     members = {"A": spec("A", ["t1", "t2"], {"t1": [0], "t2": [0]}),
                "B": spec("B", ["t1", "t2"], {"t1": [1], "t2": [1]})}
@@ -206,7 +208,8 @@ def test_uniform_reassignment_when_one_member_removed():
 
 
 def test_uniform_reassignment_when_one_subscription_removed():
-    """OptimizedUniformAssignmentBuilderTest.testReassignmentWhenOneSubscriptionRemovedAfterInitialAssignmentWithTwoMembersTwoTopics."""
+    """OptimizedUniformAssignmentBuilderTest.
+    testReassignmentWhenOneSubscriptionRemovedAfterInitialAssignmentWithTwoMembersTwoTopics."""
     topics = {"t1": 2, "t2": 2}
     members = {"A": spec("A", ["t2"], {"t1": [0], "t2": [0]}), "B": spec("B", ["t2"], {"t1": [1], "t2": [1]})}
     assert uniform(members, topics) == {"A": tps({"t2": [0]}), "B": tps({"t2": [1]})}
@@ -217,7 +220,8 @@ def test_uniform_reassignment_when_one_subscription_removed():
 
 def test_uniform_heterogeneous_two_members_no_topic_subscription():
     """UniformHeterogeneousAssignmentBuilderTest.testTwoMembersNoTopicSubscription."""
-    assert uniform({"A": spec("A", []), "B": spec("B", ["x"])}, {"t1": 3}) == {"A": frozenset(), "B": frozenset()}
+    result = uniform({"A": spec("A", []), "B": spec("B", ["x"])}, {"t1": 3})
+    assert result == {"A": frozenset(), "B": frozenset()}
 
 
 def test_uniform_heterogeneous_first_assignment_two_members_two_topics():
@@ -231,7 +235,8 @@ def test_uniform_heterogeneous_first_assignment_two_members_two_topics():
 
 
 def test_uniform_heterogeneous_reassignment_given_unbalanced_previous_assignment():
-    """UniformHeterogeneousAssignmentBuilderTest.testReassignmentForTwoMembersThreeTopicsGivenUnbalancedPrevAssignment."""
+    """UniformHeterogeneousAssignmentBuilderTest.
+    testReassignmentForTwoMembersThreeTopicsGivenUnbalancedPrevAssignment."""
     topics = {"t1": 3, "t2": 3, "t3": 2}
     members = {"A": spec("A", ["t1"], {"t1": [0, 1]}),
                "B": spec("B", ["t1", "t2", "t3"], {"t1": [2], "t2": [0, 1, 2], "t3": [0, 1]})}
@@ -242,7 +247,8 @@ def test_uniform_heterogeneous_reassignment_given_unbalanced_previous_assignment
 
 
 def test_uniform_heterogeneous_one_member_removed():
-    """UniformHeterogeneousAssignmentBuilderTest.testReassignmentWhenOneMemberRemovedAfterInitialAssignmentWithThreeMembersThreeTopics."""
+    """UniformHeterogeneousAssignmentBuilderTest.
+    testReassignmentWhenOneMemberRemovedAfterInitialAssignmentWithThreeMembersThreeTopics."""
     topics = {"t1": 3, "t2": 3, "t3": 2}
     members = {"A": spec("A", ["t1", "t2"], {"t1": [0, 1], "t2": [0]}),
                "B": spec("B", ["t1", "t2", "t3"], {"t1": [2], "t3": [0]})}
@@ -253,7 +259,8 @@ def test_uniform_heterogeneous_one_member_removed():
 
 
 def test_uniform_heterogeneous_member_without_subscriptions():
-    """UniformHeterogeneousAssignmentBuilderTest.testFirstAssignmentWithTwoMembersIncludingOneWithoutSubscriptions."""
+    """UniformHeterogeneousAssignmentBuilderTest.
+    testFirstAssignmentWithTwoMembersIncludingOneWithoutSubscriptions."""
     topics = {"t1": 3}
     members = {"A": spec("A", ["t1"]), "B": spec("B", [])}
     assert uniform(members, topics) == {"A": tps({"t1": [0, 1, 2]}), "B": frozenset()}
@@ -267,14 +274,15 @@ TOPIC_NAMES = ["t0", "t1", "t2", "t3"]
 @st.composite
 def groups(draw):
     topics = draw(st.dictionaries(st.sampled_from(TOPIC_NAMES), st.integers(0, 12), min_size=1))
-    member_ids = draw(st.lists(st.sampled_from([f"m{i}" for i in range(8)]), min_size=1, max_size=8, unique=True))
+    names = [f"m{i}" for i in range(8)]
+    member_ids = draw(st.lists(st.sampled_from(names), min_size=1, max_size=8, unique=True))
     homogeneous = draw(st.booleans())
     shared = draw(st.sets(st.sampled_from(TOPIC_NAMES), min_size=1))
     members = {}
     for member_id in member_ids:
         subscribed = shared if homogeneous else draw(st.sets(st.sampled_from(TOPIC_NAMES)))
-        current = draw(st.sets(st.builds(TopicPartition, st.sampled_from(TOPIC_NAMES), st.integers(0, 12)),
-                                max_size=6))
+        partition = st.builds(TopicPartition, st.sampled_from(TOPIC_NAMES), st.integers(0, 12))
+        current = draw(st.sets(partition, max_size=6))
         members[member_id] = AssignmentMember(member_id, subscribed, current)
     return members, topics
 
@@ -282,7 +290,8 @@ def groups(draw):
 def _no_move_improves(result, members):
     for giver, taker in itertools.permutations(result, 2):
         if len(result[giver]) - len(result[taker]) >= 2:
-            assert not any(tp.topic in members[taker].subscribed_topics for tp in result[giver]), (giver, taker)
+            movable = [tp for tp in result[giver] if tp.topic in members[taker].subscribed_topics]
+            assert not movable, (giver, taker, movable)
 
 
 @settings(max_examples=300, deadline=None)

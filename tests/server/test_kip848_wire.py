@@ -23,7 +23,7 @@ PARTITIONS = 6
 RECORDS = 60
 #: A step that takes a heartbeat or two on an idle machine; generous for CI.
 WAIT_S = 30.0
-#: Short heartbeats so a rebalance is a few hundred milliseconds (Kafka's group.consumer.heartbeat.interval.ms).
+#: Short heartbeats (Kafka's group.consumer.heartbeat.interval.ms) so a rebalance takes a few hundred ms.
 CONFIG = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, consumer_group_heartbeat_interval_ms=200,
                                 consumer_group_session_timeout_ms=6_000)
 
@@ -73,7 +73,8 @@ def test_confluent_consumers_join_split_commit_and_hand_over(kafka_broker):
                 consumed.append(message)
             return _partitions(first) == list(range(PARTITIONS)) and len(consumed) >= RECORDS
 
-        _poll_until([], poll_first_for_records, "the first consumer to own every partition and read every record")
+        _poll_until([], poll_first_for_records,
+                    "the first consumer to own every partition and read every record")
         assert sorted(int(m.value()) for m in consumed) == list(range(RECORDS))
 
         # A commit carries the member epoch (OffsetCommit v9); the committed offsets read back

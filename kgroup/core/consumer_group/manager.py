@@ -162,19 +162,19 @@ class ConsumerGroupManager:
     def _check_epoch(self, member: ConsumerGroupMember, received: int,
                      owned: Optional[AbstractSet[TopicPartition]]) -> None:
         """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+        def fenced(comparison: str) -> _Refused:
+            return _Refused(E.FENCED_MEMBER_EPOCH,
+                            f"The consumer group member has a {comparison} member epoch ({received}) than "
+                            f"the one known by the group coordinator ({member.member_epoch}). The member "
+                            "must abandon all its partitions and rejoin.")
+
         if received > member.member_epoch:
-            raise _Refused(E.FENCED_MEMBER_EPOCH,
-                           f"The consumer group member has a greater member epoch ({received}) than the one known "
-                           f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
-                           "partitions and rejoin.")
+            raise fenced("greater")
         if received < member.member_epoch:
             # The response that bumped the epoch may have been lost: the previous epoch with a subset
             # of the current assignment is accepted.
             if received != member.previous_member_epoch or not _is_subset(owned, member.assigned_partitions):
-                raise _Refused(E.FENCED_MEMBER_EPOCH,
-                               f"The consumer group member has a smaller member epoch ({received}) than the one "
-                               f"known by the group coordinator ({member.member_epoch}). The member must abandon "
-                               "all its partitions and rejoin.")
+                raise fenced("smaller")
 
     def _heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
         joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
@@ -205,18 +205,20 @@ class ConsumerGroupManager:
                 else:
                     if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                         raise _Refused(E.UNRELEASED_INSTANCE_ID,
-                                       f"Static member {member_id} with instance id {instance_id} cannot join the "
-                                       f"group because the instance id is owned by {existing.member_id} member.")
+                                       f"Static member {member_id} with instance id {instance_id} cannot "
+                                       "join the group because the instance id is owned by "
+                                       f"{existing.member_id} member.")
                     # The new incarnation keeps the old one's assignment and rejoins at epoch 0.
-                    member = attrs.evolve(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+                    member = attrs.evolve(existing, member_id=member_id, member_epoch=0,
+                                          previous_member_epoch=0)
                     replaced = existing.member_id
             else:
                 if existing is None:
                     raise _Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
                 if existing.member_id != member_id:
                     raise _Refused(E.FENCED_INSTANCE_ID,
-                                   f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                                   f"{existing.member_id}.")
+                                   f"Static member {member_id} with instance id {instance_id} was fenced by "
+                                   f"member {existing.member_id}.")
                 member = existing
                 self._check_epoch(member, req.member_epoch, owned)
 
@@ -235,7 +237,8 @@ class ConsumerGroupManager:
             rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
             rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
                                   else member.rebalance_timeout_ms),
-            server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+            server_assignor=(req.server_assignor if req.server_assignor is not None
+                             else member.server_assignor),
             subscribed_topic_names=(req.subscribed_topic_names if req.subscribed_topic_names is not None
                                     else member.subscribed_topic_names),
             client_id=req.client_id, client_host=req.client_host,
@@ -310,15 +313,16 @@ class ConsumerGroupManager:
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
-                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}.")
+                raise _Refused(E.UNKNOWN_MEMBER_ID,
+                               f"Member {req.member_id} is not a member of group {req.group_id}.")
         else:
             member = group.static_member(req.instance_id)
             if member is None:
                 raise _Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
             if member.member_id != req.member_id:
                 raise _Refused(E.FENCED_INSTANCE_ID,
-                               f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
-                               f"member {member.member_id}.")
+                               f"Static member {req.member_id} with instance id {req.instance_id} was "
+                               f"fenced by member {member.member_id}.")
             if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 # Kafka's consumerGroupStaticMemberGroupLeave: the member keeps its assignment for a
                 # restart within the session timeout; what it was revoking is released now.
@@ -348,7 +352,10 @@ class ConsumerGroupManager:
         self._fence(group, group.members[member_id])
 
     def on_rebalance_timeout(self, group_id: str, member_id: str) -> None:
-        """The member did not revoke within its rebalance timeout (Kafka's scheduleConsumerGroupRebalanceTimeout)."""
+        """The member did not revoke within its rebalance timeout.
+
+        Kafka's scheduleConsumerGroupRebalanceTimeout: fenced if it is still at the epoch it had to leave.
+        """
         epoch = self._rebalance_epochs.pop((group_id, member_id), None)
         group = self._groups.get(group_id)
         if group is None or member_id not in group.members:
@@ -358,7 +365,7 @@ class ConsumerGroupManager:
             self._fence(group, member)
 
     def schedule_loaded(self, group: ConsumerGroup, now_ms: int) -> None:
-        """After a failover every member gets a fresh session, and revoking members a fresh rebalance timeout."""
+        """After a failover every member gets a fresh session, a revoking one a fresh rebalance timeout."""
         for member in group.members.values():
             self._schedule(session_timer_key(group.group_id, member.member_id),
                            now_ms + self.config.consumer_group_session_timeout_ms)

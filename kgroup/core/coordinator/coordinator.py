@@ -163,7 +163,7 @@ class GroupCoordinator:
         return None if group is None else group.state
 
     def consumer_group(self, group_id: str) -> Optional[ConsumerGroup]:
-        """The KIP-848 consumer group under ``group_id`` (None if there is none); read it, do not change it."""
+        """The KIP-848 consumer group under ``group_id`` (None if there is none); read, never change it."""
         group = self._consumer_groups.get(group_id)
         return None if group is None or group.is_(ConsumerGroupState.DEAD) else group
 
@@ -173,7 +173,8 @@ class GroupCoordinator:
 
     def group_ids(self) -> list[str]:
         classic = [gid for gid, group in self._groups.items() if not group.is_(S.DEAD)]
-        return classic + [gid for gid, cg in self._consumer_groups.items() if not cg.is_(ConsumerGroupState.DEAD)]
+        consumer = [gid for gid, cg in self._consumer_groups.items() if not cg.is_(ConsumerGroupState.DEAD)]
+        return classic + consumer
 
     def persisted_view(self) -> PersistedView:
         groups = {}
@@ -219,11 +220,12 @@ class GroupCoordinator:
                     raise GroupInvariantViolation(gid, violation)
         for gid, cg in self._consumer_groups.items():
             cg.assert_invariants()
-            if gid in self._groups and not self._groups[gid].is_(S.DEAD) and not cg.is_(ConsumerGroupState.DEAD):
+            classic = self._groups.get(gid)
+            if classic is not None and not classic.is_(S.DEAD) and not cg.is_(ConsumerGroupState.DEAD):
                 raise GroupInvariantViolation(gid, "the id names a classic and a consumer group")
             for member_id in cg.members:
                 if ("consumer-session", gid, member_id) not in timers:
-                    raise GroupInvariantViolation(gid, f"consumer group member {member_id!r} can never expire")
+                    raise GroupInvariantViolation(gid, f"consumer group member {member_id!r} never expires")
 
     @classmethod
     def load(cls, records: Iterable[Record], now_ms: int, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
@@ -358,7 +360,8 @@ class GroupCoordinator:
 
     # -- KIP-848 consumer groups (owned manager) -----------------------------------
 
-    def _consumer_group_heartbeat(self, key: Hashable, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> None:
+    def _consumer_group_heartbeat(self, key: Hashable, req: ConsumerGroupHeartbeatRequest,
+                                  now_ms: int) -> None:
         self._deliver(key, self._consumer.heartbeat(req, now_ms))
 
     def _consumer_group_describe(self, key: Hashable, req: ConsumerGroupDescribeRequest, now_ms: int) -> None:
