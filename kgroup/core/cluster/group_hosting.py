@@ -130,8 +130,12 @@ class GroupHosting:
         return self._slots[self.partition_for(group_id)].coordinator
 
     def group_state(self, group_id: str):
+        """The group's state (a classic GroupState or a KIP-848 ConsumerGroupState), None if unknown."""
         coordinator = self.coordinator_for(group_id)
-        return None if coordinator is None else coordinator.group_state(group_id)
+        if coordinator is None:
+            return None
+        consumer_group = coordinator.consumer_group(group_id)
+        return coordinator.group_state(group_id) if consumer_group is None else consumer_group.state
 
     # -- the broker seam (kgroup.core.broker.BrokerBackend) ----------------------------
 
