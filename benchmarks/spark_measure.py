@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             spark.readStream.format("kgroup")
             .option("source", "spark_test_sources:PausingQueueSource")
             .option("sqlite.path", queue.path)
+            .option("sqlite.pause_dir", pause_dir)
             .option("bootstrap.servers", host.bootstrap_servers)
             .option("group.id", "measure")
             .option("readers", "2")
