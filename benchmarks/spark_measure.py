@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         SparkSession.builder.master("local[2,4]")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.showConsoleProgress", "false")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
