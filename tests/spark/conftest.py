@@ -29,6 +29,7 @@ def spark():
         SparkSession.builder.master("local[2,4]")
         .appName("kgroup-spark-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
