@@ -158,8 +158,9 @@ def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
         parser.add_argument("--assignor", choices=ASSIGNORS + ("any",), default="any",
                             help="the group's assignor; any: drawn from the seed (default any)")
         parser.add_argument("--static", action="store_true", help="static members (group.instance.id)")
-    parser.add_argument("--commit", choices=("auto", "sync", "async", "mixed"), default="mixed",
-                        help="how the applications commit; mixed: each draws one (default mixed)")
+    parser.add_argument("--commit", choices=("auto", "sync", "async", "mixed", "retried"), default="mixed",
+                        help="how the applications commit; mixed: each draws auto, sync or async; "
+                             "retried: retried until a deadline without waiting (default mixed)")
     parser.add_argument("--processing-ms", type=int, default=1, help="processing time per record (default 1)")
     parser.add_argument("--duration-ms", type=int, default=60_000,
                         help="simulated time with producers and faults (default 60000)")

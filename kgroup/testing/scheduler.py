@@ -221,9 +221,24 @@ class Scheduler:
 
     def next_instant_ms(self, limit_ms: int) -> int:
         """The earliest deadline of anything driven, capped at ``limit_ms``; at least 1 ms ahead."""
-        candidates = [limit_ms]
-        candidates.extend(self._deadlines())
-        return max(self.clock() + 1, min(candidates))
+        # One loop, no intermediate lists: this runs once per instant.
+        best = limit_ms
+        for source in self.timers:
+            deadline = source.next_deadline_ms()
+            if deadline is not None and deadline < best:
+                best = deadline
+        if self._timed and self._timed[0][0] < best:
+            best = self._timed[0][0]
+        for driven in self.members.values():
+            app = driven.app
+            if app is not None:
+                due = app.next_poll_ms()
+                if due is not None and due < best:
+                    best = due
+            deadline = driven.next_deadline_ms()
+            if deadline is not None and deadline < best:
+                best = deadline
+        return max(self.clock() + 1, best)
 
     def _timer_deadlines(self) -> Iterable[int]:
         for source in self.timers:
@@ -232,17 +247,6 @@ class Scheduler:
                 yield deadline
         if self._timed:
             yield self._timed[0][0]
-
-    def _deadlines(self) -> Iterable[int]:
-        yield from self._timer_deadlines()
-        for driven in self.members.values():
-            if driven.app is not None:
-                due = driven.app.next_poll_ms()
-                if due is not None:
-                    yield due
-            deadline = driven.next_deadline_ms()
-            if deadline is not None:
-                yield deadline
 
     def touch_all(self) -> None:
         """Something outside the scheduler may have called the members: drain each at the next instant."""
