@@ -141,9 +141,12 @@ class DrivenMember:
         """Step the runner until a round brings no completion (bounded); with ``now_ms``, only when
         something may be due (see the class doc)."""
         due = self.completion_due
-        if now_ms is not None and due is not None and not self.dirty:
-            deadline = self.deadline
-            if (deadline is None or deadline > now_ms) and not due(now_ms):
+        if now_ms is not None and due is not None and not due(now_ms):
+            # A dirty member's deadline is asked again: a poll that made nothing due needs no step.
+            deadline = self.runner.member.next_deadline_ms() if self.dirty else self.deadline
+            if deadline is None or deadline > now_ms:
+                self.deadline = deadline
+                self.dirty = False
                 return
         for _ in range(DRAIN_ROUNDS):
             if not self.runner.step(0):
