@@ -112,12 +112,14 @@ class DrivenMember:
     """One member the scheduler drives: its runner and, optionally, its application's polls.
 
     A member is sans-I/O: what ``outbound`` returns changes only when one of its methods is
-    called or one of its deadlines comes.  When the runner's transport can say whether a
+    called or one of its deadlines comes, and ``next_deadline_ms()`` is the earliest instant at
+    which it may have something to send.  When the runner's transport can say whether a
     completion is due (``completion_due(now_ms)``, the simulator's network does), the scheduler
-    skips the member at an instant where nothing can be due for it: it is not ``dirty`` (no
-    application poll, timed callback or outside call since its last drain), its cached
-    ``next_deadline_ms()`` has not come and no completion is due.  Such a drain would step the
-    runner once for nothing.  A transport without ``completion_due`` is drained at every instant.
+    skips the member at an instant where nothing can be due for it: no completion is due and its
+    deadline has not come.  The deadline is cached after each drain; ``dirty`` (an application
+    poll, a timed callback or an outside call since) means the cache is stale and the member is
+    asked again.  Such a drain would step the runner once for nothing.  A transport without
+    ``completion_due`` is drained at every instant.
     """
 
     __slots__ = ("key", "runner", "app", "dirty", "deadline", "completion_due")
