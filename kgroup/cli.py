@@ -150,13 +150,14 @@ def _scenario_names(text: str) -> List[str]:
 
 
 def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
-    from kgroup.sim.simulator import ASSIGNORS
+    from kgroup.sim.simulator import ASSIGNOR_MIXES, ASSIGNORS
 
     parser.add_argument("--members", type=int, default=5, help="consumers at the start (default 5)")
     parser.add_argument("--partitions", type=int, default=12, help="partitions of the topic (default 12)")
     if group:  # compare varies these itself
-        parser.add_argument("--assignor", choices=ASSIGNORS + ("any",), default="any",
-                            help="the group's assignor; any: drawn from the seed (default any)")
+        parser.add_argument("--assignor", choices=ASSIGNORS + tuple(ASSIGNOR_MIXES) + ("any",), default="any",
+                            help="the group's assignor; upgrade: members half eager, half cooperative "
+                                 "(KIP-429's rolling upgrade); any: drawn from the seed (default any)")
         parser.add_argument("--static", action="store_true", help="static members (group.instance.id)")
     parser.add_argument("--commit", choices=("auto", "sync", "async", "mixed", "retried"), default="mixed",
                         help="how the applications commit; mixed: each draws auto, sync or async; "

@@ -206,38 +206,47 @@ def expectations(comparison: Comparison) -> List[Tuple[str, bool]]:
     return out
 
 
+_SHORT = {"range": "range", "roundrobin": "rr", "sticky": "sticky", "cooperative-sticky": "coop"}
+
+
 def _plot(comparison: Comparison, scenario: Scenario, path: str) -> None:
     from kgroup.sim.timeline import pyplot
 
     plt = pyplot()
     summaries = comparison.summaries(scenario.name)
-    labels = [s.label.replace(" ", "\n") for s in summaries]
-    colours = ["#1f77b4" if v.protocol == "eager" else "#2ca02c" for v in comparison.variants]
-    hatches = ["//" if v.static else "" for v in comparison.variants]
-    panels = [("unowned partition-seconds a seed",
+    variants = comparison.variants
+    labels = [f"{_SHORT.get(v.assignor, v.assignor)}\n{'static' if v.static else 'dyn'}" for v in variants]
+    colours = ["#1f77b4" if v.protocol == "eager" else "#2ca02c" for v in variants]
+    hatches = ["//" if v.static else "" for v in variants]
+    panels = [("unowned partition-seconds a seed (mean)",
                [s.per_seed(s.unowned_partition_seconds) for s in summaries]),
-              ("records processed twice a seed", [s.per_seed(s.records_processed_twice) for s in summaries]),
-              ("rebalances a seed", [s.per_seed(s.rebalances) for s in summaries])]
-    figure, axes = plt.subplots(1, 4, figsize=(17, 4.2))
+              ("records processed twice a seed (mean)",
+               [s.per_seed(s.records_processed_twice) for s in summaries]),
+              ("rebalances a seed (mean; 2 = the group forming)",
+               [s.per_seed(s.rebalances) for s in summaries]),
+              ("time to Stable after a fault, p50 (ms)", [s.recovery_p50_ms or 0 for s in summaries]),
+              ("time to Stable after a fault, p99 (ms)", [s.recovery_p99_ms or 0 for s in summaries])]
+    figure, grid = plt.subplots(2, 3, figsize=(15, 7.5))
+    axes = list(grid.flat)
     try:
         for axis, (title, values) in zip(axes, panels):
             axis.bar(range(len(values)), values, color=colours, hatch=hatches, edgecolor="black",
                      linewidth=0.5)
             axis.set_title(title, fontsize=9)
-        width = 0.4
-        for offset, quantile, alpha in ((-width / 2, "recovery_p50_ms", 1.0),
-                                        (width / 2, "recovery_p99_ms", 0.5)):
-            values = [getattr(s, quantile) or 0 for s in summaries]
-            axes[3].bar([i + offset for i in range(len(values))], values, width, color=colours, hatch=hatches,
-                        alpha=alpha, edgecolor="black", linewidth=0.5)
-        axes[3].set_title("time to Stable after a fault, ms (p50 solid, p99 pale)", fontsize=9)
-        for axis in axes:
+        spread = axes[5]
+        runs = comparison.outcomes[scenario.name]
+        spread.boxplot([[o.metrics.unowned_partition_ms / 1000 for o in runs[v]] for v in variants],
+                       flierprops={"markersize": 3})
+        spread.set_xticks(range(1, len(variants) + 1))
+        spread.set_title("unowned partition-seconds, per seed", fontsize=9)
+        for axis in axes[:5]:
             axis.set_xticks(range(len(labels)))
+        for axis in axes:
             axis.set_xticklabels(labels, fontsize=7)
-        figure.suptitle(f"scenario {scenario.name}: {len(comparison.seeds)} seeds, blue eager, green "
+        figure.suptitle(f"scenario {scenario.name}: {len(comparison.seeds)} seeds; blue eager, green "
                         "cooperative, hatched static", fontsize=10)
         figure.tight_layout()
-        figure.savefig(path, dpi=80)
+        figure.savefig(path, dpi=72)
     finally:
         plt.close(figure)
 
