@@ -149,6 +149,14 @@ def _scenario_names(text: str) -> List[str]:
     return names
 
 
+def _pool_arguments(parser: argparse.ArgumentParser, seeds: int, seeds_help: str) -> None:
+    """The seeds of a campaign or a comparison and the processes that run them."""
+    parser.add_argument("--seeds", type=int, default=seeds, help=f"{seeds_help} (default {seeds})")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes (default: os.cpu_count())")
+
+
 def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
     from kgroup.sim.simulator import ASSIGNOR_MIXES, ASSIGNORS
 
@@ -215,10 +223,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Runs --seeds seeds in worker processes, shows progress on stderr, prints a summary "
                     "table and coverage, and the failing seeds with shrunk schedules.  Exit code 1 when any "
                     "seed violates an invariant.")
-    campaign.add_argument("--seeds", type=int, default=100, help="how many seeds (default 100)")
-    campaign.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
-    campaign.add_argument("--workers", type=int, default=None,
-                          help="worker processes (default: os.cpu_count())")
+    _pool_arguments(campaign, 100, "how many seeds")
     campaign.add_argument("--show", type=int, default=5, help="failing seeds to show and shrink (default 5)")
     _sim_arguments(campaign)
     campaign.set_defaults(run=_campaign)
@@ -232,10 +237,7 @@ def _parser() -> argparse.ArgumentParser:
                     "owner, records processed twice, rebalances, p50/p99 time to Stable after a fault, "
                     "violations) and one PNG per scenario.  Exit code 1 when any run violates an "
                     "invariant.")
-    compare.add_argument("--seeds", type=int, default=20, help="seeds per scenario (default 20)")
-    compare.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
-    compare.add_argument("--workers", type=int, default=None,
-                         help="worker processes (default: os.cpu_count())")
+    _pool_arguments(compare, 20, "seeds per scenario")
     compare.add_argument("--out", default="kgroup-compare", metavar="DIR",
                          help="where README.md and the plots go (default ./kgroup-compare)")
     compare.add_argument("--scenarios", type=_scenario_names, default=["mixed", "bounces"],
