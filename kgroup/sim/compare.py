@@ -19,6 +19,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
+from kgroup.errors import ConfigError
 from kgroup.sim.campaign import CampaignResult, Job, SeedOutcome, run_jobs
 from kgroup.sim.metrics import percentile
 from kgroup.sim.schedule import Schedule, generate_schedule
@@ -159,6 +160,9 @@ def run_comparison(seeds: Iterable[int], base: SimConfig = SimConfig(),
                    workers: Optional[int] = None,
                    progress: Optional[Callable[[int, int, int], None]] = None) -> Comparison:
     seeds = tuple(seeds)
+    if not seeds or not scenarios or not variants:
+        raise ConfigError(f"a comparison needs at least one seed, scenario and variant; got {len(seeds)} "
+                          f"seed(s), {len(scenarios)} scenario(s), {len(variants)} variant(s)")
     planned = jobs(seeds, scenarios, variants, base)
     result = run_jobs([job for _s, _v, job in planned], workers, progress)
     outcomes: Dict[str, Dict[Variant, List[SeedOutcome]]] = {

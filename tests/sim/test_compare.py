@@ -111,3 +111,4 @@ def test_help_and_a_bad_scenario():
     assert "--out" in out and "--workers" in out and "exit code 1" in out.lower().replace("\n", " ")
     with pytest.raises(SystemExit):
         main(["compare", "--scenarios", "storms"])
+    assert main(["compare", "--seeds", "0", "--out", "unused"]) == 2  # a one-line error, no report
