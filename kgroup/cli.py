@@ -1,8 +1,10 @@
 """The ``kgroup`` command line: ``kgroup serve`` starts the in-memory cluster on Kafka's wire protocol;
-``kgroup simulate`` and ``kgroup campaign`` run the deterministic simulator (docs/simulator.md)."""
+``kgroup simulate``, ``kgroup campaign`` and ``kgroup compare`` run the deterministic simulator
+(docs/simulator.md)."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 import sys
 import threading
@@ -38,9 +40,11 @@ def _serve(args: argparse.Namespace) -> int:
 def _sim_config(args: argparse.Namespace):
     from kgroup.sim import SimConfig
 
-    return SimConfig(members=args.members, partitions=args.partitions, assignor=args.assignor,
-                     static=args.static, commit_mode=args.commit, processing_ms_per_record=args.processing_ms,
-                     duration_ms=args.duration_ms, faults=args.faults, max_faults=args.max_faults)
+    return SimConfig(members=args.members, partitions=args.partitions,
+                     assignor=getattr(args, "assignor", "any"), static=getattr(args, "static", False),
+                     commit_mode=args.commit, processing_ms_per_record=args.processing_ms,
+                     duration_ms=args.duration_ms, faults=getattr(args, "faults", "mixed"),
+                     max_faults=args.max_faults)
 
 
 def _print_failure(verdict, config, shrink_it: bool) -> None:
@@ -90,13 +94,8 @@ def _campaign(args: argparse.Namespace) -> int:
     from kgroup.sim.campaign import run_campaign, summary_table
 
     config = _sim_config(args)
-
-    def progress(done: int, total: int, failed: int) -> None:
-        if done == total or done % max(1, total // 20) == 0:
-            print(f"  {done}/{total} seeds, {failed} with violations", file=sys.stderr, flush=True)
-
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    result = run_campaign(seeds, config, args.workers, progress)
+    result = run_campaign(seeds, config, args.workers, _progress("seeds"))
     print(summary_table(result))
     for outcome in result.failed[:args.show]:
         print(f"seed {outcome.seed} ({outcome.assignor}): {', '.join(outcome.checks_failed)}")
@@ -106,24 +105,81 @@ def _campaign(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
-def _sim_arguments(parser: argparse.ArgumentParser) -> None:
-    from kgroup.sim.simulator import ASSIGNORS
+def _progress(unit: str):
+    """A progress bar on stderr: a line at every twentieth of the work."""
+    def progress(done: int, total: int, failed: int) -> None:
+        if done == total or done % max(1, total // 20) == 0:
+            print(f"  {done}/{total} {unit}, {failed} with violations", file=sys.stderr, flush=True)
+    return progress
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from kgroup.sim.compare import SCENARIOS, run_comparison, write_report
+
+    base = _sim_config(args)
+    scenarios = [s for s in SCENARIOS if s.name in args.scenarios]
+    notes = ""
+    if args.notes:
+        with open(args.notes, encoding="utf-8") as file:
+            notes = file.read()
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    comparison = run_comparison(seeds, base, scenarios, workers=args.workers, progress=_progress("runs"))
+    command = "kgroup compare " + shlex.join(args.argv)
+    path = write_report(comparison, args.out, command, notes)
+    result = comparison.result
+    print(f"{len(result.outcomes)} runs ({len(comparison.seeds)} seeds x {len(scenarios)} scenario(s) x "
+          f"{len(comparison.variants)} variants) in {result.elapsed_s:.1f} s on {result.workers} process(es)")
+    print(f"report: {path}")
+    failed = comparison.failed()
+    for scenario, variant, outcome in failed[:args.show]:
+        print(f"{scenario} / {variant.name} / seed {outcome.seed}: {', '.join(outcome.checks_failed)}")
+        for violation in outcome.violations[:3]:
+            print(f"  ! {violation}")
+    return 1 if failed else 0
+
+
+def _scenario_names(text: str) -> List[str]:
+    from kgroup.sim.compare import SCENARIOS
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    known = [s.name for s in SCENARIOS]
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown scenario(s) {unknown}; known: {', '.join(known)}")
+    return names
+
+
+def _pool_arguments(parser: argparse.ArgumentParser, seeds: int, seeds_help: str) -> None:
+    """The seeds of a campaign or a comparison and the processes that run them."""
+    parser.add_argument("--seeds", type=int, default=seeds, help=f"{seeds_help} (default {seeds})")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="worker processes (default: os.cpu_count())")
+
+
+def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
+    from kgroup.sim.simulator import ASSIGNOR_MIXES, ASSIGNORS
 
     parser.add_argument("--members", type=int, default=5, help="consumers at the start (default 5)")
     parser.add_argument("--partitions", type=int, default=12, help="partitions of the topic (default 12)")
-    parser.add_argument("--assignor", choices=ASSIGNORS + ("any",), default="any",
-                        help="the group's assignor; any: drawn from the seed (default any)")
-    parser.add_argument("--static", action="store_true", help="static members (group.instance.id)")
-    parser.add_argument("--commit", choices=("auto", "sync", "async", "mixed"), default="mixed",
-                        help="how the applications commit; mixed: each draws one (default mixed)")
+    if group:  # compare varies these itself
+        parser.add_argument("--assignor", choices=ASSIGNORS + tuple(ASSIGNOR_MIXES) + ("any",), default="any",
+                            help="the group's assignor; upgrade: members half eager, half cooperative "
+                                 "(KIP-429's rolling upgrade); any: drawn from the seed (default any)")
+        parser.add_argument("--static", action="store_true", help="static members (group.instance.id)")
+    parser.add_argument("--commit", choices=("auto", "sync", "async", "mixed", "retried"), default="mixed",
+                        help="how the applications commit; mixed: each draws auto, sync or async; "
+                             "retried: retried until a deadline without waiting (default mixed)")
     parser.add_argument("--processing-ms", type=int, default=1, help="processing time per record (default 1)")
     parser.add_argument("--duration-ms", type=int, default=60_000,
                         help="simulated time with producers and faults (default 60000)")
-    parser.add_argument("--faults", choices=("mixed", "static-bounce", "none"), default="mixed",
-                        help="what the seed's schedule draws (default mixed)")
+    if group:  # compare runs its scenarios
+        parser.add_argument("--faults", choices=("mixed", "static-bounce", "none"), default="mixed",
+                            help="what the seed's schedule draws (default mixed)")
     parser.add_argument("--max-faults", type=int, default=8,
                         help="at most this many faults a seed (default 8)")
-    parser.add_argument("--no-shrink", action="store_true", help="do not shrink a failing schedule")
+    if group:
+        parser.add_argument("--no-shrink", action="store_true", help="do not shrink a failing schedule")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -167,18 +223,35 @@ def _parser() -> argparse.ArgumentParser:
         description="Runs --seeds seeds in worker processes, shows progress on stderr, prints a summary "
                     "table and coverage, and the failing seeds with shrunk schedules.  Exit code 1 when any "
                     "seed violates an invariant.")
-    campaign.add_argument("--seeds", type=int, default=100, help="how many seeds (default 100)")
-    campaign.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
-    campaign.add_argument("--workers", type=int, default=None,
-                          help="worker processes (default: os.cpu_count())")
+    _pool_arguments(campaign, 100, "how many seeds")
     campaign.add_argument("--show", type=int, default=5, help="failing seeds to show and shrink (default 5)")
     _sim_arguments(campaign)
     campaign.set_defaults(run=_campaign)
+
+    compare = commands.add_parser(
+        "compare", help="compare group configurations on the same fault schedules: a markdown report",
+        description="Runs every variant (range, roundrobin, sticky: eager; cooperative-sticky: cooperative; "
+                    "each with dynamic and with static members) through the very same fault schedule of "
+                    "each seed, per scenario (mixed: every fault kind; bounces: rolling restarts within the "
+                    "session timeout), and writes OUT/README.md (tables: partition-seconds without an "
+                    "owner, records processed twice, rebalances, p50/p99 time to Stable after a fault, "
+                    "violations) and one PNG per scenario.  Exit code 1 when any run violates an "
+                    "invariant.")
+    _pool_arguments(compare, 20, "seeds per scenario")
+    compare.add_argument("--out", default="kgroup-compare", metavar="DIR",
+                         help="where README.md and the plots go (default ./kgroup-compare)")
+    compare.add_argument("--scenarios", type=_scenario_names, default=["mixed", "bounces"],
+                         help="comma-separated: mixed, bounces (default both)")
+    compare.add_argument("--notes", metavar="FILE", help="markdown appended to the report under Notes")
+    compare.add_argument("--show", type=int, default=5, help="violating runs to print (default 5)")
+    _sim_arguments(compare, group=False)
+    compare.set_defaults(run=_compare)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
+    args.argv = list(sys.argv[2:] if argv is None else argv[1:])
     try:
         return args.run(args)
     except Exception as error:  # a config or bind error: one line, no traceback

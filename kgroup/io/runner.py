@@ -75,7 +75,8 @@ class MemberRunner:
     def step(self, block_ms: int = 0) -> int:
         """Send what is due, wait up to ``block_ms`` for completions, hand them over. Caller holds the
         lock."""
-        self._send(self.clock())
+        sent_at = self.clock()
+        self._send(sent_at)
         completions = self.transport.poll(max(0, block_ms))
         now = self.clock()
         for completion in completions:
@@ -86,7 +87,10 @@ class MemberRunner:
                 self.member.on_transport_error(token, now)
             else:
                 self.member.on_response(token, completion.result, now)
-        self._send(now)
+        if completions or now != sent_at:
+            # Answers or time may have made something due; otherwise the member, sans-I/O, has
+            # nothing new since the first _send (outbound at one instant with no input in between).
+            self._send(now)
         if len(self._tokens) > 64:
             # Requests the member abandoned (coordinator moved) may never be answered.
             waiting = self.member.in_flight_tokens()

@@ -7,7 +7,10 @@ A :class:`ConsumerApp` is a small consumer loop around one pure
    ``processing_ms_per_record`` each): record it, move the positions on;
 2. commit what it processed, as its profile says: ``auto`` (the member's
    auto-commit from the positions it is given), ``sync`` (the loop waits for the
-   answer or the timeout before it polls again) or ``async``;
+   answer or the timeout before it polls again), ``async``, or ``retried`` (never
+   drawn by ``mixed``: a commit retried until a deadline, as ``sync``, while the loop
+   keeps polling, as an application that calls ``GroupMember.commit_offsets(deadline_ms=...)``
+   and does not wait may; issue 9's fault campaign ran such applications);
 3. the member's poll: rebalance events (revoked partitions are committed
    synchronously first, lost ones dropped, assigned ones start from the
    committed offset), then ``on_app_poll``;
@@ -39,9 +42,12 @@ from kgroup.sim.history import (
 )
 from kgroup.values import TopicPartition
 
-__all__ = ["AppProfile", "COMMIT_MODES", "ConsumerApp", "Producer", "draw_profile"]
+__all__ = ["AppProfile", "COMMIT_MODES", "ConsumerApp", "Producer", "RETRIED", "draw_profile"]
 
+#: What ``mixed`` draws from.
 COMMIT_MODES = ("auto", "sync", "async")
+#: Only when asked for (drawing it in ``mixed`` would reshuffle every seed's applications).
+RETRIED = "retried"
 #: How long a blocked synchronous commit waits between looks at its answer.
 SYNC_WAIT_STEP_MS = 5
 
@@ -171,11 +177,14 @@ class ConsumerApp:
             return
         positions = self.committable()
         if positions and self.member.state is MemberState.STABLE:
-            self.commit(positions, now, sync=profile.commit_mode == "sync")
+            mode = profile.commit_mode
+            self.commit(positions, now, sync=mode == "sync", retried=mode == RETRIED)
 
-    def commit(self, offsets: Dict[TopicPartition, int], now: int, sync: bool) -> None:
+    def commit(self, offsets: Dict[TopicPartition, int], now: int, sync: bool, retried: bool = False) -> None:
+        """Commit ``offsets``: ``sync`` waits for the answer (the next polls only look for it),
+        ``retried`` has the member retry until the same deadline without waiting."""
         self.batches_since_commit = 0
-        deadline_ms = now + self.profile.sync_commit_timeout_ms if sync else None
+        deadline_ms = now + self.profile.sync_commit_timeout_ms if sync or retried else None
         token = self.member.commit_offsets(offsets, now, deadline_ms=deadline_ms)
         if sync and deadline_ms is not None:
             self.sync_token, self.sync_deadline_ms = token, deadline_ms

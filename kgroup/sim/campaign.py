@@ -1,20 +1,27 @@
-"""Many seeds of the simulator, in worker processes: the engine behind ``kgroup campaign``.
+"""Many seeds of the simulator, in worker processes: the engine behind ``kgroup campaign`` and
+``kgroup compare``.
 
-The pool is the only concurrency of :mod:`kgroup.sim`; each seed runs alone in
-one process, deterministically, and comes back as a small :class:`SeedOutcome`.
+The pool (:func:`run_jobs`) is the only concurrency of :mod:`kgroup.sim`; each run is one seed (or one
+schedule with its seed) under one :class:`SimConfig`, alone in one process, deterministically, and
+comes back as a small :class:`SeedOutcome` with its :class:`~kgroup.sim.metrics.RunMetrics`.
 """
 from __future__ import annotations
 
 import multiprocessing
 import os
 import time
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import attrs
 
+from kgroup.sim.metrics import RunMetrics, run_metrics
+from kgroup.sim.schedule import Schedule
 from kgroup.sim.simulator import SimConfig, run
 
-__all__ = ["CampaignResult", "SeedOutcome", "run_campaign", "summary_table"]
+__all__ = ["CampaignResult", "Job", "SeedOutcome", "run_campaign", "run_jobs", "summary_table"]
+
+#: One run: a seed (its own schedule) or a schedule (replayed with its seed's streams), and the config.
+Job = Tuple[Union[int, Schedule], SimConfig]
 
 
 @attrs.frozen
@@ -25,6 +32,8 @@ class SeedOutcome:
     violations: Tuple[str, ...]
     checks_failed: Tuple[str, ...]
     coverage: Tuple[Tuple[str, int], ...]
+    config: SimConfig
+    metrics: RunMetrics
 
     @property
     def ok(self) -> bool:
@@ -49,39 +58,52 @@ class CampaignResult:
         return totals
 
 
-def run_one(job: Tuple[int, SimConfig]) -> SeedOutcome:
-    seed, config = job
-    verdict = run(seed, config)
-    return SeedOutcome(seed, verdict.assignor, len(verdict.schedule.faults),
+def run_one(job: Job) -> SeedOutcome:
+    seed_or_schedule, config = job
+    verdict = run(seed_or_schedule, config)
+    return SeedOutcome(verdict.seed, verdict.assignor, len(verdict.schedule.faults),
                        tuple(str(v) for v in verdict.violations), tuple(sorted(verdict.checks_failed())),
-                       tuple(sorted(verdict.coverage.items())))
+                       tuple(sorted(verdict.coverage.items())), config,
+                       run_metrics(verdict.history, verdict.simulated_ms))
 
 
 def run_campaign(seeds: Iterable[int], config: SimConfig, workers: Optional[int] = None,
                  progress: Optional[Callable[[int, int, int], None]] = None) -> CampaignResult:
     """Run every seed; ``progress(done, total, failed)`` after each."""
-    jobs = [(seed, config) for seed in seeds]
+    return run_jobs([(seed, config) for seed in seeds], workers, progress)
+
+
+def run_jobs(jobs: Sequence[Job], workers: Optional[int] = None,
+             progress: Optional[Callable[[int, int, int], None]] = None) -> CampaignResult:
+    """Run every job on ``workers`` processes (default ``os.cpu_count()``; 1 runs them here);
+    ``progress(done, total, failed)`` after each.  The outcomes come back in the jobs' order."""
     workers = max(1, workers or os.cpu_count() or 1)
     started = time.perf_counter()
-    outcomes: List[SeedOutcome] = []
+    outcomes: Dict[int, SeedOutcome] = {}
     failed = 0
 
-    def collect(outcome: SeedOutcome) -> None:
+    def collect(index: int, outcome: SeedOutcome) -> None:
         nonlocal failed
-        outcomes.append(outcome)
+        outcomes[index] = outcome
         failed += not outcome.ok
         if progress is not None:
             progress(len(outcomes), len(jobs), failed)
 
     if workers == 1:
-        for job in jobs:
-            collect(run_one(job))
+        for index, job in enumerate(jobs):
+            collect(index, run_one(job))
     else:
         with multiprocessing.Pool(workers) as pool:
-            for outcome in pool.imap_unordered(run_one, jobs, chunksize=max(1, len(jobs) // (workers * 8))):
-                collect(outcome)
-    outcomes.sort(key=lambda o: o.seed)
-    return CampaignResult(tuple(outcomes), time.perf_counter() - started, workers)
+            chunksize = max(1, len(jobs) // (workers * 8))
+            for index, outcome in pool.imap_unordered(_run_indexed, enumerate(jobs), chunksize=chunksize):
+                collect(index, outcome)
+    return CampaignResult(tuple(outcomes[i] for i in range(len(jobs))), time.perf_counter() - started,
+                          workers)
+
+
+def _run_indexed(indexed: Tuple[int, Job]) -> Tuple[int, SeedOutcome]:
+    index, job = indexed
+    return index, run_one(job)
 
 
 def summary_table(result: CampaignResult) -> str:

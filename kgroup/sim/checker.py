@@ -118,19 +118,28 @@ class OwnershipChecker:
 
     def after_instant(self, now_ms: int, members: Iterable[Tuple[str, object]]) -> None:
         members = list(members)
-        seen = [(name, member, member.generation, member.state,  # type: ignore[attr-defined]
-                 member.assignment) for name, member in members]  # type: ignore[attr-defined]
         last = self._seen
-        if last is not None and len(last) == len(seen) and all(
-                a[0] == b[0] and a[1] is b[1] and a[2] is b[2] and a[3] is b[3] and a[4] is b[4]
-                for a, b in zip(last, seen)):
+        if last is not None and len(last) == len(members) and self._unchanged(last, members):
             # Nothing changed: no ownership change to record, no overlap opens or closes.
-            self.violations.extend(Violation(check, now_ms, message) for check, message in self._holding)
+            if self._holding:
+                self.violations.extend(Violation(check, now_ms, message) for check, message in self._holding)
             return
-        self._seen = seen
+        self._seen = [(name, member, member.generation, member.state,  # type: ignore[attr-defined]
+                       member.assignment) for name, member in members]  # type: ignore[attr-defined]
         first = len(self.violations)
         self._look(now_ms, members)
         self._holding = [(v.check, v.message) for v in self.violations[first:]]
+
+    @staticmethod
+    def _unchanged(last: list, members: List[Tuple[str, object]]) -> bool:
+        """Each member, its generation, state and owned set are the very objects of the last look."""
+        for (name, member, generation, state, owned), (now_name, now_member) in zip(last, members):
+            if (name != now_name or member is not now_member
+                    or generation is not now_member.generation  # type: ignore[attr-defined]
+                    or state is not now_member.state  # type: ignore[attr-defined]
+                    or owned is not now_member.assignment):  # type: ignore[attr-defined]
+                return False
+        return True
 
     def _look(self, now_ms: int, members: List[Tuple[str, object]]) -> None:
         owners: Dict[TopicPartition, List[Tuple[str, int]]] = {}

@@ -63,6 +63,10 @@ class _Link:
     drop_percent: int = 0
 
 
+#: A link without a partition or loss.
+_WHOLE = (False, False, 0)
+
+
 class Network:
     def __init__(self, seed: int, config: NetworkConfig = NetworkConfig()) -> None:
         self.config = config
@@ -80,6 +84,8 @@ class Network:
         """(requests cut, answers cut, drop percentage) of the member's link to ``broker``."""
         own = self._links.get((member, broker))
         every = self._links.get((member, -1))
+        if own is None and every is None:
+            return _WHOLE  # the common case: no fault on this link
         links = [x for x in (own, every) if x is not None]
         return (any(x.to_broker_cut for x in links), any(x.to_member_cut for x in links),
                 max((x.drop_percent for x in links), default=0))

@@ -43,13 +43,20 @@ from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.testing.scheduler import HubTimers, Scheduler
 from kgroup.values import TopicPartition
 
-__all__ = ["ASSIGNORS", "SimConfig", "Verdict", "run", "run_seed"]
+__all__ = ["ASSIGNORS", "ASSIGNOR_MIXES", "SimConfig", "Verdict", "run", "run_seed"]
 
 GROUP = "sim"
 TOPIC = "events"
 #: The second topic a ``resubscribe`` fault adds to a member's subscription.
 AUX_TOPIC = "audit"
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+#: Groups whose members list different assignors.  ``upgrade``: the rolling upgrade from eager to
+#: cooperative that Kafka documents (KIP-429): members alternate between listing
+#: ``("cooperative-sticky", "range")`` (the first bounce: eager, since range is) and
+#: ``("cooperative-sticky",)`` (the second bounce: cooperative); the group votes cooperative-sticky.
+ASSIGNOR_MIXES: Dict[str, Tuple[Tuple[str, ...], ...]] = {
+    "upgrade": (("cooperative-sticky", "range"), ("cooperative-sticky",)),
+}
 _COORDINATOR = GroupCoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0)
 
 
@@ -57,10 +64,12 @@ _COORDINATOR = GroupCoordinatorConfig(group_min_session_timeout_ms=100, group_in
 class SimConfig:
     members: int = 5
     partitions: int = 12
-    #: One of :data:`ASSIGNORS`, or ``any`` (drawn from the seed's config stream).
+    #: One of :data:`ASSIGNORS`, a name of :data:`ASSIGNOR_MIXES`, or ``any`` (one of :data:`ASSIGNORS`
+    #: drawn from the seed's config stream).
     assignor: str = "any"
     static: bool = False
-    #: ``auto``, ``sync``, ``async`` or ``mixed`` (each application draws one).
+    #: ``auto``, ``sync``, ``async``, ``mixed`` (each application draws one of those three) or
+    #: ``retried`` (see :mod:`kgroup.sim.app`).
     commit_mode: str = "mixed"
     processing_ms_per_record: int = 1
     #: Simulated time with producers running and faults striking (faults in ``[2 s, duration - 5 s]``).
@@ -182,7 +191,7 @@ class _Simulation:
         profile = draw_profile(random.Random(f"app-{self.seed}-{name}"), config.commit_mode,
                                config.processing_ms_per_record)
         member = GroupMember(MemberConfig(
-            group_id=GROUP, assignors=(self.assignor,), client_id=name,
+            group_id=GROUP, assignors=self.assignors_of(name), client_id=name,
             group_instance_id=self.instance_id_of(name),
             session_timeout_ms=config.session_timeout_ms, heartbeat_interval_ms=config.heartbeat_interval_ms,
             max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
@@ -198,6 +207,15 @@ class _Simulation:
         self.apps[name] = app
         self.scheduler.add_member(name, app.runner, app)
         return app
+
+    def assignors_of(self, name: str) -> Tuple[str, ...]:
+        """The member's assignor list: the group's assignor, or its place in a mix (``m<i>`` the i-th
+        member, ``j<i>`` the i-th joiner after them, round the mix)."""
+        mix = ASSIGNOR_MIXES.get(self.assignor)
+        if mix is None:
+            return (self.assignor,)
+        index = int(name[1:]) + (self.config.members if name.startswith("j") else 0)
+        return mix[index % len(mix)]
 
     def instance_id_of(self, name: str) -> Optional[str]:
         """A static member's group.instance.id: the same across its restarts."""

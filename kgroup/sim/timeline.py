@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 from kgroup.sim.history import FaultApplied, History
 from kgroup.sim.metrics import member_states, ownership_intervals, run_metrics, stable_intervals
 
-__all__ = ["timeline_figure", "write_timeline"]
+__all__ = ["pyplot", "timeline_figure", "write_timeline"]
 
 _STATE_COLOURS = {"STABLE": "#c8e6c9", "COMPLETING_REBALANCE": "#fff59d", "PREPARING_REBALANCE": "#ffccbc",
                   "UNJOINED": "#eeeeee", "STOPPED": "#424242"}
@@ -31,7 +31,8 @@ def _row(kind: str, name: str, spans: List[str]) -> str:
     return f'<tr class="{kind}">{cells}</tr>'
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's pyplot on the Agg backend (files only, no display)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -40,7 +41,7 @@ def _pyplot():
 
 def timeline_figure(history: History, end_ms: Optional[int] = None, title: str = ""):
     """The timeline as a matplotlib figure (the caller closes it)."""
-    plt = _pyplot()
+    plt = pyplot()
     owners = ownership_intervals(history, end_ms)
     states = member_states(history, end_ms)
     partitions = sorted({i.row for i in owners}, key=_partition_key)
@@ -83,7 +84,7 @@ def timeline_figure(history: History, end_ms: Optional[int] = None, title: str =
 
 
 def _png(history: History, end_ms: Optional[int], title: str) -> bytes:
-    plt = _pyplot()
+    plt = pyplot()
     figure = timeline_figure(history, end_ms, title)
     try:
         buffer = io.BytesIO()

@@ -112,12 +112,14 @@ class DrivenMember:
     """One member the scheduler drives: its runner and, optionally, its application's polls.
 
     A member is sans-I/O: what ``outbound`` returns changes only when one of its methods is
-    called or one of its deadlines comes.  When the runner's transport can say whether a
+    called or one of its deadlines comes, and ``next_deadline_ms()`` is the earliest instant at
+    which it may have something to send.  When the runner's transport can say whether a
     completion is due (``completion_due(now_ms)``, the simulator's network does), the scheduler
-    skips the member at an instant where nothing can be due for it: it is not ``dirty`` (no
-    application poll, timed callback or outside call since its last drain), its cached
-    ``next_deadline_ms()`` has not come and no completion is due.  Such a drain would step the
-    runner once for nothing.  A transport without ``completion_due`` is drained at every instant.
+    skips the member at an instant where nothing can be due for it: no completion is due and its
+    deadline has not come.  The deadline is cached after each drain; ``dirty`` (an application
+    poll, a timed callback or an outside call since) means the cache is stale and the member is
+    asked again.  Such a drain would step the runner once for nothing.  A transport without
+    ``completion_due`` is drained at every instant.
     """
 
     __slots__ = ("key", "runner", "app", "dirty", "deadline", "completion_due")
@@ -141,9 +143,12 @@ class DrivenMember:
         """Step the runner until a round brings no completion (bounded); with ``now_ms``, only when
         something may be due (see the class doc)."""
         due = self.completion_due
-        if now_ms is not None and due is not None and not self.dirty:
-            deadline = self.deadline
-            if (deadline is None or deadline > now_ms) and not due(now_ms):
+        if now_ms is not None and due is not None and not due(now_ms):
+            # A dirty member's deadline is asked again: a poll that made nothing due needs no step.
+            deadline = self.runner.member.next_deadline_ms() if self.dirty else self.deadline
+            if deadline is None or deadline > now_ms:
+                self.deadline = deadline
+                self.dirty = False
                 return
         for _ in range(DRAIN_ROUNDS):
             if not self.runner.step(0):
@@ -221,9 +226,24 @@ class Scheduler:
 
     def next_instant_ms(self, limit_ms: int) -> int:
         """The earliest deadline of anything driven, capped at ``limit_ms``; at least 1 ms ahead."""
-        candidates = [limit_ms]
-        candidates.extend(self._deadlines())
-        return max(self.clock() + 1, min(candidates))
+        # One loop, no intermediate lists: this runs once per instant.
+        best = limit_ms
+        for source in self.timers:
+            deadline = source.next_deadline_ms()
+            if deadline is not None and deadline < best:
+                best = deadline
+        if self._timed and self._timed[0][0] < best:
+            best = self._timed[0][0]
+        for driven in self.members.values():
+            app = driven.app
+            if app is not None:
+                due = app.next_poll_ms()
+                if due is not None and due < best:
+                    best = due
+            deadline = driven.next_deadline_ms()
+            if deadline is not None and deadline < best:
+                best = deadline
+        return max(self.clock() + 1, best)
 
     def _timer_deadlines(self) -> Iterable[int]:
         for source in self.timers:
@@ -232,17 +252,6 @@ class Scheduler:
                 yield deadline
         if self._timed:
             yield self._timed[0][0]
-
-    def _deadlines(self) -> Iterable[int]:
-        yield from self._timer_deadlines()
-        for driven in self.members.values():
-            if driven.app is not None:
-                due = driven.app.next_poll_ms()
-                if due is not None:
-                    yield due
-            deadline = driven.next_deadline_ms()
-            if deadline is not None:
-                yield deadline
 
     def touch_all(self) -> None:
         """Something outside the scheduler may have called the members: drain each at the next instant."""

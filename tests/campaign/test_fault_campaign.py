@@ -1,47 +1,51 @@
-"""Issue 9's seeded fault campaign (kgroup.testing.fault_campaign) and the proof that its checks bite.
+"""Issue 9's seeded fault campaign (kgroup.testing.fault_campaign: families of kgroup.sim runs) and the
+proof that its checks bite on the bugs issue 9 fixed.
 
-Default run: 300 seeds over every family.  ``-m slow``: 10,000 seeds.  A
-failing seed replays exactly: ``python -c "from kgroup.testing.fault_campaign
-import run_seed; print(run_seed(SEED))"``.
+Default run: DEFAULT_SEEDS seeds over every family.  ``-m slow``: 10,000 seeds.  A failing seed replays
+exactly: ``python -c "from kgroup.testing.fault_campaign import run_seed; print(run_seed(SEED).describe())"``.
 """
 import os
 import subprocess
 import sys
 import time
-from multiprocessing import Pool
 
 import pytest
 
+from kgroup.sim.campaign import run_jobs
+from kgroup.sim.checker import check_commit_generations
+from kgroup.sim.history import CommitAnswered, History, OwnershipChanged, Processed
 from kgroup.testing import fault_campaign as fc
 from kgroup.values import TopicPartition
 
 import planted_bugs
 
-DEFAULT_SEEDS = 300
+DEFAULT_SEEDS = 150
 CHUNK = 25
 CAMPAIGN_SEEDS = 10_000
+#: Seeds whose applications commit ``retried`` (so a retry can outlive a newer commit).
+UNORDERED_SEEDS = (0, 40, 67)
 
 
-def _violations(seeds):
-    failed = []
-    for seed in seeds:
-        verdict = fc.run_seed(seed)
-        if not verdict.ok:
-            failed.append(verdict)
-    return failed
+def _failed(seeds):
+    return [v for v in (fc.run_seed(seed) for seed in seeds) if not v.ok]
 
 
 @pytest.mark.parametrize("first_seed", range(0, DEFAULT_SEEDS, CHUNK))
 def test_campaign_seeds_hold_every_invariant(first_seed):
-    failed = _violations(range(first_seed, first_seed + CHUNK))
+    failed = _failed(range(first_seed, first_seed + CHUNK))
     assert not failed, fc.campaign_summary(failed)
 
 
 def test_a_seed_replays_exactly_and_families_draw_from_their_own_streams():
     first, second = fc.run_seed(11), fc.run_seed(11)
-    assert first == second
-    # The fault stream alone decides the schedule: the same seed plans the same faults in any family.
-    assert fc.plan(5, "eager").faults == fc.plan(5, "cooperative").faults
+    assert first.history.format() == second.history.format() and first.violations == second.violations
+    # The fault stream alone decides the schedule: the same seed plans the same faults in any family
+    # that draws the same kinds (static families add restarts).
+    schedules = {fc.plan(5, family).schedule for family in ("eager", "cooperative", "upgrade")}
+    assert len(schedules) == 1
+    assert fc.plan(5, "eager").config.members == fc.plan(5, "static").config.members
+    with pytest.raises(ValueError, match="unknown family"):
+        fc.plan(5, "chaotic")
 
 
 def test_schedules_do_not_depend_on_the_hash_seed():
@@ -52,45 +56,63 @@ def test_schedules_do_not_depend_on_the_hash_seed():
 
 
 def test_every_family_is_exercised_by_the_default_seeds():
-    assert {fc.plan(s).family for s in range(DEFAULT_SEEDS)} == set(fc.FAMILIES)
+    scenarios = [fc.plan(s) for s in range(DEFAULT_SEEDS)]
+    assert {s.family for s in scenarios} == set(fc.FAMILIES)
+    upgrade = next(s for s in scenarios if s.family == "upgrade")
+    assert upgrade.config.assignor == "upgrade"
+    bounces = [f.kind for s in scenarios if s.family == "static-bounce" for f in s.schedule.faults]
+    assert bounces and set(bounces) == {"bounce"}
+
+
+def test_the_upgrade_family_mixes_eager_and_cooperative_members():
+    """Kafka's documented rolling upgrade (KIP-429): eager members listing both assignors beside
+    members on cooperative-sticky alone, one group."""
+    verdict = fc.run_seed(0, "upgrade")
+    eager = {e.member for e in verdict.history.of(OwnershipChanged) if e.eager}
+    cooperative = {e.member for e in verdict.history.of(OwnershipChanged) if not e.eager}
+    assert verdict.ok and {"m0", "m1"} <= eager | cooperative and "m0" in eager and "m1" in cooperative
 
 
 # -- the checks catch the bugs they exist for ------------------------------------------------
 
 def test_campaign_catches_eager_members_claiming_ownership_on_the_upgrade_path():
     """Issue 9 item 1 reinstated: the upgrade-path group leaves partitions orphaned."""
+    seeds = (0, 1, 5)
+    assert all(fc.run_seed(seed, "upgrade").ok for seed in seeds)
     with planted_bugs.eager_members_claim_their_last_assignment():
-        verdicts = [fc.run_seed(seed, "upgrade") for seed in (3, 17, 26)]
-    assert all(any("not every partition owned" in v for v in verdict.violations) for verdict in verdicts)
+        verdicts = [fc.run_seed(seed, "upgrade") for seed in seeds]
+    assert all("unbalanced" in verdict.checks_failed() for verdict in verdicts), fc.campaign_summary(verdicts)
 
 
 def test_campaign_catches_committed_offsets_going_backwards():
     """Issue 9 item 2 reinstated: a retry lands after a newer acknowledged commit."""
+    seeds = UNORDERED_SEEDS
+    assert all(fc.plan(seed).config.commit_mode == "retried" and fc.run_seed(seed).ok for seed in seeds)
     with planted_bugs.retries_unordered():
-        verdicts = [fc.run_seed(seed) for seed in (398,)]
-    assert all(any("went back" in v for v in verdict.violations) for verdict in verdicts)
+        verdicts = [fc.run_seed(seed) for seed in seeds]
+    assert all("offset-went-back" in v.checks_failed() for v in verdicts), fc.campaign_summary(verdicts)
 
 
 def test_stale_generation_check_flags_a_commit_made_before_another_member_owned_the_partition():
     """Issue 9 item 3: the check itself, on a planted history (the bug needs a retry that outlives
     a rebalance, which the unit test ``test_commit_made_in_an_old_generation_is_not_sent_in_the_new_one``
     drives directly)."""
-    campaign = fc._Campaign(fc.plan(0, "eager"))
-    try:
-        tp = TopicPartition(fc.TOPIC, 0)
-        campaign.produced_in[("a", tp, 10)] = {3}
-        campaign.owner_in.update({(tp, 3): "a", (tp, 4): "b"})
-        campaign.accepted_commits.append((100, "m0", "a", tp, 10, 4))  # made in 3, accepted as 4
-        campaign.produced_in[("b", tp, 20)] = {4}
-        campaign.accepted_commits.append((200, "m1", "b", tp, 20, 4))  # fine
-        campaign.produced_in[("a", tp, 5)] = {2}
-        campaign.owner_in[(tp, 2)] = "a"
-        campaign.accepted_commits.append((300, "m0", "a", tp, 5, 3))  # kept the partition: fine
-        campaign.check_commit_generations()
-    finally:
-        campaign.close()
-    assert len(campaign.violations) == 1 and "tp" not in campaign.violations[0]
-    assert "stale-generation" in campaign.violations[0] and "@10" in campaign.violations[0]
+    tp = TopicPartition("events", 0)
+    history = History()
+    for event in [
+        Processed(1, "m0", "a", 2, tp, 0, 5),
+        OwnershipChanged(1, "m0", "a", 2, "STABLE", frozenset({tp}), True),
+        OwnershipChanged(2, "m0", "a", 3, "STABLE", frozenset({tp}), True),
+        CommitAnswered(3, "m0", "a", 3, tp, 5, "NONE"),  # made in 2, kept the partition into 3: fine
+        Processed(4, "m0", "a", 3, tp, 5, 10),
+        OwnershipChanged(5, "m1", "b", 4, "STABLE", frozenset({tp}), True),
+        CommitAnswered(6, "m0", "a", 4, tp, 10, "NONE"),  # made in 3, accepted as 4 (b owned it in 4)
+        Processed(7, "m1", "b", 4, tp, 10, 20),
+        CommitAnswered(8, "m1", "b", 4, tp, 20, "NONE"),  # fine
+    ]:
+        history.record(event)
+    violations = check_commit_generations(history)
+    assert [v.check for v in violations] == ["stale-generation-commit"] and "@10" in violations[0].message
 
 
 # -- the long campaign -----------------------------------------------------------------------
@@ -98,12 +120,12 @@ def test_stale_generation_check_flags_a_commit_made_before_another_member_owned_
 @pytest.mark.slow
 def test_ten_thousand_seeds(capsys):
     started = time.perf_counter()
-    chunks = [range(s, min(s + 100, CAMPAIGN_SEEDS)) for s in range(0, CAMPAIGN_SEEDS, 100)]
-    with Pool(os.cpu_count() or 2) as pool:
-        failed = [v for part in pool.map(_violations, chunks) for v in part]
+    scenarios = [fc.plan(seed) for seed in range(CAMPAIGN_SEEDS)]
+    result = run_jobs([(s.schedule, s.config) for s in scenarios], os.cpu_count())
     elapsed = time.perf_counter() - started
+    failed = [(s, o) for s, o in zip(scenarios, result.outcomes) if not o.ok]
     with capsys.disabled():
         print(f"\nfault campaign: {CAMPAIGN_SEEDS} seeds in {elapsed:.0f} s "
-              f"({CAMPAIGN_SEEDS / elapsed:.1f} seeds/s on {os.cpu_count()} processes), "
+              f"({CAMPAIGN_SEEDS / elapsed:.1f} seeds/s on {result.workers} processes), "
               f"{len(failed)} with violations")
-    assert not failed, fc.campaign_summary(failed)
+    assert not failed, "\n".join(f"{s.describe()}\n  {o.violations[:3]}" for s, o in failed[:10])

@@ -1,5 +1,5 @@
 import os
 import sys
 
-# planted_bugs.py here, and the campaign's (tests/campaign/planted_bugs.py) as campaign_planted_bugs.
+# The helper modules here (sim_planted_bugs, sim_histories) import by name.
 sys.path.insert(0, os.path.dirname(__file__))

@@ -4,7 +4,7 @@ import pytest
 from kgroup.cli import main
 from kgroup.sim.timeline import write_timeline
 
-from test_metrics import _history
+from sim_histories import hand_made_history as _history
 
 
 def test_png_and_html_are_written_and_well_formed(tmp_path):

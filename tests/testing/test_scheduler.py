@@ -125,18 +125,25 @@ def test_an_idle_member_is_skipped_when_its_transport_can_tell():
     clock = MockClock(0)
     scheduler = Scheduler(clock)
     runner = TellingRunner(clock, deadline_ms=50, due_ms=30)  # a completion comes back at 30
-    scheduler.add_member("a", runner, PollCadence(lambda now: None, 1_000, first_ms=0))
+
+    def poll(now_ms):
+        if now_ms == 2_000:
+            runner.member.deadline_ms = now_ms  # this poll made something due now (e.g. an auto-commit)
+
+    scheduler.add_member("a", runner, PollCadence(poll, 1_000, first_ms=0))
     scheduler.add_timers(FakeTimers(clock, [10, 20, 30]))
     steps = []
     scheduler.after_instant.append(lambda now: steps.append((now, runner.steps)))
-    scheduler.run_until_ms(1_001)
-    # 0: a new member; 10, 20: idle, skipped; 30: the completion; 50: its deadline (one step each:
-    # the fake has nothing more after it); 1000: the application polled it.
-    assert steps == [(0, 1), (10, 1), (20, 1), (30, 2), (50, 3), (1_000, 4)]
+    scheduler.run_until_ms(2_001)
+    # 0, 10, 20: nothing due (a new member and its polls at 0 and 1000 are asked their deadline, not
+    # stepped); 30: the completion; 50: its deadline (one step each: the fake has nothing more after
+    # it); 1000: polled, nothing due; 2000: the poll made something due.
+    assert steps == [(0, 0), (10, 0), (20, 0), (30, 1), (50, 2), (1_000, 2), (2_000, 3)]
     scheduler.instant()  # nothing due, nothing touched
+    assert runner.steps == 3
+    runner.member.deadline_ms = 2_001  # a caller touched the member between runs
+    scheduler.run_until_ms(2_002)  # a run starts by asking everyone's deadline again
     assert runner.steps == 4
-    scheduler.run_until_ms(1_002)  # a run starts by draining everyone (the caller may have called them)
-    assert runner.steps == 5
 
 
 def test_timed_callbacks_run_in_time_then_scheduling_order_and_may_move_the_clock():

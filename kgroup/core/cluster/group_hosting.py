@@ -176,15 +176,14 @@ class GroupHosting:
         return out
 
     def next_deadline_ms(self) -> Optional[int]:
-        deadlines = [self.cluster.next_deadline_ms()]
+        best = self.cluster.next_deadline_ms()
         for slot in self._slots:
-            if slot.load_due_ms is not None:
-                deadlines.append(slot.load_due_ms)
-            elif slot.coordinator is not None:
+            deadline = slot.load_due_ms
+            if deadline is None and slot.coordinator is not None:
                 deadline = slot.coordinator.next_deadline_ms()
-                if deadline is not None:
-                    deadlines.append(deadline)
-        return min(deadlines)
+            if deadline is not None and deadline < best:
+                best = deadline
+        return best
 
     # -- fault injection (each returns the deliveries the failover produced) -------
 
@@ -356,6 +355,10 @@ class GroupHosting:
 
     def _apply(self, slot: _Slot, result: CoordinatorResult) -> List[Delivery]:
         """Append the result's records; hold its responses until they are committed."""
+        if not result.records and not result.deliveries:
+            # Nothing to append or hold (a timer round with nothing due): all _write would do.
+            self.cluster.partition(GROUP_METADATA_TOPIC, slot.index).acked.clear()
+            return []
         wait = self._write(slot, result.records)
         if wait is None:
             # The append was refused (ISR below min.insync.replicas): revert to what the log holds.

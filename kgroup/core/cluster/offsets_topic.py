@@ -7,11 +7,14 @@ coordinator the same way it would on a real cluster.
 """
 from __future__ import annotations
 
+import functools
+
 GROUP_METADATA_TOPIC = "__consumer_offsets"
 
 _INT_MIN = -(2**31)
 
 
+@functools.lru_cache(maxsize=4096)  # pure; every request of a group asks for its partition again
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode``: 31-polynomial over UTF-16 code units, as a signed 32-bit int."""
     h = 0

@@ -133,6 +133,12 @@ class Partition:
         if self.leader is None:
             return
         leader_log = self.logs[self.leader]
+        if self._in_step(leader_log, can_fetch):
+            # The round below would only note that each follower that fetched is caught up.
+            for b in self.assigned:
+                if b != self.leader and b in self.logs and can_fetch(b):
+                    self.last_caught_up_ms[b] = now_ms
+            return
         for b in self.assigned:
             if b == self.leader or b not in self.logs or not can_fetch(b):
                 continue
@@ -152,6 +158,24 @@ class Partition:
                 self.isr.append(b)
         self.shrink_isr(now_ms, lag_max_ms)
         self._advance_hw()
+
+    def _in_step(self, leader_log: ReplicaLog, can_fetch: Callable[[int], bool]) -> bool:
+        """Nothing for a fetch round to move: no truncation or acks=all append pending, the leader's
+        HW at its LEO, every follower that can fetch in the ISR with the leader's LEO and HW, and
+        every ISR member at the leader's LEO (so the ISR cannot shrink)."""
+        if self.needs_truncation or self.pending or leader_log.hw != leader_log.leo:
+            return False
+        leo, hw = leader_log.leo, leader_log.hw
+        for b in self.isr:
+            if self.logs[b].leo != leo:
+                return False
+        for b in self.assigned:
+            if b == self.leader or b not in self.logs or not can_fetch(b):
+                continue
+            log = self.logs[b]
+            if b not in self.isr or log.leo != leo or log.hw < hw:
+                return False
+        return True
 
     def _epoch_start_reached(self, log: ReplicaLog) -> bool:
         return log.leo >= self._led_log().end_offset_for(self.leader_epoch - 1)[1]

@@ -41,6 +41,8 @@ from kgroup.core.timers import KeyedTimers
 E = ErrorCode
 S = GroupState
 _DEFAULT_CONFIG = GroupCoordinatorConfig()
+#: What a timer round with nothing due and nothing pending returns (a frozen value, so shared).
+_NOTHING = CoordinatorResult()
 
 
 def _no_topics(topic: str) -> Optional[int]:
@@ -134,6 +136,10 @@ class GroupCoordinator:
         return self._flush()
 
     def on_timers(self, now_ms: int) -> CoordinatorResult:
+        deadline = self._timers.next_deadline_ms()
+        if (deadline is None or deadline > now_ms) and not (
+                self._records or self._deliveries or self._changed_groups):
+            return _NOTHING  # nothing due and nothing to flush: what the loop and _flush would return
         while True:
             due = self._timers.pop_due(now_ms)
             if not due:
