@@ -14,6 +14,7 @@ from typing import Optional
 
 import attrs
 
+from kgroup.core import consumer_group_messages as cg
 from kgroup.core.error_codes import ErrorCode
 from kgroup.values import NO_GENERATION, TopicPartition
 
@@ -168,10 +169,13 @@ class PartitionOffsetCommit:
 class OffsetCommitRequest:
     group_id: str
     offsets: tuple[PartitionOffsetCommit, ...] = attrs.field(converter=_tuple)
-    #: -1 / "" for a simple (manually assigned) consumer.
+    #: -1 / "" for a simple (manually assigned) consumer.  For a KIP-848 consumer group this is
+    #: the member epoch (OffsetCommit v9's GenerationIdOrMemberEpoch).
     generation_id: int = NO_GENERATION
     member_id: str = UNKNOWN_MEMBER_ID
     group_instance_id: Optional[str] = None
+    #: The OffsetCommit version on the wire, when known: a KIP-848 member must use v9+.
+    api_version: Optional[int] = None
 
 
 @attrs.frozen
@@ -193,6 +197,10 @@ class OffsetFetchRequest:
         default=None, converter=attrs.converters.optional(_tuple)
     )
     require_stable: bool = False
+    #: OffsetFetch v9+ (KIP-848): the member asking, checked against a consumer group's member epoch.
+    #: None (and epoch -1) for a classic-protocol or a simple consumer, which Kafka does not check.
+    member_id: Optional[str] = None
+    member_epoch: int = -1
 
 
 @attrs.frozen
@@ -263,6 +271,8 @@ class DescribeGroupsResponse:
 class ListGroupsRequest:
     #: Empty means every state.
     states_filter: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
+    #: ListGroups v5 (KIP-848): "classic" / "consumer", case-insensitive; empty means every type.
+    types_filter: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
 
 
 @attrs.frozen
@@ -270,6 +280,8 @@ class ListedGroup:
     group_id: str
     protocol_type: str
     group_state: str
+    #: "classic" or "consumer" (ListGroups v5's GroupType).
+    group_type: str = "classic"
 
 
 @attrs.frozen
@@ -323,4 +335,9 @@ def error_response(request: object, code: ErrorCode) -> Optional[object]:
         return ListGroupsResponse(code)
     if isinstance(request, DeleteGroupsRequest):
         return DeleteGroupsResponse(tuple(DeletedGroup(gid, code) for gid in request.groups))
+    if isinstance(request, cg.ConsumerGroupHeartbeatRequest):
+        return cg.ConsumerGroupHeartbeatResponse(code)
+    if isinstance(request, cg.ConsumerGroupDescribeRequest):
+        return cg.ConsumerGroupDescribeResponse(
+            tuple(cg.DescribedConsumerGroup(code, gid) for gid in request.group_ids))
     return None

@@ -1,13 +1,20 @@
 """DescribeGroups / ListGroups / DeleteGroups (the admin part of Kafka's GroupMetadataManager).
 
+Both group types answer: ListGroups v5 tells them apart (GroupType "classic" / "consumer") and
+filters on it; DescribeGroups shows a consumer group with its members' current assignments as
+ConsumerProtocol assignment bytes and the group's assignor as protocol data.
+
 An object the coordinator owns, with a narrow view of it: the groups it may read, a hook that
 cancels a group's timers (its join deadline and its pending members' deadlines) before the
 group is deleted, and a sink for the tombstones it produces.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
+from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
+from kgroup.values import Assignment
+from kgroup.wire.consumer_protocol import encode_assignment
 from kgroup.core.coordinator.group import Group
 from kgroup.core.coordinator.records import Record
 from kgroup.core.coordinator.state import GroupState
@@ -23,16 +30,35 @@ S = GroupState
 
 class AdminHandler:
     def __init__(self, groups: Mapping[str, Group], cancel_timers: Callable[[Group], None],
-                 emit: Callable[[Record], None]) -> None:
+                 emit: Callable[[Record], None], consumer_groups: Optional[Mapping[str, ConsumerGroup]] = None,
+                 default_server_assignor: str = "uniform") -> None:
         #: Read-only: the coordinator adds and drops groups.
         self._groups = groups
+        self._consumer_groups: Mapping[str, ConsumerGroup] = consumer_groups if consumer_groups is not None else {}
+        self._default_server_assignor = default_server_assignor
         self._cancel_timers = cancel_timers
         self._emit = emit
 
     def describe(self, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
         return DescribeGroupsResponse(tuple(self._describe_one(gid) for gid in req.groups))
 
+    def _consumer_group(self, group_id: str) -> Optional[ConsumerGroup]:
+        group = self._consumer_groups.get(group_id)
+        return None if group is None or group.is_(ConsumerGroupState.DEAD) else group
+
+    def _describe_consumer_group(self, group: ConsumerGroup) -> DescribedGroup:
+        members = tuple(
+            DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host, b"",
+                            encode_assignment(Assignment(sorted(m.assigned_partitions))))
+            for m in group.members.values()
+        )
+        return DescribedGroup(E.NONE, group.group_id, group.state.value, "consumer",
+                              group.preferred_assignor(self._default_server_assignor), members)
+
     def _describe_one(self, group_id: str) -> DescribedGroup:
+        consumer_group = self._consumer_group(group_id)
+        if consumer_group is not None:
+            return self._describe_consumer_group(consumer_group)
         group = self._groups.get(group_id)
         if group is None or group.is_(S.DEAD):
             return DescribedGroup(E.NONE, group_id, S.DEAD.value)
@@ -50,17 +76,30 @@ class AdminHandler:
 
     def list(self, req: ListGroupsRequest) -> ListGroupsResponse:
         wanted = {s.lower() for s in req.states_filter}
-        listed = tuple(
-            ListedGroup(gid, group.protocol_type or "", group.state.value)
+        types = {t.lower() for t in req.types_filter}
+        listed = [
+            ListedGroup(gid, group.protocol_type or "", group.state.value, "classic")
             for gid, group in self._groups.items()
             if not group.is_(S.DEAD) and (not wanted or group.state.value.lower() in wanted)
-        )
-        return ListGroupsResponse(E.NONE, listed)
+        ]
+        listed += [
+            ListedGroup(gid, "consumer", group.state.value, "consumer")
+            for gid, group in self._consumer_groups.items()
+            if not group.is_(ConsumerGroupState.DEAD) and (not wanted or group.state.value.lower() in wanted)
+        ]
+        return ListGroupsResponse(E.NONE, tuple(g for g in listed if not types or g.group_type in types))
 
     def delete(self, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
         return DeleteGroupsResponse(tuple(DeletedGroup(gid, self._delete_one(gid)) for gid in req.groups))
 
     def _delete_one(self, group_id: str) -> ErrorCode:
+        consumer_group = self._consumer_group(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return E.NON_EMPTY_GROUP
+            for record in consumer_group.delete():
+                self._emit(record)
+            return E.NONE
         group = self._groups.get(group_id)
         if group is None or group.is_(S.DEAD):
             return E.GROUP_ID_NOT_FOUND

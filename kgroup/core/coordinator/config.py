@@ -16,6 +16,12 @@ class GroupCoordinatorConfig:
     #: How long a new member's first JoinGroup may stay parked before the member is dropped
     #: (Kafka's classic-group new member join timeout, 5 minutes).
     group_new_member_join_timeout_ms: int = 300_000
+    # KIP-848 consumer groups (Kafka's group.consumer.* configs, with Kafka's defaults).
+    consumer_group_session_timeout_ms: int = 45_000
+    consumer_group_heartbeat_interval_ms: int = 5_000
+    consumer_group_max_size: int = 2**31 - 1
+    #: Server-side assignors members may ask for; the first is the default (group.consumer.assignors).
+    consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
 
     def __attrs_post_init__(self) -> None:
         if self.group_min_session_timeout_ms < 0:
@@ -35,5 +41,16 @@ class GroupCoordinatorConfig:
             raise ConfigError(
                 f"group_new_member_join_timeout_ms must be >= 1, got {self.group_new_member_join_timeout_ms}"
             )
+        if self.consumer_group_heartbeat_interval_ms < 1:
+            raise ConfigError("consumer_group_heartbeat_interval_ms must be >= 1, "
+                              f"got {self.consumer_group_heartbeat_interval_ms}")
+        if self.consumer_group_session_timeout_ms <= self.consumer_group_heartbeat_interval_ms:
+            raise ConfigError(
+                f"consumer_group_session_timeout_ms ({self.consumer_group_session_timeout_ms}) must be above "
+                f"consumer_group_heartbeat_interval_ms ({self.consumer_group_heartbeat_interval_ms})")
+        if self.consumer_group_max_size < 1:
+            raise ConfigError(f"consumer_group_max_size must be >= 1, got {self.consumer_group_max_size}")
+        if not self.consumer_group_assignors:
+            raise ConfigError("consumer_group_assignors must name at least one server-side assignor")
         if self.group_max_size < 1:
             raise ConfigError(f"group_max_size must be >= 1, got {self.group_max_size}")

@@ -1,4 +1,8 @@
-"""Request handlers of the in-memory group coordinator (Kafka's classic group protocol).
+"""Request handlers of the in-memory group coordinator (Kafka's classic and consumer group protocols).
+
+Classic groups are handled here; KIP-848 consumer groups by
+:class:`kgroup.core.consumer_group.manager.ConsumerGroupManager`, which this
+coordinator owns.  A group id has one type at a time.
 
 Sans-I/O: every call takes ``now_ms`` and returns a :class:`CoordinatorResult`
 with the responses that became ready and the records that describe what
@@ -12,6 +16,9 @@ from typing import Callable, Hashable, Iterable, Optional, cast
 
 import attrs
 
+from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
+from kgroup.core.consumer_group.manager import ConsumerGroupManager, TopicMetadata
+from kgroup.core.consumer_group_messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
 from kgroup.core.coordinator.admin import AdminHandler
 from kgroup.core.coordinator.config import GroupCoordinatorConfig
 from kgroup.core.coordinator.group import (
@@ -35,6 +42,10 @@ S = GroupState
 _DEFAULT_CONFIG = GroupCoordinatorConfig()
 
 
+def _no_topics(topic: str) -> Optional[int]:
+    return None
+
+
 #: Responses are immutable values, so one per error code is shared.
 _HEARTBEAT_RESPONSES = {code: HeartbeatResponse(code) for code in ErrorCode}
 
@@ -55,8 +66,12 @@ class _InitialDelay:
 class GroupCoordinator:
     def __init__(self, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
                  member_id_factory: Optional[Callable[[str], str]] = None,
-                 on_transition: Optional[TransitionObserver] = None) -> None:
+                 on_transition: Optional[TransitionObserver] = None,
+                 topic_metadata: TopicMetadata = _no_topics) -> None:
+        """``topic_metadata`` maps a topic name to its partition count (None: no such topic); only
+        KIP-848 consumer groups need it, because their coordinator computes the assignment."""
         self.config = config
+        self._topic_metadata = topic_metadata
         self._new_member_id = member_id_factory or _uuid_member_id
         self._observer = on_transition
         # Never rebound: the offset and admin handlers hold this mapping.
@@ -70,8 +85,17 @@ class GroupCoordinator:
         #: Ids of groups with changes not yet written as records (insertion-ordered), filled by the
         #: groups themselves (Group's on_change).
         self._changed_groups: dict[str, None] = {}
-        self._offsets = OffsetHandler(self._groups, self._create_group, self._schedule_session, self._emit)
-        self._admin = AdminHandler(self._groups, self._cancel_group_timers, self._emit)
+        #: KIP-848 consumer groups (never rebound either: the manager and handlers hold it).
+        self._consumer_groups: dict[str, ConsumerGroup] = {}
+        self._consumer = ConsumerGroupManager(
+            config, self._consumer_groups, classic_group_state=self._classic_group_state,
+            release_empty_classic_group=self._release_empty_classic_group, topic_metadata=topic_metadata,
+            schedule=lambda key, deadline_ms: self._timers.schedule(key, deadline_ms),
+            cancel=lambda key: self._timers.cancel(key), emit=self._emit, observer=on_transition)
+        self._offsets = OffsetHandler(self._groups, self._create_group, self._schedule_session, self._emit,
+                                      self._consumer_groups)
+        self._admin = AdminHandler(self._groups, self._cancel_group_timers, self._emit, self._consumer_groups,
+                                   config.consumer_group_assignors[0])
         self._handlers: dict[type, Callable[..., None]] = {
             JoinGroupRequest: self._join,
             SyncGroupRequest: self._sync,
@@ -82,6 +106,8 @@ class GroupCoordinator:
             DescribeGroupsRequest: self._describe,
             ListGroupsRequest: self._list,
             DeleteGroupsRequest: self._delete,
+            ConsumerGroupHeartbeatRequest: self._consumer_group_heartbeat,
+            ConsumerGroupDescribeRequest: self._consumer_group_describe,
         }
 
     # -- public API ------------------------------------------------------------
@@ -117,6 +143,10 @@ class GroupCoordinator:
                     self._on_join_timer(key[1], now_ms)
                 elif key[0] == "sync":
                     self._on_sync_timer(key[1], now_ms)
+                elif key[0] == "consumer-session":
+                    self._consumer.on_session_timeout(key[1], key[2])
+                elif key[0] == "consumer-rebalance":
+                    self._consumer.on_rebalance_timeout(key[1], key[2])
                 else:
                     self._on_session_timer(key[1], key[2], now_ms)
         return self._flush()
@@ -128,12 +158,18 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         return None if group is None else group.state
 
+    def consumer_group(self, group_id: str) -> Optional[ConsumerGroup]:
+        """The KIP-848 consumer group under ``group_id`` (None if there is none); read it, do not change it."""
+        group = self._consumer_groups.get(group_id)
+        return None if group is None or group.is_(ConsumerGroupState.DEAD) else group
+
     def session_deadline_ms(self, group_id: str, member_id: str) -> Optional[int]:
         """When the member (or pending member) expires unless it is heard from."""
         return self._timers.deadline_of(session_key(group_id, member_id))
 
     def group_ids(self) -> list[str]:
-        return [gid for gid, group in self._groups.items() if not group.is_(S.DEAD)]
+        classic = [gid for gid, group in self._groups.items() if not group.is_(S.DEAD)]
+        return classic + [gid for gid, cg in self._consumer_groups.items() if not cg.is_(ConsumerGroupState.DEAD)]
 
     def persisted_view(self) -> PersistedView:
         groups = {}
@@ -145,7 +181,14 @@ class GroupCoordinator:
             groups[gid] = PersistedGroup(group.header_record(), members)
             if group.offsets:
                 offsets[gid] = dict(group.offsets)
-        return PersistedView(groups=groups, offsets=offsets)
+        consumer_groups = {}
+        for gid, cg in self._consumer_groups.items():
+            if cg.is_(ConsumerGroupState.DEAD):
+                continue
+            consumer_groups[gid] = cg.persisted()
+            if cg.offsets:
+                offsets[gid] = dict(cg.offsets)
+        return PersistedView(groups=groups, offsets=offsets, consumer_groups=consumer_groups)
 
     def assert_invariants(self) -> None:
         """Check every group's own invariants and the timers the coordinator keeps for them.
@@ -170,11 +213,19 @@ class GroupCoordinator:
             for holds, violation in rules:
                 if not holds:
                     raise GroupInvariantViolation(gid, violation)
+        for gid, cg in self._consumer_groups.items():
+            cg.assert_invariants()
+            if gid in self._groups and not self._groups[gid].is_(S.DEAD) and not cg.is_(ConsumerGroupState.DEAD):
+                raise GroupInvariantViolation(gid, "the id names a classic and a consumer group")
+            for member_id in cg.members:
+                if ("consumer-session", gid, member_id) not in timers:
+                    raise GroupInvariantViolation(gid, f"consumer group member {member_id!r} can never expire")
 
     @classmethod
     def load(cls, records: Iterable[Record], now_ms: int, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
              member_id_factory: Optional[Callable[[str], str]] = None,
-             on_transition: Optional[TransitionObserver] = None) -> "GroupCoordinator":
+             on_transition: Optional[TransitionObserver] = None,
+             topic_metadata: TopicMetadata = _no_topics) -> "GroupCoordinator":
         """Rebuild from records, e.g. when this coordinator takes over a partition.
 
         Groups are replayed through the same Group methods as live requests (``Group.add``,
@@ -182,8 +233,14 @@ class GroupCoordinator:
         loaded members with ClassicGroup.add.  Parked requests are not in the records: members
         simply retry.  Every loaded member gets a fresh session deadline, as Kafka does on load.
         """
-        coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition)
+        coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition,
+                          topic_metadata=topic_metadata)
         view = replay(records)
+        for gid, persisted_cg in view.consumer_groups.items():
+            cg = ConsumerGroup(gid, coordinator._emit, on_transition)
+            cg.restore(persisted_cg, view.offsets.get(gid, {}))
+            coordinator._consumer_groups[gid] = cg
+            coordinator._consumer.schedule_loaded(cg, now_ms)
         for gid, persisted in view.groups.items():
             header = persisted.header
             group = coordinator._create_group(gid, GroupState(header.state))
@@ -223,6 +280,7 @@ class GroupCoordinator:
                 if sync_key is not None:
                     deliveries.append(Delivery(sync_key, SyncGroupResponse(code)))
         self._groups.clear()
+        self._consumer_groups.clear()
         self._timers = KeyedTimers()
         self._initial_delays.clear()
         self._deliveries = []
@@ -278,6 +336,29 @@ class GroupCoordinator:
         self._groups[group_id] = group
         return group
 
+    def _classic_group_state(self, group_id: str) -> Optional[str]:
+        group = self._groups.get(group_id)
+        return None if group is None or group.is_(S.DEAD) else group.state.value
+
+    def _release_empty_classic_group(self, group_id: str) -> dict:
+        """An empty classic group's id becomes a consumer group's (Kafka's maybeDeleteEmptyClassicGroup).
+
+        Its offsets go with the id; the consumer group's header record supersedes the classic one.
+        """
+        group = self._groups.pop(group_id, None)
+        if group is None:
+            return {}
+        self._cancel_group_timers(group)
+        return {} if group.is_(S.DEAD) else dict(group.offsets)
+
+    # -- KIP-848 consumer groups (owned manager) -----------------------------------
+
+    def _consumer_group_heartbeat(self, key: Hashable, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> None:
+        self._deliver(key, self._consumer.heartbeat(req, now_ms))
+
+    def _consumer_group_describe(self, key: Hashable, req: ConsumerGroupDescribeRequest, now_ms: int) -> None:
+        self._deliver(key, self._consumer.describe(req))
+
     # -- OffsetCommit / OffsetFetch / admin (owned handlers) ---------------------
 
     def _offset_commit(self, key: Hashable, req: OffsetCommitRequest, now_ms: int) -> None:
@@ -313,6 +394,15 @@ class GroupCoordinator:
             # an assignor twice cannot agree with the group on one, hence this code.
             return fail(E.INCONSISTENT_GROUP_PROTOCOL)
         unknown = req.member_id == UNKNOWN_MEMBER_ID
+        consumer_group = self.consumer_group(req.group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                # Kafka 4 lets a classic member into a consumer group (classicGroupJoinToConsumerGroup);
+                # kgroup does not implement that interoperability.
+                return fail(E.INCONSISTENT_GROUP_PROTOCOL)
+            # An empty consumer group's id becomes a classic group's, with its offsets.
+            del self._consumer_groups[req.group_id]
+            self._create_group(req.group_id).take_offsets(consumer_group.offsets)
         group = self._groups.get(req.group_id)
         if group is None or (group.is_(S.DEAD) and unknown):
             if not unknown:

@@ -583,6 +583,10 @@ class Group:
         self._offsets[topic_partition] = committed
         return OffsetCommitRecord(self._group_id, topic_partition, committed)
 
+    def take_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Offsets a consumer group left under this id (the id changed type); already in the log."""
+        self._offsets.update(offsets)
+
     # -- persistence -----------------------------------------------------------
 
     def restore(self, header: GroupMetadataRecord, member_records: Mapping[str, MemberMetadataRecord],

@@ -1,15 +1,18 @@
-"""OffsetCommit / OffsetFetch for classic groups (the classic part of Kafka's OffsetMetadataManager).
+"""OffsetCommit / OffsetFetch (Kafka's OffsetMetadataManager) for classic and KIP-848 consumer groups.
 
 An object the coordinator owns, with a narrow view of it: the groups it may read, a way to
 create a group for a simple (generation -1) commit, a hook that restarts a member's session
 when its commit is accepted, and a sink for the records it produces.  Commits are checked
 against member, generation and state as Kafka 4.x does for classic groups; every stored offset
-is also emitted as a record.
+is also emitted as a record.  A consumer group checks the member epoch instead (OffsetCommit /
+OffsetFetch v9, STALE_MEMBER_EPOCH), and a commit does not count as a heartbeat there.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping, Optional, Union
 
+from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
+from kgroup.core.consumer_group.manager import ConsumerGroupManager
 from kgroup.core.coordinator.group import Group, Member
 from kgroup.core.coordinator.records import Record
 from kgroup.core.coordinator.state import GroupState
@@ -25,13 +28,19 @@ S = GroupState
 
 class OffsetHandler:
     def __init__(self, groups: Mapping[str, Group], create_group: Callable[[str], Group],
-                 heard_from: Callable[[Member, int], None], emit: Callable[[Record], None]) -> None:
+                 heard_from: Callable[[Member, int], None], emit: Callable[[Record], None],
+                 consumer_groups: Optional[Mapping[str, ConsumerGroup]] = None) -> None:
         #: Read-only: the coordinator adds and drops groups.
         self._groups = groups
         self._create_group = create_group
         #: Restarts a member's session deadline at now_ms (Kafka reschedules the heartbeat on a commit).
         self._heard_from = heard_from
         self._emit = emit
+        self._consumer_groups: Mapping[str, ConsumerGroup] = consumer_groups if consumer_groups is not None else {}
+
+    def _consumer_group(self, group_id: str) -> Optional[ConsumerGroup]:
+        group = self._consumer_groups.get(group_id)
+        return None if group is None or group.is_(ConsumerGroupState.DEAD) else group
 
     def commit(self, req: OffsetCommitRequest, now_ms: int) -> OffsetCommitResponse:
         code, group = self._check_commit(req, now_ms)
@@ -40,8 +49,13 @@ class OffsetHandler:
                 self._emit(group.commit_offset(commit.topic_partition, commit.committed))
         return OffsetCommitResponse(tuple(PartitionError(c.topic_partition, code) for c in req.offsets))
 
-    def _check_commit(self, req: OffsetCommitRequest, now_ms: int) -> tuple[ErrorCode, Optional[Group]]:
+    def _check_commit(self, req: OffsetCommitRequest,
+                      now_ms: int) -> tuple[ErrorCode, Optional[Union[Group, ConsumerGroup]]]:
         """The error code, and the group to store the offsets in when the commit is accepted."""
+        consumer_group = self._consumer_group(req.group_id)
+        if consumer_group is not None:
+            code = ConsumerGroupManager.validate_offset_commit(consumer_group, req)
+            return code, consumer_group if code is E.NONE else None
         # The empty group id is a valid group here, as in Kafka ("for backwards compatibility").
         group = self._groups.get(req.group_id)
         if group is None or group.is_(S.DEAD):
@@ -69,9 +83,19 @@ class OffsetHandler:
         return E.UNKNOWN_MEMBER_ID, None
 
     def fetch(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
+        consumer_group = self._consumer_group(req.group_id)
+        if consumer_group is not None:
+            code = ConsumerGroupManager.validate_offset_fetch(consumer_group, req)
+            if code is not E.NONE:
+                return OffsetFetchResponse(code)
+            return self._answer_fetch(req, consumer_group.offsets)
         group = self._groups.get(req.group_id)
         # A deleted group has no offsets: Kafka answers -1 per partition, not a retriable error.
         offsets = group.offsets if group is not None and not group.is_(S.DEAD) else {}
+        return self._answer_fetch(req, offsets)
+
+    @staticmethod
+    def _answer_fetch(req: OffsetFetchRequest, offsets: Mapping) -> OffsetFetchResponse:
         if req.partitions is None:
             partitions = tuple(PartitionOffset(tp, committed) for tp, committed in offsets.items())
         else:

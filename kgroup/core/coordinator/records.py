@@ -5,6 +5,13 @@ A group is described by one header record plus one record per member, so a
 join or a sync rewrites only what changed (a whole-group record per join
 would make a 1,000-member join quadratic).  Later records for the same key
 replace earlier ones; tombstones delete.
+
+A KIP-848 consumer group has its own records (after Kafka's
+ConsumerGroupMetadata / PartitionMetadata / TargetAssignmentMetadata,
+merged into one header; ConsumerGroupMemberMetadata and
+CurrentMemberAssignment, merged into one member record; and
+ConsumerGroupTargetAssignmentMember).  A group id has one type at a time: a
+header of one type replaces a group of the other type, offsets stay.
 """
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ from typing import Iterable, Optional, Union
 
 import attrs
 
+from kgroup.core.consumer_group.member import ConsumerGroupMember
 from kgroup.core.messages import JoinGroupProtocol, OffsetAndMetadata
 from kgroup.values import TopicPartition
 
@@ -65,9 +73,44 @@ class OffsetTombstone:
     topic_partition: TopicPartition
 
 
+@attrs.frozen
+class ConsumerGroupMetadataRecord:
+    """A consumer group's epochs and the partition counts of its subscribed topics."""
+
+    group_id: str
+    group_epoch: int
+    assignment_epoch: int
+    #: (topic, partition count) of every subscribed topic that exists, sorted.
+    subscription_metadata: tuple[tuple[str, int], ...]
+
+
+@attrs.frozen
+class ConsumerGroupMemberRecord:
+    """A consumer group member: subscription and current assignment."""
+
+    group_id: str
+    member: ConsumerGroupMember
+
+
+@attrs.frozen
+class ConsumerGroupTargetAssignmentRecord:
+    group_id: str
+    member_id: str
+    partitions: frozenset[TopicPartition]
+
+
+@attrs.frozen
+class ConsumerGroupMemberTombstone:
+    """The member and its target assignment are gone."""
+
+    group_id: str
+    member_id: str
+
+
 Record = Union[
     GroupMetadataRecord, MemberMetadataRecord, MemberTombstone, GroupTombstone, OffsetCommitRecord,
-    OffsetTombstone,
+    OffsetTombstone, ConsumerGroupMetadataRecord, ConsumerGroupMemberRecord,
+    ConsumerGroupTargetAssignmentRecord, ConsumerGroupMemberTombstone,
 ]
 
 
@@ -78,22 +121,50 @@ class PersistedGroup:
 
 
 @attrs.frozen
+class PersistedConsumerGroup:
+    header: ConsumerGroupMetadataRecord
+    members: dict[str, ConsumerGroupMember]
+    target_assignment: dict[str, frozenset[TopicPartition]]
+
+
+@attrs.frozen
 class PersistedView:
     """What the records describe; compared with == by the replay tests."""
 
     groups: dict[str, PersistedGroup]
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]]
+    consumer_groups: dict[str, PersistedConsumerGroup] = attrs.field(factory=dict)
 
 
 def replay(records: Iterable[Record]) -> PersistedView:
     headers: dict[str, GroupMetadataRecord] = {}
     members: dict[str, dict[str, MemberMetadataRecord]] = {}
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+    consumer_headers: dict[str, ConsumerGroupMetadataRecord] = {}
+    consumer_members: dict[str, dict[str, ConsumerGroupMember]] = {}
+    targets: dict[str, dict[str, frozenset[TopicPartition]]] = {}
     for record in records:
         gid = record.group_id
         if isinstance(record, GroupMetadataRecord):
             headers[gid] = record
             members.setdefault(gid, {})
+            # The id now names a classic group (Kafka's downgrade writes the same).
+            consumer_headers.pop(gid, None)
+            consumer_members.pop(gid, None)
+            targets.pop(gid, None)
+        elif isinstance(record, ConsumerGroupMetadataRecord):
+            consumer_headers[gid] = record
+            consumer_members.setdefault(gid, {})
+            targets.setdefault(gid, {})
+            headers.pop(gid, None)
+            members.pop(gid, None)
+        elif isinstance(record, ConsumerGroupMemberRecord):
+            consumer_members.setdefault(gid, {})[record.member.member_id] = record.member
+        elif isinstance(record, ConsumerGroupTargetAssignmentRecord):
+            targets.setdefault(gid, {})[record.member_id] = record.partitions
+        elif isinstance(record, ConsumerGroupMemberTombstone):
+            consumer_members.get(gid, {}).pop(record.member_id, None)
+            targets.get(gid, {}).pop(record.member_id, None)
         elif isinstance(record, MemberMetadataRecord):
             members.setdefault(gid, {})[record.member_id] = record
         elif isinstance(record, MemberTombstone):
@@ -110,7 +181,14 @@ def replay(records: Iterable[Record]) -> PersistedView:
             headers.pop(gid, None)
             members.pop(gid, None)
             offsets.pop(gid, None)
+            consumer_headers.pop(gid, None)
+            consumer_members.pop(gid, None)
+            targets.pop(gid, None)
         else:
             raise TypeError(f"not a coordinator record: {record!r}")
     groups = {gid: PersistedGroup(header, members.get(gid, {})) for gid, header in headers.items()}
-    return PersistedView(groups=groups, offsets=offsets)
+    consumer_groups = {
+        gid: PersistedConsumerGroup(header, consumer_members.get(gid, {}), targets.get(gid, {}))
+        for gid, header in consumer_headers.items()
+    }
+    return PersistedView(groups=groups, offsets=offsets, consumer_groups=consumer_groups)

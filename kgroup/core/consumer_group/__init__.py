@@ -1,0 +1,9 @@
+"""The KIP-848 consumer group in the in-memory coordinator (Kafka's modern.consumer package).
+
+* :mod:`.member` - a member as a frozen value and its reconciliation states;
+* :mod:`.reconciliation` - CurrentAssignmentBuilder: one member's step towards the target;
+* :mod:`.group` - the group: epochs, members, target assignment, partition epochs;
+* :mod:`.manager` - the ConsumerGroupHeartbeat / ConsumerGroupDescribe handlers and timers.
+"""
+# Nothing is imported here: kgroup.core.coordinator.records imports .member, and .group imports
+# records, so an eager import would make a cycle.

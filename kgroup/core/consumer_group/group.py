@@ -1,0 +1,283 @@
+"""One KIP-848 consumer group: epochs, members, target assignment, partition epochs, offsets.
+
+After Kafka's ConsumerGroup.  The group epoch counts changes of the group
+(joins, leaves, subscription and topic metadata changes); the assignment
+epoch is the group epoch the target assignment was computed for.  Every
+partition a member holds (assigned or pending revocation) is recorded with
+that member's epoch, and recording it for a second member is an invariant
+violation: that is the "never two owners" rule.  Every change is emitted as
+a record through ``emit`` so a coordinator that takes over rebuilds the group
+(:meth:`ConsumerGroup.restore`).  Group states are derived from the members,
+as Kafka's maybeUpdateGroupState does, and move through one table.
+"""
+from __future__ import annotations
+
+import collections
+import enum
+from typing import Callable, Mapping, Optional
+
+from kgroup.core.consumer_group.member import ConsumerGroupMember
+from kgroup.core.coordinator.group import GroupInvariantViolation
+from kgroup.core.coordinator.records import (
+    ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord,
+    ConsumerGroupTargetAssignmentRecord, GroupTombstone, OffsetCommitRecord, OffsetTombstone,
+    PersistedConsumerGroup, Record,
+)
+from kgroup.core.fsm import StateMachine, TransitionObserver, check_table
+from kgroup.core.messages import OffsetAndMetadata
+from kgroup.values import TopicPartition
+
+__all__ = ["ConsumerGroup", "ConsumerGroupState", "LEGAL_PREVIOUS"]
+
+
+class ConsumerGroupState(enum.Enum):
+    # Values are Kafka's ConsumerGroupState strings, as ListGroups / ConsumerGroupDescribe carry them.
+    EMPTY = "Empty"
+    #: The group epoch is ahead of the target assignment.
+    ASSIGNING = "Assigning"
+    #: The target assignment is current but some member has not reached it.
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+    @property
+    def display_name(self) -> str:
+        return self.value
+
+
+S = ConsumerGroupState
+
+#: target state -> states it may be entered from.  The live states are derived from the members
+#: after every change, so any live state may follow any other; only a deleted group is Dead.
+LEGAL_PREVIOUS: dict[ConsumerGroupState, frozenset] = {
+    S.EMPTY: frozenset({S.ASSIGNING, S.RECONCILING, S.STABLE}),
+    S.ASSIGNING: frozenset({S.EMPTY, S.RECONCILING, S.STABLE}),
+    S.RECONCILING: frozenset({S.EMPTY, S.ASSIGNING, S.STABLE}),
+    S.STABLE: frozenset({S.EMPTY, S.ASSIGNING, S.RECONCILING}),
+    S.DEAD: frozenset({S.EMPTY, S.DEAD}),
+}
+check_table(ConsumerGroupState, LEGAL_PREVIOUS)
+
+
+class ConsumerGroup:
+    def __init__(self, group_id: str, emit: Callable[[Record], None],
+                 observer: Optional[TransitionObserver] = None) -> None:
+        self._group_id = group_id
+        self._emit = emit
+        self._machine: StateMachine[ConsumerGroupState] = StateMachine(
+            f"consumer group {group_id}", S.EMPTY, LEGAL_PREVIOUS, observer)
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        #: topic -> partition count of the subscribed topics that exist, as last computed.
+        self.subscription_metadata: dict[str, int] = {}
+        self._members: dict[str, ConsumerGroupMember] = {}
+        self._static_members: dict[str, str] = {}
+        self._target: dict[str, frozenset[TopicPartition]] = {}
+        #: partition -> (owner member id, owner's epoch): Kafka's currentPartitionEpoch.
+        self._partition_owner: dict[TopicPartition, tuple[str, int]] = {}
+        #: topic -> how many members subscribe to it.
+        self._subscriber_counts: collections.Counter[str] = collections.Counter()
+        self._assignor_counts: collections.Counter[str] = collections.Counter()
+        self._offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+
+    # -- queries -------------------------------------------------------------------
+
+    @property
+    def group_id(self) -> str:
+        return self._group_id
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        return self._machine.state
+
+    def is_(self, state: ConsumerGroupState) -> bool:
+        return self._machine.state is state
+
+    @property
+    def members(self) -> Mapping[str, ConsumerGroupMember]:
+        return self._members
+
+    @property
+    def static_members(self) -> Mapping[str, str]:
+        return self._static_members
+
+    def static_member(self, instance_id: str) -> Optional[ConsumerGroupMember]:
+        member_id = self._static_members.get(instance_id)
+        return None if member_id is None else self._members[member_id]
+
+    @property
+    def target_assignment(self) -> Mapping[str, frozenset[TopicPartition]]:
+        return self._target
+
+    def target_of(self, member_id: str) -> frozenset[TopicPartition]:
+        return self._target.get(member_id, frozenset())
+
+    @property
+    def offsets(self) -> Mapping[TopicPartition, OffsetAndMetadata]:
+        return self._offsets
+
+    def partition_epoch(self, tp: TopicPartition) -> int:
+        owner = self._partition_owner.get(tp)
+        return -1 if owner is None else owner[1]
+
+    def partition_owner(self, tp: TopicPartition) -> Optional[str]:
+        owner = self._partition_owner.get(tp)
+        return None if owner is None else owner[0]
+
+    def subscribed_topics(self) -> frozenset[str]:
+        return frozenset(self._subscriber_counts)
+
+    def preferred_assignor(self, default: str) -> str:
+        """Kafka's preferredServerAssignor: the name most members ask for, else the default."""
+        if not self._assignor_counts:
+            return default
+        return max(sorted(self._assignor_counts), key=lambda name: self._assignor_counts[name])
+
+    def header_record(self) -> ConsumerGroupMetadataRecord:
+        return ConsumerGroupMetadataRecord(self._group_id, self.group_epoch, self.assignment_epoch,
+                                           tuple(sorted(self.subscription_metadata.items())))
+
+    def persisted(self) -> PersistedConsumerGroup:
+        return PersistedConsumerGroup(self.header_record(), dict(self._members), dict(self._target))
+
+    # -- changes (each emits the record that persists it) -----------------------------
+
+    def set_epochs(self, group_epoch: int, subscription_metadata: Mapping[str, int]) -> None:
+        self.group_epoch = group_epoch
+        self.subscription_metadata = dict(subscription_metadata)
+        self._emit(self.header_record())
+        self._update_state()
+
+    def set_target_assignment(self, assignment_epoch: int,
+                              assignment: Mapping[str, frozenset[TopicPartition]]) -> None:
+        """Kafka's TargetAssignmentBuilder result: only changed members are written."""
+        for member_id, partitions in assignment.items():
+            if self._target.get(member_id) != partitions:
+                self._target[member_id] = partitions
+                self._emit(ConsumerGroupTargetAssignmentRecord(self._group_id, member_id, partitions))
+        self.assignment_epoch = assignment_epoch
+        self._emit(self.header_record())
+        self._update_state()
+
+    def update_member(self, member: ConsumerGroupMember) -> None:
+        old = self._members.get(member.member_id)
+        if old == member:
+            return
+        self._apply_member(old, member)
+        self._emit(ConsumerGroupMemberRecord(self._group_id, member))
+        self._update_state()
+
+    def remove_member(self, member_id: str) -> ConsumerGroupMember:
+        old = self._members[member_id]
+        self._apply_member(old, None)
+        self._target.pop(member_id, None)
+        self._emit(ConsumerGroupMemberTombstone(self._group_id, member_id))
+        self._update_state()
+        return old
+
+    def replace_static_member(self, old_member_id: str, new_member: ConsumerGroupMember) -> None:
+        """Kafka's replaceMember: the new incarnation takes the old one's target assignment."""
+        target = self._target.get(old_member_id)
+        self.remove_member(old_member_id)
+        self.update_member(new_member)
+        if target is not None:
+            self._target[new_member.member_id] = target
+            self._emit(ConsumerGroupTargetAssignmentRecord(self._group_id, new_member.member_id, target))
+
+    def commit_offset(self, topic_partition: TopicPartition, committed: OffsetAndMetadata) -> OffsetCommitRecord:
+        if self.is_(S.DEAD):
+            raise GroupInvariantViolation(self._group_id, "a deleted group stores no offsets")
+        self._offsets[topic_partition] = committed
+        return OffsetCommitRecord(self._group_id, topic_partition, committed)
+
+    def take_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Offsets a group of the other type left under this group id (the id changed type)."""
+        self._offsets.update(offsets)
+
+    def delete(self) -> list[Record]:
+        if self._members:
+            raise GroupInvariantViolation(self._group_id, "a group with members cannot be deleted")
+        self._machine.transition_to(S.DEAD)
+        tombstones: list[Record] = [OffsetTombstone(self._group_id, tp) for tp in self._offsets]
+        tombstones.append(GroupTombstone(self._group_id))
+        self._offsets = {}
+        return tombstones
+
+    def restore(self, persisted: PersistedConsumerGroup, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+        """Rebuild from records (a coordinator taking over the group's partition)."""
+        header = persisted.header
+        self.group_epoch = header.group_epoch
+        self.assignment_epoch = header.assignment_epoch
+        self.subscription_metadata = dict(header.subscription_metadata)
+        for member in persisted.members.values():
+            self._apply_member(None, member)
+        self._target = dict(persisted.target_assignment)
+        self._offsets = dict(offsets)
+        self._update_state()
+
+    # -- internals -----------------------------------------------------------------
+
+    def _apply_member(self, old: Optional[ConsumerGroupMember], new: Optional[ConsumerGroupMember]) -> None:
+        if old is not None:
+            for tp in old.owned():
+                if self._partition_owner.get(tp, (None,))[0] == old.member_id:
+                    del self._partition_owner[tp]
+            self._subscriber_counts.subtract(old.subscribed_topic_names)
+            if old.server_assignor is not None:
+                self._assignor_counts[old.server_assignor] -= 1
+            if old.instance_id is not None and self._static_members.get(old.instance_id) == old.member_id:
+                del self._static_members[old.instance_id]
+            del self._members[old.member_id]
+        if new is not None:
+            for tp in new.owned():
+                holder = self._partition_owner.get(tp)
+                if holder is not None and holder[0] != new.member_id:
+                    # Kafka's addPartitionEpochs throws IllegalStateException here.
+                    raise GroupInvariantViolation(
+                        self._group_id, f"{tp} given to {new.member_id} at epoch {new.member_epoch} while "
+                                        f"{holder[0]} still owns it at epoch {holder[1]}")
+                self._partition_owner[tp] = (new.member_id, new.member_epoch)
+            self._subscriber_counts.update(new.subscribed_topic_names)
+            if new.server_assignor is not None:
+                self._assignor_counts[new.server_assignor] += 1
+            if new.instance_id is not None:
+                self._static_members[new.instance_id] = new.member_id
+            self._members[new.member_id] = new
+        self._subscriber_counts = +self._subscriber_counts  # drop topics nobody subscribes any more
+        self._assignor_counts = +self._assignor_counts
+
+    def _derived_state(self) -> ConsumerGroupState:
+        """Kafka's ConsumerGroup.maybeUpdateGroupState."""
+        if not self._members:
+            return S.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return S.ASSIGNING
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self._members.values()):
+            return S.RECONCILING
+        return S.STABLE
+
+    def _update_state(self) -> None:
+        if self.is_(S.DEAD):
+            return
+        target = self._derived_state()
+        if target is not self._machine.state:
+            self._machine.transition_to(target)
+
+    def assert_invariants(self) -> None:
+        """Partition epochs match the members, and no partition has two owners; O(partitions)."""
+        seen: dict[TopicPartition, str] = {}
+        for member in self._members.values():
+            for tp in member.owned():
+                if tp in seen:
+                    raise GroupInvariantViolation(
+                        self._group_id, f"{tp} owned by both {seen[tp]} and {member.member_id}")
+                seen[tp] = member.member_id
+                if self._partition_owner.get(tp) != (member.member_id, member.member_epoch):
+                    raise GroupInvariantViolation(self._group_id, f"partition epoch of {tp} is stale")
+        if len(seen) != len(self._partition_owner):
+            raise GroupInvariantViolation(self._group_id, "a partition epoch outlived its owner")
+        for instance_id, member_id in self._static_members.items():
+            if self._members.get(member_id) is None or self._members[member_id].instance_id != instance_id:
+                raise GroupInvariantViolation(self._group_id, f"static member {instance_id} maps to a stranger")
+        if not self.is_(S.DEAD) and self._derived_state() is not self.state:
+            raise GroupInvariantViolation(self._group_id, f"state {self.state.value} is stale")

@@ -1,0 +1,411 @@
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe, the session and rebalance timeouts (KIP-848).
+
+The consumer-group part of Kafka's GroupMetadataManager (consumerGroupHeartbeat,
+consumerGroupLeave, consumerGroupFenceMember, the two member timers) and of
+ConsumerGroup's offset validation.  The coordinator owns it and gives it a
+narrow view: the consumer groups (which it may add to), the classic groups (a
+group id keeps its type), the topic metadata, timers and a record sink.  A
+request is fully validated before anything changes, so an error answer never
+leaves half a change behind.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import AbstractSet, Callable, Hashable, Mapping, Optional
+
+import attrs
+
+from kgroup.assignors import get_server_assignor
+from kgroup.assignors.server_base import AssignmentMember
+from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
+from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
+from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
+from kgroup.core.consumer_group_messages import (
+    JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse, DescribedConsumerGroup, DescribedConsumerGroupMember,
+)
+from kgroup.core.coordinator.config import GroupCoordinatorConfig
+from kgroup.core.coordinator.records import Record
+from kgroup.core.error_codes import ErrorCode
+from kgroup.core.fsm import TransitionObserver
+from kgroup.core.messages import OffsetCommitRequest, OffsetFetchRequest
+from kgroup.values import TopicPartition
+
+__all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key"]
+
+E = ErrorCode
+
+#: topic name -> partition count, or None when the topic does not exist.
+TopicMetadata = Callable[[str], Optional[int]]
+
+
+def session_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-session", group_id, member_id)
+
+
+def rebalance_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
+    return ("consumer-rebalance", group_id, member_id)
+
+
+class _Refused(Exception):
+    """A heartbeat answered with an error; nothing has changed yet."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _is_subset(owned: Optional[AbstractSet[TopicPartition]], assigned: AbstractSet[TopicPartition]) -> bool:
+    return owned is not None and owned <= assigned
+
+
+class ConsumerGroupManager:
+    def __init__(self, config: GroupCoordinatorConfig, groups: dict[str, ConsumerGroup], *,
+                 classic_group_state: Callable[[str], Optional[str]],
+                 release_empty_classic_group: Callable[[str], Mapping],
+                 topic_metadata: TopicMetadata,
+                 schedule: Callable[[Hashable, int], None], cancel: Callable[[Hashable], object],
+                 emit: Callable[[Record], None], observer: Optional[TransitionObserver] = None,
+                 member_id_factory: Optional[Callable[[], str]] = None) -> None:
+        self.config = config
+        #: The coordinator's consumer groups; this manager adds groups to it.
+        self._groups = groups
+        #: The state of the classic group under an id ("Empty", ...), None when there is none.
+        self._classic_group_state = classic_group_state
+        #: Drops an empty classic group so its id can become a consumer group; returns its offsets.
+        self._release_empty_classic_group = release_empty_classic_group
+        self._topic_metadata = topic_metadata
+        self._schedule = schedule
+        self._cancel = cancel
+        self._emit = emit
+        self._observer = observer
+        self._new_member_id = member_id_factory or (lambda: str(uuid.uuid4()))
+        #: (group id, member id) -> the epoch whose revocation the armed rebalance timer waits on.
+        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+
+    # -- ConsumerGroupHeartbeat ----------------------------------------------------------
+
+    def heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
+        try:
+            self._validate(req)
+            if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._leave(req, now_ms)
+            return self._heartbeat(req, now_ms)
+        except _Refused as refused:
+            return ConsumerGroupHeartbeatResponse(refused.code, refused.message)
+
+    def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
+        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        def invalid(message: str) -> _Refused:
+            return _Refused(E.INVALID_REQUEST, message)
+
+        if not req.group_id:
+            raise invalid("GroupId can't be empty.")
+        if req.instance_id == "":
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id == "":
+            raise invalid("RackId can't be empty.")
+        if req.subscribed_topic_regex is not None:
+            raise invalid("SubscribedTopicRegex is not supported by kgroup's coordinator.")
+        if req.api_version >= 1 and not req.member_id:
+            # KIP-1082: from v1 the client generates its member id.
+            raise invalid("MemberId can't be empty.")
+        epoch = req.member_epoch
+        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not req.member_id:
+                raise invalid("MemberId can't be empty.")
+        elif epoch == JOIN_GROUP_MEMBER_EPOCH:
+            if req.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if req.topic_partitions is None or req.topic_partitions:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if not req.subscribed_topic_names:
+                raise invalid("SubscribedTopicNames must be set in first request.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not req.member_id:
+                raise invalid("MemberId can't be empty.")
+            if req.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        else:
+            raise invalid("MemberEpoch is invalid.")
+        assignors = self.config.consumer_group_assignors
+        if req.server_assignor is not None and req.server_assignor not in assignors:
+            raise _Refused(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
+                                                   f"Supported assignors: {', '.join(assignors)}.")
+
+    def _existing_group(self, group_id: str) -> ConsumerGroup:
+        group = self._groups.get(group_id)
+        if group is None or group.is_(ConsumerGroupState.DEAD):
+            if self._classic_group_state(group_id) is not None:
+                raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+        return group
+
+    def _group_for_join(self, group_id: str) -> tuple[ConsumerGroup, bool]:
+        """Kafka's getOrMaybeCreateConsumerGroup(createIfNotExists=true): (group, is it new)."""
+        group = self._groups.get(group_id)
+        if group is not None and not group.is_(ConsumerGroupState.DEAD):
+            return group, False
+        classic_state = self._classic_group_state(group_id)
+        if classic_state is not None and classic_state != "Empty":
+            # Kafka upgrades a non-empty classic group only under group.consumer.migration.policy,
+            # which kgroup does not implement.
+            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+        return ConsumerGroup(group_id, self._emit, self._observer), True
+
+    def _check_epoch(self, member: ConsumerGroupMember, received: int,
+                     owned: Optional[AbstractSet[TopicPartition]]) -> None:
+        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+        if received > member.member_epoch:
+            raise _Refused(E.FENCED_MEMBER_EPOCH,
+                           f"The consumer group member has a greater member epoch ({received}) than the one known "
+                           f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
+                           "partitions and rejoin.")
+        if received < member.member_epoch:
+            # The response that bumped the epoch may have been lost: the previous epoch with a subset
+            # of the current assignment is accepted.
+            if received != member.previous_member_epoch or not _is_subset(owned, member.assigned_partitions):
+                raise _Refused(E.FENCED_MEMBER_EPOCH,
+                               f"The consumer group member has a smaller member epoch ({received}) than the one "
+                               f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+                               "all its partitions and rejoin.")
+
+    def _heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
+        joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        owned = None if req.topic_partitions is None else frozenset(req.topic_partitions)
+        if joining:
+            group, is_new_group = self._group_for_join(req.group_id)
+        else:
+            group, is_new_group = self._existing_group(req.group_id), False
+        member_id = req.member_id or self._new_member_id()
+        if len(group.members) >= self.config.consumer_group_max_size and member_id not in group.members:
+            raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
+                                                     f"{self.config.consumer_group_max_size} members.")
+        replaced: Optional[str] = None
+        instance_id = req.instance_id
+        if instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if not joining:
+                    raise _Refused(E.UNKNOWN_MEMBER_ID,
+                                   f"Member {member_id} is not a member of group {req.group_id}.")
+                member = ConsumerGroupMember(member_id)
+            self._check_epoch(member, req.member_epoch, owned)
+        else:
+            existing = group.static_member(instance_id)
+            if joining:
+                if existing is None:
+                    member = ConsumerGroupMember(member_id)
+                else:
+                    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                        raise _Refused(E.UNRELEASED_INSTANCE_ID,
+                                       f"Static member {member_id} with instance id {instance_id} cannot join the "
+                                       f"group because the instance id is owned by {existing.member_id} member.")
+                    # The new incarnation keeps the old one's assignment and rejoins at epoch 0.
+                    member = attrs.evolve(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+                    replaced = existing.member_id
+            else:
+                if existing is None:
+                    raise _Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+                if existing.member_id != member_id:
+                    raise _Refused(E.FENCED_INSTANCE_ID,
+                                   f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                                   f"{existing.member_id}.")
+                member = existing
+                self._check_epoch(member, req.member_epoch, owned)
+
+        # Validated: from here on the group changes.
+        if is_new_group:
+            offsets = self._release_empty_classic_group(req.group_id)
+            self._groups[req.group_id] = group
+            group.take_offsets(offsets)
+            group.set_epochs(0, {})
+        if replaced is not None:
+            self._cancel_timers(group.group_id, replaced)
+            group.replace_static_member(replaced, member)
+        updated = attrs.evolve(
+            member,
+            instance_id=instance_id if instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+            subscribed_topic_names=(req.subscribed_topic_names if req.subscribed_topic_names is not None
+                                    else member.subscribed_topic_names),
+            client_id=req.client_id, client_host=req.client_host,
+        )
+        bump_group_epoch = (updated.subscribed_topic_names != member.subscribed_topic_names
+                            or member.member_id not in group.members)
+        group.update_member(updated)
+        # Kafka refreshes the subscription metadata when a subscription changes or its refresh
+        # deadline passes; here it is recomputed on every heartbeat, so a topic created, deleted or
+        # grown bumps the group epoch at the next heartbeat of any member.
+        metadata = self._subscription_metadata(group)
+        if bump_group_epoch or metadata != group.subscription_metadata:
+            group.set_epochs(group.group_epoch + 1, metadata)
+        if group.group_epoch > group.assignment_epoch:
+            self._update_target_assignment(group)
+        current = group.members[member_id]
+        try:
+            reconciled = (current if current.is_reconciled_to(group.assignment_epoch) else
+                          reconcile(current, group.assignment_epoch, group.target_of(member_id),
+                                    group.partition_epoch, owned))
+        except FencedMemberEpoch as fenced:
+            self._fence(group, current)
+            return ConsumerGroupHeartbeatResponse(E.FENCED_MEMBER_EPOCH, str(fenced))
+        if reconciled != current:
+            group.update_member(reconciled)
+            self._after_reconciliation(group, reconciled, now_ms)
+        self._schedule(session_timer_key(group.group_id, member_id),
+                       now_ms + self.config.consumer_group_session_timeout_ms)
+        full_request = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                                   and owned is not None)
+        assignment = None
+        if full_request or reconciled.assigned_partitions != member.assigned_partitions:
+            assignment = reconciled.assigned_partitions
+        return ConsumerGroupHeartbeatResponse(
+            E.NONE, member_id=member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms, assignment=assignment)
+
+    def _after_reconciliation(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
+        """The member must revoke within its rebalance timeout, or it is fenced."""
+        key = (group.group_id, member.member_id)
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            self._rebalance_epochs[key] = member.member_epoch
+            self._schedule(rebalance_timer_key(*key), now_ms + max(member.rebalance_timeout_ms, 0))
+        elif self._rebalance_epochs.pop(key, None) is not None:
+            self._cancel(rebalance_timer_key(*key))
+
+    def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, int]:
+        metadata = {}
+        for topic in group.subscribed_topics():
+            partitions = self._topic_metadata(topic)
+            if partitions is not None:
+                metadata[topic] = partitions
+        return metadata
+
+    def _update_target_assignment(self, group: ConsumerGroup) -> None:
+        """Kafka's TargetAssignmentBuilder: the assignor maps members' subscriptions to the new target."""
+        assignor = get_server_assignor(group.preferred_assignor(self.config.consumer_group_assignors[0]))
+        specs = {
+            m.member_id: AssignmentMember(m.member_id, m.subscribed_topic_names, group.target_of(m.member_id),
+                                          m.instance_id, m.rack_id)
+            for m in group.members.values()
+        }
+        result = assignor.assign(specs, group.subscription_metadata)
+        group.set_target_assignment(group.group_epoch, {mid: result.get(mid, frozenset()) for mid in specs})
+
+    # -- leaving and fencing -------------------------------------------------------------
+
+    def _leave(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
+        """Kafka's consumerGroupLeave."""
+        group = self._existing_group(req.group_id)
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}.")
+        else:
+            member = group.static_member(req.instance_id)
+            if member is None:
+                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+            if member.member_id != req.member_id:
+                raise _Refused(E.FENCED_INSTANCE_ID,
+                               f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
+                               f"member {member.member_id}.")
+            if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # Kafka's consumerGroupStaticMemberGroupLeave: the member keeps its assignment for a
+                # restart within the session timeout; what it was revoking is released now.
+                away = attrs.evolve(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                    partitions_pending_revocation=frozenset())
+                group.update_member(away)
+                return ConsumerGroupHeartbeatResponse(E.NONE, member_id=member.member_id,
+                                                      member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
+        self._fence(group, member)
+        return ConsumerGroupHeartbeatResponse(E.NONE, member_id=req.member_id, member_epoch=req.member_epoch)
+
+    def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """Kafka's consumerGroupFenceMember: the member goes and the group epoch is bumped."""
+        group.remove_member(member.member_id)
+        group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
+        self._cancel_timers(group.group_id, member.member_id)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self._cancel(session_timer_key(group_id, member_id))
+        self._cancel(rebalance_timer_key(group_id, member_id))
+        self._rebalance_epochs.pop((group_id, member_id), None)
+
+    def on_session_timeout(self, group_id: str, member_id: str) -> None:
+        group = self._groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return
+        self._fence(group, group.members[member_id])
+
+    def on_rebalance_timeout(self, group_id: str, member_id: str) -> None:
+        """The member did not revoke within its rebalance timeout (Kafka's scheduleConsumerGroupRebalanceTimeout)."""
+        epoch = self._rebalance_epochs.pop((group_id, member_id), None)
+        group = self._groups.get(group_id)
+        if group is None or member_id not in group.members:
+            return
+        member = group.members[member_id]
+        if member.member_epoch == epoch:
+            self._fence(group, member)
+
+    def schedule_loaded(self, group: ConsumerGroup, now_ms: int) -> None:
+        """After a failover every member gets a fresh session, and revoking members a fresh rebalance timeout."""
+        for member in group.members.values():
+            self._schedule(session_timer_key(group.group_id, member.member_id),
+                           now_ms + self.config.consumer_group_session_timeout_ms)
+            self._after_reconciliation(group, member, now_ms)
+
+    # -- ConsumerGroupDescribe -----------------------------------------------------------
+
+    def describe(self, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
+        return ConsumerGroupDescribeResponse(tuple(self._describe_one(gid) for gid in req.group_ids))
+
+    def _describe_one(self, group_id: str) -> DescribedConsumerGroup:
+        if not group_id:
+            return DescribedConsumerGroup(E.INVALID_GROUP_ID, group_id, "Group id can't be empty.")
+        try:
+            group = self._existing_group(group_id)
+        except _Refused as refused:
+            return DescribedConsumerGroup(refused.code, group_id, refused.message, group_state="Dead")
+        members = tuple(
+            DescribedConsumerGroupMember(
+                m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
+                m.subscribed_topic_names, m.subscribed_topic_regex, m.assigned_partitions,
+                group.target_of(m.member_id))
+            for m in group.members.values())
+        return DescribedConsumerGroup(
+            E.NONE, group_id, group_state=group.state.value, group_epoch=group.group_epoch,
+            assignment_epoch=group.assignment_epoch,
+            assignor_name=group.preferred_assignor(self.config.consumer_group_assignors[0]), members=members)
+
+    # -- offsets (ConsumerGroup.validateOffsetCommit / validateOffsetFetch) -----------------
+
+    @staticmethod
+    def validate_offset_commit(group: ConsumerGroup, req: OffsetCommitRequest) -> ErrorCode:
+        if req.generation_id < 0 and not group.members:
+            # An admin client or a consumer without group management: allowed on an empty group.
+            return E.NONE
+        member = group.members.get(req.member_id)
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        if req.api_version is not None and req.api_version < 9:
+            # Members of the consumer protocol must commit with OffsetCommit v9+.
+            return E.UNSUPPORTED_VERSION
+        if req.generation_id != member.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
+
+    @staticmethod
+    def validate_offset_fetch(group: ConsumerGroup, req: OffsetFetchRequest) -> ErrorCode:
+        if req.member_id is None and req.member_epoch < 0:
+            return E.NONE
+        member = group.members.get(req.member_id or "")
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        if req.member_epoch != member.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
