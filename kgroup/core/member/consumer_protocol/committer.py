@@ -11,12 +11,14 @@ What differs from the classic member's ``committer.py``:
   it was made in (joined once, never fenced or left since:
   :func:`membership_stamp`), and one whose membership is gone fails
   with CommitFailedError instead of going out under a later membership.
-- **STALE_MEMBER_EPOCH is retried with the newest epoch** while the member
-  is still in the group and the commit's deadline allows (Kafka retries
-  the auto-commit before a revocation that way:
+- **STALE_MEMBER_EPOCH is retried with the newest epoch** for the
+  auto-commit before a revocation, while the member is still in the group
+  and the rebalance timeout allows (Kafka
   ``autoCommitSyncBeforeRevocationWithRetries`` /
-  ``isStaleEpochErrorAndValidEpochAvailable``); otherwise the commit
-  fails with CommitFailedError, as Kafka's ``commitSync`` does.
+  ``isStaleEpochErrorAndValidEpochAvailable``), and for an offset fetch
+  (``testSyncOffsetFetchFailsWithStaleEpochAndRetriesWithNewEpoch``).  Any
+  other commit fails with CommitFailedError, as Kafka's ``commitSync`` does
+  (``testCommitSyncFailsWithCommitFailedExceptionOnStaleMemberEpoch``).
 - A commit never changes the membership: UNKNOWN_MEMBER_ID or a fenced
   epoch only fail the commit (the heartbeat finds out and fences the member).
 - OffsetFetch v9 carries the member id and epoch.
@@ -28,11 +30,19 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, Optional, Sequence
 
+import attrs
+
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member.commits import CommitBook
 from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
-from kgroup.core.member.events import NO_GENERATION_VALUE, CommitCompleted, CommittedFetched, Generation, MemberEvent
+from kgroup.core.member.events import (
+    NO_GENERATION_VALUE,
+    CommitCompleted,
+    CommittedFetched,
+    Generation,
+    MemberEvent,
+)
 from kgroup.core.member.offsets import commit_error_code, commit_request, fetched_offsets, normalize_offsets
 from kgroup.core.member.requests import Outbound, RequestBook, RequestKind, Sent
 from kgroup.errors import (
@@ -46,9 +56,12 @@ from kgroup.values import TopicPartition
 
 #: Retried after the backoff (a commit until its deadline).
 RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                       ErrorCode.NOT_COORDINATOR, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.UNSTABLE_OFFSET_COMMIT})
+                       ErrorCode.NOT_COORDINATOR, ErrorCode.REQUEST_TIMED_OUT,
+                       ErrorCode.UNSTABLE_OFFSET_COMMIT})
 #: The coordinator moved: look it up again (and retry).
 COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+#: Members of the consumer protocol commit with OffsetCommit v9+ (the coordinator checks it).
+OFFSET_COMMIT_VERSION = 9
 #: The member is not (or no longer) the one the coordinator knows.
 MEMBERSHIP_GONE = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION,
                              ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.STALE_MEMBER_EPOCH})
@@ -95,6 +108,8 @@ class ConsumerCommitter:
         self._next_auto_commit_ms = now_ms + config.auto_commit_interval_ms
         #: Called with a commit's token when it completes (the reconciliation waits on one).
         self.on_finished: Callable[[int], None] = lambda token: None
+        #: Commits retried on STALE_MEMBER_EPOCH (the auto-commit before a revocation).
+        self._retry_stale_epoch: set[int] = set()
 
     def __bool__(self) -> bool:
         return bool(self._book)
@@ -113,20 +128,23 @@ class ConsumerCommitter:
     # -- making commits and fetches ----------------------------------------------------
 
     def commit(self, offsets: Mapping[TopicPartition, m.OffsetAndMetadata], deadline_ms: Optional[int],
-               stamp: Generation, now_ms: int) -> int:
+               stamp: Generation, now_ms: int, retry_stale_epoch: bool = False) -> int:
         token = self._requests.next_token()
         self._book.add(token, offsets, deadline_ms, stamp, now_ms)
+        if retry_stale_epoch:
+            self._retry_stale_epoch.add(token)
         return token
 
     def record_positions(self, positions: Optional[Mapping]) -> None:
         if positions is not None:
             self._positions = normalize_offsets(positions)
 
-    def auto_commit(self, stamp: Generation, now_ms: int, deadline_ms: Optional[int] = None) -> Optional[int]:
+    def auto_commit(self, stamp: Generation, now_ms: int, deadline_ms: Optional[int] = None,
+                    retry_stale_epoch: bool = False) -> Optional[int]:
         """Commit the recorded positions if auto-commit is on and something was consumed."""
         if not (self._config.enable_auto_commit and self._positions):
             return None
-        return self.commit(self._positions, deadline_ms, stamp, now_ms)
+        return self.commit(self._positions, deadline_ms, stamp, now_ms, retry_stale_epoch)
 
     def auto_commit_on_interval(self, stamp: Generation, now_ms: int) -> None:
         if self._config.enable_auto_commit and now_ms >= self._next_auto_commit_ms and self._positions:
@@ -162,7 +180,9 @@ class ConsumerCommitter:
             else:
                 wire_generation = Generation(member_epoch, current.member_id, None)
                 instance_id = self._config.group_instance_id
+            # OffsetCommit v9+: the member epoch goes in GenerationIdOrMemberEpoch.
             request = commit_request(self._config.group_id, commit.offsets, wire_generation, instance_id)
+            request = attrs.evolve(request, api_version=OFFSET_COMMIT_VERSION)
             self._book.mark_sent(commit.token)
             out.append(self._requests.send(RequestKind.COMMIT, request, coordinator_id, wire_generation,
                                            token=commit.token))
@@ -174,15 +194,18 @@ class ConsumerCommitter:
         code = commit_error_code(response)
         if code is ErrorCode.NONE:
             self.finish(token, None)
-        elif code in RETRIABLE or (code is ErrorCode.STALE_MEMBER_EPOCH and still_member):
+        elif code in RETRIABLE or (code is ErrorCode.STALE_MEMBER_EPOCH and still_member
+                                   and token in self._retry_stale_epoch):
             self._retry_commit(token, code, now_ms)
         else:
             self.finish(token, commit_failure(code))
         return code
 
-    def on_fetch_answer(self, token: int, sent: Sent, response: m.OffsetFetchResponse, now_ms: int) -> ErrorCode:
+    def on_fetch_answer(self, token: int, sent: Sent, response: m.OffsetFetchResponse, now_ms: int,
+                        still_member: bool) -> ErrorCode:
+        """Report a fetch, or retry it (retriable; STALE_MEMBER_EPOCH while still in the group)."""
         code, offsets = fetched_offsets(response)
-        if code in RETRIABLE:
+        if code in RETRIABLE or (code is ErrorCode.STALE_MEMBER_EPOCH and still_member):
             self._requests.enqueue(RequestKind.FETCH, sent.payload, now_ms + self._config.retry_backoff_ms,
                                    token=token)
         else:
@@ -210,6 +233,7 @@ class ConsumerCommitter:
 
     def finish(self, token: int, error: Optional[KGroupError]) -> None:
         for finished in self._book.finish(token):
+            self._retry_stale_epoch.discard(finished.token)
             self._emit(CommitCompleted(finished.token, finished.requested, error))
             self.on_finished(finished.token)
 

@@ -89,10 +89,12 @@ class ConsumerProtocolConfig:
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.group_id, str) or not self.group_id:
-            raise ConfigError(f"group_id must be a non-empty string for group management, got {self.group_id!r}")
+            raise ConfigError(
+                f"group_id must be a non-empty string for group management, got {self.group_id!r}")
         for name in _MS_SETTINGS:
             if not _is_positive_int(getattr(self, name)):
-                raise ConfigError(f"{name} must be a positive int (milliseconds), got {getattr(self, name)!r}")
+                raise ConfigError(
+                    f"{name} must be a positive int (milliseconds), got {getattr(self, name)!r}")
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
             raise ConfigError(f"retry_backoff_max_ms ({self.retry_backoff_max_ms}) must not be lower than "
                               f"retry_backoff_ms ({self.retry_backoff_ms})")

@@ -1,4 +1,6 @@
-"""Full and incremental ConsumerGroupHeartbeat requests (Kafka ``ConsumerHeartbeatRequestManager.HeartbeatState``).
+"""Full and incremental ConsumerGroupHeartbeat requests.
+
+Kafka's ``ConsumerHeartbeatRequestManager.HeartbeatState``.
 
 A heartbeat always carries the group id, member id and member epoch (and
 the instance id of a static member).  Every other field is sent only when
@@ -42,7 +44,8 @@ class SentFields:
 
 
 def build_heartbeat(config: ConsumerProtocolConfig, sent: SentFields, *, member_id: str, member_epoch: int,
-                    subscription: frozenset, assignment: LocalAssignment, full: bool) -> ConsumerGroupHeartbeatRequest:
+                    subscription: frozenset, assignment: LocalAssignment,
+                    full: bool) -> ConsumerGroupHeartbeatRequest:
     """The next heartbeat; records in ``sent`` what it carries.  ``full``: send every field (joining)."""
     rebalance_timeout_ms = -1
     if full or sent.rebalance_timeout_ms != config.rebalance_timeout_ms:
@@ -52,8 +55,9 @@ def build_heartbeat(config: ConsumerProtocolConfig, sent: SentFields, *, member_
         topics = tuple(sorted(subscription))
         sent.subscribed_topic_names = subscription
     server_assignor = None
-    if config.group_remote_assignor is not None and (full or sent.server_assignor != config.group_remote_assignor):
-        server_assignor = sent.server_assignor = config.group_remote_assignor
+    assignor = config.group_remote_assignor
+    if assignor is not None and (full or sent.server_assignor != assignor):
+        server_assignor = sent.server_assignor = assignor
     rack_id = None
     if config.rack_id is not None and (full or sent.rack_id != config.rack_id):
         rack_id = sent.rack_id = config.rack_id

@@ -37,7 +37,11 @@ from kgroup.core.consumer_group_messages import (
 )
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member.consumer_protocol import heartbeat_errors
-from kgroup.core.member.consumer_protocol.committer import COORDINATOR_MOVED, ConsumerCommitter, membership_stamp
+from kgroup.core.member.consumer_protocol.committer import (
+    COORDINATOR_MOVED,
+    ConsumerCommitter,
+    membership_stamp,
+)
 from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
 from kgroup.core.member.consumer_protocol.heartbeat_errors import HeartbeatReaction
 from kgroup.core.member.consumer_protocol.heartbeat_fields import SentFields, build_heartbeat
@@ -256,13 +260,14 @@ class ConsumerGroupMember:
         return self._commits.commit(normalize_offsets(offsets), deadline_ms, stamp, now_ms)
 
     def fetch_committed(self, partitions: Sequence[TopicPartition], now_ms: int) -> int:
-        """Queue an OffsetFetch (v9: with the member id and epoch); its result is a CommittedFetched(token)."""
+        """Queue an OffsetFetch (v9: with the member id and epoch); its result is CommittedFetched(token)."""
         self._check_open()
         in_group = self.member_epoch > 0 and self._fsm.state not in NOT_IN_GROUP
         return self._commits.fetch(partitions, self.member_id if in_group else None,
                                    self.member_epoch if in_group else -1, now_ms)
 
-    def close(self, now_ms: int, leave_group: Optional[bool] = None, positions: Optional[Mapping] = None) -> None:
+    def close(self, now_ms: int, leave_group: Optional[bool] = None,
+              positions: Optional[Mapping] = None) -> None:
         """Auto-commit, release the partitions (callbacks) and leave; drive ``outbound`` until ``closed``."""
         if self._closing:
             return
@@ -291,8 +296,9 @@ class ConsumerGroupMember:
             return self._find_coordinator(now_ms) if self._wants_coordinator() else []
         out: list[Outbound] = []
         if self._poll_timer_expired(now_ms):
-            _log.warning("group %s: no poll within max_poll_interval_ms (%d ms); the member leaves the group "
-                         "and rejoins on its next poll", self.config.group_id, self.config.max_poll_interval_ms)
+            _log.warning("group %s: no poll within max_poll_interval_ms (%d ms); the member leaves the "
+                         "group and rejoins on its next poll", self.config.group_id,
+                         self.config.max_poll_interval_ms)
             self._transition_to_sending_leave(due_to_poll_timeout=True)
             self._requests.drop((_KIND.HEARTBEAT,))  # the leave answers for the member now
         # Commits first: one made in a callback reaches the coordinator before the heartbeat after it.
@@ -301,9 +307,17 @@ class ConsumerGroupMember:
         if self._heartbeat_due(now_ms):
             out.append(self._send_heartbeat(now_ms))
         for item in self._requests.take_due(now_ms, hold_leaves=False):
-            out.append(self._requests.send(item.kind, item.payload, self.coordinator_id, self.generation,
-                                           token=item.token, payload=item.payload))
+            request = self._with_member_info(item.payload)
+            out.append(self._requests.send(item.kind, request, self.coordinator_id, self.generation,
+                                           token=item.token, payload=request))
         return out
+
+    def _with_member_info(self, request: Any) -> Any:
+        """An offset fetch asked as a member carries the member id and epoch of now (Kafka's memberInfo)."""
+        if isinstance(request, m.OffsetFetchRequest) and request.member_id is not None:
+            if self._fsm.state not in NOT_IN_GROUP and self.member_epoch > 0:
+                return attrs.evolve(request, member_id=self.member_id, member_epoch=self.member_epoch)
+        return request
 
     def on_response(self, token: int, response: Any, now_ms: int) -> None:
         sent = self._requests.pop(token)
@@ -320,7 +334,9 @@ class ConsumerGroupMember:
             if code in COORDINATOR_MOVED:
                 self._lose_coordinator(now_ms)
         elif sent.kind is _KIND.FETCH:
-            if self._commits.on_fetch_answer(token, sent, response, now_ms) in COORDINATOR_MOVED:
+            still_member = self._fsm.state not in NOT_IN_GROUP and self.member_epoch > 0
+            code = self._commits.on_fetch_answer(token, sent, response, now_ms, still_member)
+            if code in COORDINATOR_MOVED:
                 self._lose_coordinator(now_ms)
 
     def on_transport_error(self, token: int, now_ms: int) -> None:
@@ -383,7 +399,7 @@ class ConsumerGroupMember:
             self._abandon(token, sent, now_ms)
 
     def _abandon(self, token: int, sent: Sent, now_ms: int) -> None:
-        """A request that will get no answer: a heartbeat is a failed attempt, a commit or fetch is retried."""
+        """A request that will get no answer: a failed heartbeat, or a commit or fetch to retry."""
         if sent.kind is _KIND.HEARTBEAT:
             if isinstance(sent.payload, HeartbeatSent) and sent.payload.leaving:
                 return  # the leave was sent once; Kafka does not retry it
@@ -431,12 +447,13 @@ class ConsumerGroupMember:
             subscription=self._subscription, assignment=self._current, full=state is _S.JOINING)
         self._schedule.sent(now_ms)
         sent = HeartbeatSent(self._membership, leaving)
-        out = self._requests.send(_KIND.HEARTBEAT, request, self.coordinator_id, self.generation, payload=sent)
+        out = self._requests.send(_KIND.HEARTBEAT, request, self.coordinator_id, self.generation,
+                                  payload=sent)
         self._heartbeat_generated(now_ms)
         return out
 
     def _heartbeat_generated(self, now_ms: int) -> None:
-        """Kafka ``onHeartbeatRequestGenerated``: ACKNOWLEDGING and LEAVING end once their heartbeat is out."""
+        """Kafka ``onHeartbeatRequestGenerated``: ACKNOWLEDGING and LEAVING end with their heartbeat."""
         state = self._fsm.state
         if state is _S.ACKNOWLEDGING:
             self._fsm.transition_to(_S.STABLE if self._target == self._current else _S.RECONCILING)
@@ -543,7 +560,8 @@ class ConsumerGroupMember:
         if self.member_epoch > 0:
             # Kafka ``maybeAutoCommitSyncBeforeRevocation``: bounded by the rebalance timeout,
             # which is what the coordinator gives the member to revoke.
-            token = self._commits.auto_commit(self._stamp(), now_ms, now_ms + self.config.rebalance_timeout_ms)
+            deadline_ms = now_ms + self.config.rebalance_timeout_ms
+            token = self._commits.auto_commit(self._stamp(), now_ms, deadline_ms, retry_stale_epoch=True)
         if token is not None:
             rec.committing(token)
         else:
@@ -699,5 +717,6 @@ class ConsumerGroupMember:
             raise MemberClosedError(f"the group member failed: {self.last_error}")
 
     def __repr__(self) -> str:
-        return (f"ConsumerGroupMember({self.config.group_id!r}, {self.member_id!r}, epoch={self.member_epoch}, "
+        return (f"ConsumerGroupMember({self.config.group_id!r}, {self.member_id!r}, "
+                f"epoch={self.member_epoch}, "
                 f"{self._fsm.state.name})")
