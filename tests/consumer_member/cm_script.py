@@ -95,12 +95,17 @@ class ScriptedMember:
                          interval_ms: int = 3000, error: ErrorCode = OK, member_id: Optional[str] = None,
                          message: Optional[str] = None) -> ConsumerGroupHeartbeatRequest:
         request = self.pending[ConsumerGroupHeartbeatRequest][0].request
-        response = ConsumerGroupHeartbeatResponse(
-            error, message, member_id if member_id is not None else (request.member_id or "server-made-id"),
-            epoch if error is OK else -1, interval_ms if error is OK else 0,
-            None if assignment is None else tuple(assignment))
+        response = self.member_response(epoch, assignment, interval_ms, error,
+                                        member_id or request.member_id or "server-made-id", message)
         self.answer(ConsumerGroupHeartbeatRequest, response)
         return request
+
+    def member_response(self, epoch: int, assignment: Optional[Iterable[TopicPartition]] = None,
+                        interval_ms: int = 3000, error: ErrorCode = OK, member_id: Optional[str] = None,
+                        message: Optional[str] = None) -> ConsumerGroupHeartbeatResponse:
+        return ConsumerGroupHeartbeatResponse(
+            error, message, member_id or self.member.member_id, epoch if error is OK else -1,
+            interval_ms if error is OK else 0, None if assignment is None else tuple(assignment))
 
     # -- the application -------------------------------------------------------------------
 

@@ -17,7 +17,8 @@ OK = ErrorCode.NONE
 
 
 def test_first_heartbeat_is_full_and_joins_with_epoch_zero():
-    """ConsumerHeartbeatRequestManagerTest.testFirstHeartbeatIncludesRequiredInfoToJoinGroupAndGetAssignments"""
+    """Kafka ConsumerHeartbeatRequestManagerTest
+    .testFirstHeartbeatIncludesRequiredInfoToJoinGroupAndGetAssignments"""
     sm = ScriptedMember(topics=("b", "a"), group_remote_assignor="uniform", max_poll_interval_ms=20_000)
     assert sm.member.state is S.UNSUBSCRIBED
     sm.find_coordinator()
@@ -59,7 +60,8 @@ def test_join_receive_assignment_reconcile_and_acknowledge():
 
 
 def test_member_joining_calls_listener_when_receiving_empty_assignment():
-    """ConsumerMembershipManagerTest.testMemberJoiningCallsRebalanceListenerWhenReceivingEmptyAssignment
+    """Kafka ConsumerMembershipManagerTest
+    .testMemberJoiningCallsRebalanceListenerWhenReceivingEmptyAssignment
     and testMemberJoiningTransitionsToStableWhenReceivingEmptyAssignment"""
     sm = ScriptedMember()
     sm.join(assignment=())
@@ -137,7 +139,8 @@ def test_revoke_then_assign_in_that_order():
 
 
 def test_revocation_waits_for_the_auto_commit():
-    """ConsumerMembershipManagerTest.testReconcilePartitionsRevokedWithSuccessfulAutoCommitNoCallbacks"""
+    """Kafka ConsumerMembershipManagerTest
+    .testReconcilePartitionsRevokedWithSuccessfulAutoCommitNoCallbacks"""
     sm = ScriptedMember(enable_auto_commit=True)
     sm.join(assignment=tps("t", 0, 1))
     sm.answer_heartbeat(epoch=1)
@@ -162,7 +165,8 @@ def test_revocation_waits_for_the_auto_commit():
 
 
 def test_revocation_completes_even_if_the_auto_commit_fails():
-    """ConsumerMembershipManagerTest.testReconcilePartitionsRevokedWithFailedAutoCommitCompletesRevocationAnyway"""
+    """Kafka ConsumerMembershipManagerTest
+    .testReconcilePartitionsRevokedWithFailedAutoCommitCompletesRevocationAnyway"""
     sm = ScriptedMember(enable_auto_commit=True)
     sm.join(assignment=tps("t", 0))
     sm.answer_heartbeat(epoch=1)
@@ -184,7 +188,8 @@ def test_revocation_completes_even_if_the_auto_commit_fails():
 
 
 def test_assignment_arriving_mid_reconciliation_waits_for_the_next_one():
-    """ConsumerMembershipManagerTest.testDelayedReconciliationResultAppliedWhenTargetChangedWithNewAssignment"""
+    """Kafka ConsumerMembershipManagerTest
+    .testDelayedReconciliationResultAppliedWhenTargetChangedWithNewAssignment"""
     sm = ScriptedMember()
     sm.poll()
     sm.find_coordinator()

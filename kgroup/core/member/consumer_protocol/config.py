@@ -95,9 +95,6 @@ class ConsumerProtocolConfig:
             if not _is_positive_int(getattr(self, name)):
                 raise ConfigError(
                     f"{name} must be a positive int (milliseconds), got {getattr(self, name)!r}")
-        if self.retry_backoff_max_ms < self.retry_backoff_ms:
-            raise ConfigError(f"retry_backoff_max_ms ({self.retry_backoff_max_ms}) must not be lower than "
-                              f"retry_backoff_ms ({self.retry_backoff_ms})")
         for name in ("group_instance_id", "rack_id", "group_remote_assignor"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, str) or not value):
@@ -111,6 +108,11 @@ class ConsumerProtocolConfig:
     @property
     def is_static(self) -> bool:
         return self.group_instance_id is not None
+
+    @property
+    def backoff_cap_ms(self) -> int:
+        """KIP-580: a ``retry_backoff_ms`` above ``retry_backoff_max_ms`` is a constant backoff."""
+        return max(self.retry_backoff_ms, self.retry_backoff_max_ms)
 
     @property
     def rebalance_timeout_ms(self) -> int:

@@ -99,7 +99,7 @@ class ConsumerGroupMember:
         self._fsm = new_consumer_member_state_machine(f"consumer-member[{config.group_id}]")
         self._requests = RequestBook(now_ms)
         self._events = EventQueue()
-        self._schedule = HeartbeatSchedule(config.retry_backoff_ms, config.retry_backoff_max_ms,
+        self._schedule = HeartbeatSchedule(config.retry_backoff_ms, config.backoff_cap_ms,
                                            config.max_poll_interval_ms, now_ms)
         self._sent_fields = SentFields()
         self._commits = ConsumerCommitter(config, self._requests, self._events.append, now_ms)
@@ -256,7 +256,7 @@ class ConsumerGroupMember:
                        deadline_ms: Optional[int] = None) -> int:
         """Queue a commit; its result is a CommitCompleted(token).  Retried until ``deadline_ms``."""
         self._check_open()
-        stamp = self._stamp() if self._subscription else NO_GENERATION_VALUE
+        stamp = self._stamp() if self._group_managed() else NO_GENERATION_VALUE
         return self._commits.commit(normalize_offsets(offsets), deadline_ms, stamp, now_ms)
 
     def fetch_committed(self, partitions: Sequence[TopicPartition], now_ms: int) -> int:
@@ -303,7 +303,7 @@ class ConsumerGroupMember:
             self._requests.drop((_KIND.HEARTBEAT,))  # the leave answers for the member now
         # Commits first: one made in a callback reaches the coordinator before the heartbeat after it.
         out.extend(self._commits.send_due(now_ms, self._stamp(), self.member_epoch, self.coordinator_id,
-                                          group_managed=bool(self._subscription) or self._closing))
+                                          group_managed=self._group_managed()))
         if self._heartbeat_due(now_ms):
             out.append(self._send_heartbeat(now_ms))
         for item in self._requests.take_due(now_ms, hold_leaves=False):
@@ -327,6 +327,8 @@ class ConsumerGroupMember:
             self._found_coordinator(response, now_ms)
         elif sent.kind is _KIND.HEARTBEAT:
             self._heartbeat_answered(sent, response, now_ms)
+        elif sent.kind is _KIND.LEAVE:
+            pass  # Kafka ignores what the coordinator says to a leave
         elif sent.kind is _KIND.COMMIT:
             pending = self._commits.stamp_of(token)
             code = self._commits.on_commit_answer(token, response, now_ms,
@@ -373,6 +375,10 @@ class ConsumerGroupMember:
 
     # -- coordinator ---------------------------------------------------------------------
 
+    def _group_managed(self) -> bool:
+        """Subscribed, or still in the group (leaving): commits are the member's, not a simple consumer's."""
+        return bool(self._subscription) or self._closing or self._fsm.state not in NOT_IN_GROUP
+
     def _wants_coordinator(self) -> bool:
         return (bool(self._subscription) or self._requests.has_queued() or bool(self._commits)
                 or self._fsm.state in LEAVING_GROUP)
@@ -400,9 +406,9 @@ class ConsumerGroupMember:
 
     def _abandon(self, token: int, sent: Sent, now_ms: int) -> None:
         """A request that will get no answer: a failed heartbeat, or a commit or fetch to retry."""
+        if sent.kind is _KIND.LEAVE:
+            return  # the leave was sent once; Kafka does not retry it
         if sent.kind is _KIND.HEARTBEAT:
-            if isinstance(sent.payload, HeartbeatSent) and sent.payload.leaving:
-                return  # the leave was sent once; Kafka does not retry it
             self._sent_fields.reset()
             self._schedule.failed(now_ms)
         else:
@@ -447,8 +453,10 @@ class ConsumerGroupMember:
             subscription=self._subscription, assignment=self._current, full=state is _S.JOINING)
         self._schedule.sent(now_ms)
         sent = HeartbeatSent(self._membership, leaving)
-        out = self._requests.send(_KIND.HEARTBEAT, request, self.coordinator_id, self.generation,
-                                  payload=sent)
+        # The leave is its own kind: another heartbeat may follow it before its answer (a stale
+        # member rejoining; Kafka resets the request state after sending it).
+        kind = _KIND.LEAVE if leaving else _KIND.HEARTBEAT
+        out = self._requests.send(kind, request, self.coordinator_id, self.generation, payload=sent)
         self._heartbeat_generated(now_ms)
         return out
 
@@ -466,8 +474,6 @@ class ConsumerGroupMember:
 
     def _heartbeat_answered(self, sent: Sent, response: ConsumerGroupHeartbeatResponse, now_ms: int) -> None:
         info = sent.payload
-        if isinstance(info, HeartbeatSent) and info.leaving:
-            return  # Kafka ignores what the coordinator says to a leave
         if not isinstance(info, HeartbeatSent) or info.membership != self._membership:
             return  # sent before the member rejoined: stale
         if self._fsm.state in NOT_IN_GROUP:
