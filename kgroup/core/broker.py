@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Hashable, List, Optional, Protocol, Tuple
 
 import attrs
 
+from kgroup.core import consumer_group_messages as cg
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import KGroupError
@@ -94,11 +95,12 @@ def with_context(request: object, context: Optional[RequestContext]) -> object:
 
     ``None`` (a caller that passed no context) keeps what the request says.
 
-    Only JoinGroup needs it today: the coordinator records the member's client id
-    and host (DescribeGroups shows them) and the JoinGroup version changes the
-    protocol (v4+ MEMBER_ID_REQUIRED, v9 static-member replacement).
+    JoinGroup and ConsumerGroupHeartbeat need it: the coordinator records the member's
+    client id and host (DescribeGroups / ConsumerGroupDescribe show them) and the version
+    changes the protocol (JoinGroup v4+ MEMBER_ID_REQUIRED, v9 static-member replacement;
+    ConsumerGroupHeartbeat v1 client-generated member ids).
     """
-    if context is None or not isinstance(request, m.JoinGroupRequest):
+    if context is None or not isinstance(request, (m.JoinGroupRequest, cg.ConsumerGroupHeartbeatRequest)):
         return request
     api_version = request.api_version if context.api_version is None else context.api_version
     if (request.client_id, request.client_host, request.api_version) == (

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from kgroup.core import consumer_group_messages as cg
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
 
@@ -29,6 +30,9 @@ _FROM_REQUEST: dict[type, Callable[[Any, ErrorCode], object]] = {
     m.ListGroupsRequest: lambda req, code: m.ListGroupsResponse(code),
     m.DeleteGroupsRequest: lambda req, code: m.DeleteGroupsResponse(
         tuple(m.DeletedGroup(gid, code) for gid in req.groups)),
+    cg.ConsumerGroupHeartbeatRequest: lambda req, code: cg.ConsumerGroupHeartbeatResponse(code),
+    cg.ConsumerGroupDescribeRequest: lambda req, code: cg.ConsumerGroupDescribeResponse(
+        tuple(cg.DescribedConsumerGroup(code, gid) for gid in req.group_ids)),
 }
 
 
@@ -55,6 +59,9 @@ _FROM_RESPONSE: dict[type, Callable[[Any, ErrorCode], object]] = {
     m.ListGroupsResponse: lambda resp, code: m.ListGroupsResponse(code),
     m.DeleteGroupsResponse: lambda resp, code: m.DeleteGroupsResponse(
         tuple(m.DeletedGroup(r.group_id, code) for r in resp.results)),
+    cg.ConsumerGroupHeartbeatResponse: lambda resp, code: cg.ConsumerGroupHeartbeatResponse(code),
+    cg.ConsumerGroupDescribeResponse: lambda resp, code: cg.ConsumerGroupDescribeResponse(
+        tuple(cg.DescribedConsumerGroup(code, g.group_id) for g in resp.groups)),
 }
 
 

@@ -99,6 +99,10 @@ class DataPlane:
             self._topic_ids[name] = found
         return found
 
+    def topic_name(self, topic_id: uuid.UUID) -> Optional[str]:
+        """The name of the topic with ``topic_id`` (None for an id no live topic has)."""
+        return self._topic_by_id(topic_id)
+
     def _topic_by_id(self, topic_id: uuid.UUID) -> Optional[str]:
         for name in self.cluster.topics:
             if self.topic_id(name) == topic_id:

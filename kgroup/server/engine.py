@@ -242,14 +242,14 @@ class ServerEngine:
     def _send_group(self, request_id: int, flight: _InFlight, connection: _Connection,
                     now_ms: int) -> List[Reply]:
         decoded = flight.decoded
-        core_requests = group_codec.to_core(decoded.api_key, decoded.request, decoded.api_version)
+        core_requests = group_codec.to_core(decoded.api_key, decoded.request, decoded.api_version, self.data)
         flight.parts = [None] * len(core_requests)
         context = RequestContext(decoded.client_id, "/" + connection.client_host, decoded.api_version)
         out: List[Reply] = []
         if not core_requests:
             self._in_flight.pop(request_id)
             return self._answer(flight, group_codec.to_struct(decoded.api_key, [], decoded.api_version,
-                                                              decoded.request), now_ms)
+                                                              decoded.request, self.data), now_ms)
         self._hosting_deadline_ms = None
         for index, core_request in enumerate(core_requests):
             deliveries = self.hosting.send(flight.node_id, (request_id, index), core_request, now_ms, context)
@@ -279,7 +279,7 @@ class ServerEngine:
                 self._in_flight.pop(request_id)
                 decoded = flight.decoded
                 out.extend(self._answer(flight, group_codec.to_struct(
-                    decoded.api_key, flight.parts, decoded.api_version, decoded.request), now_ms))
+                    decoded.api_key, flight.parts, decoded.api_version, decoded.request, self.data), now_ms))
         return out
 
     # -- waiting requests --------------------------------------------------------------------

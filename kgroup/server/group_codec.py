@@ -4,11 +4,15 @@ The client side of the same mapping lives in :mod:`kgroup.io.kafka_python.conver
 its mirror image.  Version-dependent layouts are handled here (JoinGroup v0's missing
 rebalance timeout, LeaveGroup v0-v2's single member, OffsetFetch v8's group batches,
 FindCoordinator v4's key batches), so the coordinator only ever sees one shape per API.
+
+The KIP-848 APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe) carry topic ids; a
+:class:`TopicIds` (the server's data plane) maps them to the names the coordinator uses and back.
 """
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable, Dict, List, Optional
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Protocol
 
 from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
 from kafka.protocol.api_key import ApiKey
@@ -18,16 +22,40 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import FindCoordinatorResponse
 
+from kgroup.core import consumer_group_messages as cg
 from kgroup.core import messages as m
+from kgroup.server.consumer_group_api import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
 from kgroup.core.error_codes import ErrorCode
 from kgroup.values import TopicPartition
 
-__all__ = ["GROUP_APIS", "to_core", "to_struct"]
+__all__ = ["GROUP_APIS", "TopicIds", "NO_TOPIC_IDS", "to_core", "to_struct"]
+
+
+class TopicIds(Protocol):
+    """Topic name <-> topic id, as the cluster knows them."""
+
+    def topic_id(self, name: str) -> uuid.UUID: ...
+
+    def topic_name(self, topic_id: uuid.UUID) -> Optional[str]: ...
+
+
+class _NoTopicIds:
+    """For answers that carry no partitions (error answers): every id is unknown."""
+
+    def topic_id(self, name: str) -> uuid.UUID:
+        return uuid.UUID(int=0)
+
+    def topic_name(self, topic_id: uuid.UUID) -> Optional[str]:
+        return None
+
+
+NO_TOPIC_IDS: TopicIds = _NoTopicIds()
 
 #: The group APIs whose requests the in-memory coordinators answer (each yields one or more core requests).
 GROUP_APIS = frozenset({
     ApiKey.FindCoordinator, ApiKey.JoinGroup, ApiKey.SyncGroup, ApiKey.Heartbeat, ApiKey.LeaveGroup,
     ApiKey.OffsetCommit, ApiKey.OffsetFetch, ApiKey.DescribeGroups, ApiKey.ListGroups, ApiKey.DeleteGroups,
+    ApiKey.ConsumerGroupHeartbeat, ApiKey.ConsumerGroupDescribe,
 })
 
 
@@ -80,20 +108,23 @@ def _offset_commit(req, version: int) -> List[object]:
         for t in req.topics for p in t.partitions
     ]
     return [m.OffsetCommitRequest(req.group_id, offsets, req.generation_id_or_member_epoch, req.member_id,
-                                  req.group_instance_id if version >= 7 else None)]
+                                  req.group_instance_id if version >= 7 else None, api_version=version)]
 
 
 def _offset_fetch(req, version: int) -> List[object]:
-    if version >= 8:
-        wanted = [(g.group_id, g.topics) for g in req.groups]
+    if version >= 9:
+        # v9 (KIP-848): each group names the member asking and its epoch.
+        wanted = [(g.group_id, g.topics, g.member_id, g.member_epoch) for g in req.groups]
+    elif version >= 8:
+        wanted = [(g.group_id, g.topics, None, -1) for g in req.groups]
     else:
-        wanted = [(req.group_id, req.topics)]
+        wanted = [(req.group_id, req.topics, None, -1)]
     out: List[object] = []
-    for group_id, topics in wanted:
+    for group_id, topics, member_id, member_epoch in wanted:
         partitions = None if topics is None else tuple(
             TopicPartition(t.name, i) for t in topics for i in t.partition_indexes)
         require_stable = bool(req.require_stable) if version >= 7 else False
-        out.append(m.OffsetFetchRequest(group_id, partitions, require_stable))
+        out.append(m.OffsetFetchRequest(group_id, partitions, require_stable, member_id, member_epoch))
     return out
 
 
@@ -113,13 +144,32 @@ _TO_CORE: Dict[ApiKey, Callable[[Any, int], List[object]]] = {
     ApiKey.FindCoordinator: _find_coordinator,
     ApiKey.DescribeGroups: lambda req, version: [m.DescribeGroupsRequest(tuple(req.groups))],
     ApiKey.ListGroups: lambda req, version: [
-        m.ListGroupsRequest(tuple(req.states_filter or ()) if version >= 4 else ())],
+        m.ListGroupsRequest(tuple(req.states_filter or ()) if version >= 4 else (),
+                            tuple(req.types_filter or ()) if version >= 5 else ())],
+    ApiKey.ConsumerGroupDescribe: lambda req, version: [
+        cg.ConsumerGroupDescribeRequest(tuple(req.group_ids), bool(req.include_authorized_operations))],
     ApiKey.DeleteGroups: lambda req, version: [m.DeleteGroupsRequest(tuple(req.groups_names))],
 }
 
 
-def to_core(api_key: ApiKey, request, version: int) -> List[object]:
+def _consumer_group_heartbeat(req, version: int, topics: TopicIds) -> List[object]:
+    owned = None
+    if req.topic_partitions is not None:
+        # An id the cluster does not know (a deleted topic) cannot be in any assignment: dropped.
+        named = [(topics.topic_name(t.topic_id), t.partitions) for t in req.topic_partitions]
+        owned = tuple(TopicPartition(name, p) for name, parts in named if name is not None for p in parts)
+    return [cg.ConsumerGroupHeartbeatRequest(
+        group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+        instance_id=req.instance_id, rack_id=req.rack_id, rebalance_timeout_ms=req.rebalance_timeout_ms,
+        subscribed_topic_names=None if req.subscribed_topic_names is None else tuple(req.subscribed_topic_names),
+        subscribed_topic_regex=req.subscribed_topic_regex if version >= 1 else None,
+        server_assignor=req.server_assignor, topic_partitions=owned, api_version=version)]
+
+
+def to_core(api_key: ApiKey, request, version: int, topics: TopicIds = NO_TOPIC_IDS) -> List[object]:
     """The core request values a group API request stands for (several for batched versions)."""
+    if api_key is ApiKey.ConsumerGroupHeartbeat:
+        return _consumer_group_heartbeat(request, version, topics)
     return _TO_CORE[api_key](request, version)
 
 
@@ -268,7 +318,7 @@ def _list_groups_response(parts: List[Any], version: int, request) -> Any:
     group_cls = ListGroupsResponse.ListedGroup
     return ListGroupsResponse(version=version, throttle_time_ms=0, error_code=int(resp.error_code), groups=[
         group_cls(version=version, group_id=g.group_id, protocol_type=g.protocol_type,
-                  group_state=g.group_state, group_type="classic")
+                  group_state=g.group_state, group_type=g.group_type)
         for g in resp.groups])
 
 
@@ -277,6 +327,63 @@ def _delete_groups_response(parts: List[Any], version: int, request) -> Any:
     result_cls = DeleteGroupsResponse.DeletableGroupResult
     return DeleteGroupsResponse(version=version, throttle_time_ms=0, results=[
         result_cls(version=version, group_id=r.group_id, error_code=int(r.error_code)) for r in resp.results])
+
+
+def _by_topic(partitions) -> Dict[str, List[int]]:
+    grouped: Dict[str, List[int]] = collections.defaultdict(list)
+    for tp in sorted(partitions):
+        grouped[tp.topic].append(tp.partition)
+    return grouped
+
+
+def _heartbeat_assignment(partitions, version: int, topics: TopicIds) -> Any:
+    assignment_cls = ConsumerGroupHeartbeatResponse.Assignment
+    topic_cls = assignment_cls.TopicPartitions
+    return assignment_cls(version=version, topic_partitions=[
+        topic_cls(version=version, topic_id=topics.topic_id(name), partitions=parts)
+        for name, parts in _by_topic(partitions).items()])
+
+
+def _consumer_group_heartbeat_response(parts: List[Any], version: int, request, topics: TopicIds) -> Any:
+    (resp,) = parts
+    return ConsumerGroupHeartbeatResponse(
+        version=version, throttle_time_ms=0, error_code=int(resp.error_code), error_message=resp.error_message,
+        member_id=resp.member_id, member_epoch=resp.member_epoch, heartbeat_interval_ms=resp.heartbeat_interval_ms,
+        assignment=None if resp.assignment is None else _heartbeat_assignment(resp.assignment, version, topics))
+
+
+def _consumer_group_describe_response(parts: List[Any], version: int, request, topics: TopicIds) -> Any:
+    (resp,) = parts
+    group_cls = ConsumerGroupDescribeResponse.DescribedGroup
+    member_cls = group_cls.Member
+    assignment_cls = member_cls.Assignment
+    topic_cls = assignment_cls.TopicPartitions
+
+    def assignment(partitions) -> Any:
+        return assignment_cls(version=version, topic_partitions=[
+            topic_cls(version=version, topic_id=topics.topic_id(name), topic_name=name, partitions=ps)
+            for name, ps in _by_topic(partitions).items()])
+
+    return ConsumerGroupDescribeResponse(version=version, throttle_time_ms=0, groups=[
+        group_cls(version=version, error_code=int(g.error_code), error_message=g.error_message,
+                  group_id=g.group_id, group_state=g.group_state, group_epoch=g.group_epoch,
+                  assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name,
+                  authorized_operations=g.authorized_operations, members=[
+                      member_cls(version=version, member_id=x.member_id, instance_id=x.instance_id,
+                                 rack_id=x.rack_id, member_epoch=x.member_epoch, client_id=x.client_id,
+                                 client_host=x.client_host, subscribed_topic_names=list(x.subscribed_topic_names),
+                                 subscribed_topic_regex=x.subscribed_topic_regex,
+                                 assignment=assignment(x.assignment),
+                                 target_assignment=assignment(x.target_assignment),
+                                 **({"member_type": x.member_type} if version >= 1 else {}))
+                      for x in g.members])
+        for g in resp.groups])
+
+
+_TO_STRUCT_WITH_TOPICS: Dict[ApiKey, Callable[[List[Any], int, Any, TopicIds], Any]] = {
+    ApiKey.ConsumerGroupHeartbeat: _consumer_group_heartbeat_response,
+    ApiKey.ConsumerGroupDescribe: _consumer_group_describe_response,
+}
 
 
 _TO_STRUCT: Dict[ApiKey, Callable[[List[Any], int, Any], Any]] = {
@@ -293,6 +400,10 @@ _TO_STRUCT: Dict[ApiKey, Callable[[List[Any], int, Any], Any]] = {
 }
 
 
-def to_struct(api_key: ApiKey, responses: List[Any], version: int, request) -> Any:
+def to_struct(api_key: ApiKey, responses: List[Any], version: int, request,
+              topics: TopicIds = NO_TOPIC_IDS) -> Any:
     """The response struct for ``request`` at ``version``, from the core answers to its core requests."""
+    with_topics = _TO_STRUCT_WITH_TOPICS.get(api_key)
+    if with_topics is not None:
+        return with_topics(responses, version, request, topics)
     return _TO_STRUCT[api_key](responses, version, request)

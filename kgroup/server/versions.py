@@ -4,8 +4,11 @@ Each range starts at the oldest version Kafka 4 still serves (the schema's
 ``validVersions``, which kafka-python ships) and stops at the newest version
 whose semantics kgroup implements, so a range always holds both non-flexible
 and flexible versions and old and new clients negotiate what they share.
-Ranges stop short of the topic-id-only versions (Fetch v13+, Produce v13)
-and of the KIP-848 versions of the group APIs (OffsetCommit/OffsetFetch v9+).
+Ranges stop short of the topic-id-only versions (Fetch v13+, Produce v13,
+OffsetCommit/OffsetFetch v10).  The KIP-848 APIs (ConsumerGroupHeartbeat,
+ConsumerGroupDescribe) are flexible in every version; kafka-python does not
+ship their classes, :mod:`kgroup.server.consumer_group_api` builds them from
+Kafka's schemas.
 """
 from __future__ import annotations
 
@@ -24,6 +27,8 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
+from kgroup.server.consumer_group_api import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+
 __all__ = ["ApiKey", "REQUEST_CLASSES", "SUPPORTED_VERSIONS", "supports"]
 
 #: API key -> (min version, max version) this server answers.
@@ -33,21 +38,23 @@ SUPPORTED_VERSIONS: Dict[ApiKey, Tuple[int, int]] = {
     ApiKey.ListOffsets: (1, 7),
     ApiKey.OffsetForLeaderEpoch: (2, 4),
     ApiKey.Metadata: (0, 12),
-    ApiKey.OffsetCommit: (2, 8),
-    ApiKey.OffsetFetch: (1, 8),
+    ApiKey.OffsetCommit: (2, 9),
+    ApiKey.OffsetFetch: (1, 9),
     ApiKey.FindCoordinator: (0, 4),
     ApiKey.JoinGroup: (0, 9),
     ApiKey.Heartbeat: (0, 4),
     ApiKey.LeaveGroup: (0, 5),
     ApiKey.SyncGroup: (0, 5),
     ApiKey.DescribeGroups: (0, 5),
-    ApiKey.ListGroups: (0, 4),
+    ApiKey.ListGroups: (0, 5),
     ApiKey.ApiVersions: (0, 3),
     ApiKey.CreateTopics: (2, 7),
     ApiKey.DeleteTopics: (1, 6),
     ApiKey.InitProducerId: (0, 4),
     ApiKey.CreatePartitions: (0, 3),
     ApiKey.DeleteGroups: (0, 2),
+    ApiKey.ConsumerGroupHeartbeat: (0, 1),
+    ApiKey.ConsumerGroupDescribe: (0, 1),
 }
 
 #: API key -> kafka-python request class (generated from Kafka's JSON schema).
@@ -72,6 +79,8 @@ REQUEST_CLASSES: Dict[ApiKey, Type[ApiMessage]] = {
     ApiKey.InitProducerId: InitProducerIdRequest,
     ApiKey.CreatePartitions: CreatePartitionsRequest,
     ApiKey.DeleteGroups: DeleteGroupsRequest,
+    ApiKey.ConsumerGroupHeartbeat: ConsumerGroupHeartbeatRequest,
+    ApiKey.ConsumerGroupDescribe: ConsumerGroupDescribeRequest,
 }
 
 

@@ -26,6 +26,7 @@ from typing import Any, Callable, Deque, Hashable, List, Optional, Sequence, Tup
 
 import attrs
 
+from kgroup.core import consumer_group_messages as cg
 from kgroup.core import error_responses
 from kgroup.core import messages as m
 from kgroup.core.broker import BrokerUnreachable, RequestContext, UnsupportedRequestError, with_context
@@ -42,7 +43,7 @@ __all__ = ["BrokerUnreachable", "GroupHosting", "GroupHostingConfig"]
 E = ErrorCode
 
 _SINGLE_GROUP_REQUESTS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest,
-                          m.OffsetCommitRequest, m.OffsetFetchRequest)
+                          m.OffsetCommitRequest, m.OffsetFetchRequest, cg.ConsumerGroupHeartbeatRequest)
 
 
 @attrs.frozen
@@ -146,7 +147,7 @@ class GroupHosting:
             out.append(Delivery(request_key, self._find_coordinator(request)))
         elif isinstance(request, m.ListGroupsRequest):
             out.append(Delivery(request_key, self._list_groups(node_id, request, now_ms)))
-        elif isinstance(request, (m.DescribeGroupsRequest, m.DeleteGroupsRequest)):
+        elif isinstance(request, (m.DescribeGroupsRequest, m.DeleteGroupsRequest, cg.ConsumerGroupDescribeRequest)):
             out.extend(self._multi_group(node_id, request_key, request, now_ms))
         elif isinstance(request, _SINGLE_GROUP_REQUESTS):
             slot = self._slots[self.partition_for(request.group_id)]
@@ -274,8 +275,15 @@ class GroupHosting:
         records = [entry.payload for entry in slot.leader_log(p).entries]
         slot.coordinator = GroupCoordinator.load(
             records, self.now_ms, self.config.coordinator,
-            member_id_factory=self._member_id_factory, on_transition=self._on_transition)
+            member_id_factory=self._member_id_factory, on_transition=self._on_transition,
+            topic_metadata=self._partition_count)
         slot.load_due_ms = None
+
+    def _partition_count(self, topic: str) -> Optional[int]:
+        """What a KIP-848 coordinator assigns from: the partition count of a user topic."""
+        if topic == GROUP_METADATA_TOPIC or topic not in self.cluster.topics:
+            return None
+        return len(self.cluster.topics[topic])
 
     # -- routing --------------------------------------------------------------------
 
@@ -313,7 +321,8 @@ class GroupHosting:
         # One single-group answer per group, all of the request's own response type.
         parts: List[Any] = []
         waits = []
-        for group_id in request.groups:
+        group_ids = request.group_ids if isinstance(request, cg.ConsumerGroupDescribeRequest) else request.groups
+        for group_id in group_ids:
             single = type(request)((group_id,))
             slot = self._slots[self.partition_for(group_id)]
             serving = self._serving(slot, node_id)
@@ -326,6 +335,8 @@ class GroupHosting:
         response: object
         if isinstance(request, m.DescribeGroupsRequest):
             response = m.DescribeGroupsResponse(tuple(g for part in parts for g in part.groups))
+        elif isinstance(request, cg.ConsumerGroupDescribeRequest):
+            response = cg.ConsumerGroupDescribeResponse(tuple(g for part in parts for g in part.groups))
         else:
             response = m.DeleteGroupsResponse(tuple(r for part in parts for r in part.results))
         held = _Held(tuple(w for w in waits if w is not None), (Delivery(request_key, response),))

@@ -5,5 +5,6 @@
 * :mod:`.group` - the group: epochs, members, target assignment, partition epochs;
 * :mod:`.manager` - the ConsumerGroupHeartbeat / ConsumerGroupDescribe handlers and timers.
 """
-# Nothing is imported here: kgroup.core.coordinator.records imports .member, and .group imports
-# records, so an eager import would make a cycle.
+# The coordinator package imports .group and .manager, which import the coordinator's records;
+# loading the coordinator first gives every entry point (this package included) one acyclic order.
+import kgroup.core.coordinator  # noqa: F401,E402

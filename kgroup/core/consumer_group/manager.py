@@ -107,7 +107,8 @@ class ConsumerGroupManager:
             raise invalid("InstanceId can't be empty.")
         if req.rack_id == "":
             raise invalid("RackId can't be empty.")
-        if req.subscribed_topic_regex is not None:
+        if req.subscribed_topic_regex:
+            # Kafka 4 reads an empty regex as "no regex" (librdkafka sends one with a topic list).
             raise invalid("SubscribedTopicRegex is not supported by kgroup's coordinator.")
         if req.api_version >= 1 and not req.member_id:
             # KIP-1082: from v1 the client generates its member id.

@@ -1,0 +1,34 @@
+"""kafka-python message classes for the KIP-848 APIs, generated from Kafka's JSON schemas.
+
+kafka-python 3.0 builds its protocol classes from Kafka's JSON schemas but
+does not ship ConsumerGroupHeartbeat or ConsumerGroupDescribe; the schemas
+live in :mod:`kgroup.server.schemas` and the same loader turns them into
+classes here, so encoding and decoding stay kafka-python's (no codec of
+kgroup's own).
+"""
+from __future__ import annotations
+
+from kafka.protocol.api_message import ApiMessage
+
+from kgroup.server import schemas
+
+__all__ = [
+    "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse",
+    "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
+]
+
+
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=schemas):  # type: ignore[call-arg]  # a metaclass keyword
+    pass
+
+
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=schemas):  # type: ignore[call-arg]  # a metaclass keyword
+    pass
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=schemas):  # type: ignore[call-arg]  # a metaclass keyword
+    pass
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=schemas):  # type: ignore[call-arg]  # a metaclass keyword
+    pass
