@@ -19,7 +19,7 @@ and route whatever the failover answers.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, cast
 
 from kgroup.core.broker import DEFAULT_CLIENT_ID
 from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
@@ -142,7 +142,8 @@ class InMemoryKafka:
         return self.clock, self.scheduler
 
     def members(self) -> Dict[str, GroupMember]:
-        return {name: runner.member for name, runner in self._runners.items()}
+        # member() makes classic members only.
+        return {name: cast(GroupMember, runner.member) for name, runner in self._runners.items()}
 
     def remove_member(self, name: str, leave_group: Optional[bool] = None) -> None:
         """Close a pure member (leaving the group if dynamic) and stop driving it."""
