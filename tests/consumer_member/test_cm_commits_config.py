@@ -61,17 +61,36 @@ def test_commit_carries_the_member_epoch_at_send_time():
     assert next_commit(sm).generation_id == 5
 
 
-def test_commit_sync_fails_on_stale_member_epoch():
+def test_commit_sync_fails_on_stale_member_epoch_for_a_partition_given_up():
     """CommitRequestManagerTest.testCommitSyncFailsWithCommitFailedExceptionOnStaleMemberEpoch"""
     sm = stable()
-    token = sm.member.commit_offsets({T0: 10}, sm.now, deadline_ms=sm.now + 30_000)
+    gone = TopicPartition("t", 5)  # not (or no longer) the member's
+    token = sm.member.commit_offsets({gone: 10}, sm.now, deadline_ms=sm.now + 30_000)
     next_commit(sm)
-    sm.answer(m.OffsetCommitRequest, commit_answer(ErrorCode.STALE_MEMBER_EPOCH, T0))
+    sm.answer(m.OffsetCommitRequest, commit_answer(ErrorCode.STALE_MEMBER_EPOCH, gone))
     sm.poll()
     error = sm.commits[token].error
     assert isinstance(error, CommitFailedError) and error.error_code is ErrorCode.STALE_MEMBER_EPOCH
     sm.advance(1000)
     assert not [r for r in sm.pump() if isinstance(r, m.OffsetCommitRequest)]
+
+
+def test_commit_of_owned_partitions_retries_stale_epoch_with_the_new_one():
+    """kgroup's extension of CommitRequestManager's stale-epoch retry (Kafka retries only the
+    auto-commit before a revocation): a partition the member still owns cannot have been committed
+    by anyone else, so the commit goes again with the epoch the member has now."""
+    sm = stable(retry_backoff_ms=50)
+    token = sm.member.commit_offsets({T0: 10}, sm.now, deadline_ms=sm.now + 30_000)
+    assert next_commit(sm).generation_id == 4
+    sm.advance(3000)
+    sm.heartbeat()
+    sm.answer_heartbeat(epoch=5)  # the epoch moved while the commit was in flight
+    sm.answer(m.OffsetCommitRequest, commit_answer(ErrorCode.STALE_MEMBER_EPOCH, T0))
+    sm.advance(50)
+    assert next_commit(sm).generation_id == 5
+    sm.answer(m.OffsetCommitRequest, commit_answer(OK, T0))
+    sm.poll()
+    assert sm.commits[token].error is None
 
 
 def test_auto_commit_before_revocation_retries_stale_epoch_with_the_new_epoch():

@@ -11,14 +11,20 @@ What differs from the classic member's ``committer.py``:
   it was made in (joined once, never fenced or left since:
   :func:`membership_stamp`), and one whose membership is gone fails
   with CommitFailedError instead of going out under a later membership.
-- **STALE_MEMBER_EPOCH is retried with the newest epoch** for the
-  auto-commit before a revocation, while the member is still in the group
-  and the rebalance timeout allows (Kafka
-  ``autoCommitSyncBeforeRevocationWithRetries`` /
-  ``isStaleEpochErrorAndValidEpochAvailable``), and for an offset fetch
-  (``testSyncOffsetFetchFailsWithStaleEpochAndRetriesWithNewEpoch``).  Any
-  other commit fails with CommitFailedError, as Kafka's ``commitSync`` does
+- **STALE_MEMBER_EPOCH is retried with the newest epoch** while the
+  member is still in the same membership, the commit's deadline allows,
+  and the member still owns every partition of the commit.  Kafka retries
+  the auto-commit before a revocation that way
+  (``autoCommitSyncBeforeRevocationWithRetries`` /
+  ``isStaleEpochErrorAndValidEpochAvailable``) and an offset fetch
+  (``testSyncOffsetFetchFailsWithStaleEpochAndRetriesWithNewEpoch``), but
+  fails ``commitSync`` at once
   (``testCommitSyncFailsWithCommitFailedExceptionOnStaleMemberEpoch``).
+  kgroup retries that one too when it is safe: the epoch moved with the
+  member's own reconciliation, and no other member can have committed a
+  partition this one still owns.  A commit that names a partition the
+  member gave up fails with CommitFailedError (a retry could move the
+  new owner's offset back).
 - A commit never changes the membership: UNKNOWN_MEMBER_ID or a fenced
   epoch only fail the commit (the heartbeat finds out and fences the member).
 - OffsetFetch v9 carries the member id and epoch.
@@ -189,13 +195,16 @@ class ConsumerCommitter:
         return out
 
     def on_commit_answer(self, token: int, response: m.OffsetCommitResponse, now_ms: int,
-                         still_member: bool) -> ErrorCode:
-        """Finish or retry a commit; returns its error code (the member reacts to a moved coordinator)."""
+                         still_member: bool, owned: frozenset) -> ErrorCode:
+        """Finish or retry a commit; returns its error code (the member reacts to a moved coordinator).
+
+        ``still_member``: the membership the commit was made in is the member's; ``owned``: what it owns.
+        """
         code = commit_error_code(response)
         if code is ErrorCode.NONE:
             self.finish(token, None)
         elif code in RETRIABLE or (code is ErrorCode.STALE_MEMBER_EPOCH and still_member
-                                   and token in self._retry_stale_epoch):
+                                   and self._still_owned(token, owned)):
             self._retry_commit(token, code, now_ms)
         else:
             self.finish(token, commit_failure(code))
@@ -220,6 +229,13 @@ class ConsumerCommitter:
                                    token=token)
         elif sent.kind is RequestKind.COMMIT:
             self._retry_commit(token, ErrorCode.REQUEST_TIMED_OUT, now_ms)
+
+    def _still_owned(self, token: int, owned: frozenset) -> bool:
+        pending = self._book.get(token)
+        if pending is None:
+            return False
+        # The pre-revocation auto-commit runs while its partitions are still the member's.
+        return token in self._retry_stale_epoch or pending.offsets.keys() <= owned
 
     def _retry_commit(self, token: int, code: ErrorCode, now_ms: int) -> None:
         pending = self._book.get(token)

@@ -332,7 +332,8 @@ class ConsumerGroupMember:
         elif sent.kind is _KIND.COMMIT:
             pending = self._commits.stamp_of(token)
             code = self._commits.on_commit_answer(token, response, now_ms,
-                                                  still_member=pending == self._stamp() and pending.is_valid)
+                                                  still_member=pending == self._stamp() and pending.is_valid,
+                                                  owned=self._owned)
             if code in COORDINATOR_MOVED:
                 self._lose_coordinator(now_ms)
         elif sent.kind is _KIND.FETCH:
