@@ -12,23 +12,26 @@ from kafka.protocol.api_message import ApiMessage
 
 from kgroup.server import schemas
 
+# ``load_json`` is a keyword of kafka-python's metaclass (where to find the schema), which mypy
+# takes for an ``__init_subclass__`` argument: hence the ignores.
+
 __all__ = [
     "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse",
     "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
 ]
 
 
-class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=schemas):  # type: ignore[call-arg]  # a metaclass keyword
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=schemas):  # type: ignore[call-arg]
     pass
 
 
-class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=schemas):  # type: ignore[call-arg]  # a metaclass keyword
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=schemas):  # type: ignore[call-arg]
     pass
 
 
-class ConsumerGroupDescribeRequest(ApiMessage, load_json=schemas):  # type: ignore[call-arg]  # a metaclass keyword
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=schemas):  # type: ignore[call-arg]
     pass
 
 
-class ConsumerGroupDescribeResponse(ApiMessage, load_json=schemas):  # type: ignore[call-arg]  # a metaclass keyword
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=schemas):  # type: ignore[call-arg]
     pass

@@ -161,7 +161,8 @@ def _consumer_group_heartbeat(req, version: int, topics: TopicIds) -> List[objec
     return [cg.ConsumerGroupHeartbeatRequest(
         group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
         instance_id=req.instance_id, rack_id=req.rack_id, rebalance_timeout_ms=req.rebalance_timeout_ms,
-        subscribed_topic_names=None if req.subscribed_topic_names is None else tuple(req.subscribed_topic_names),
+        subscribed_topic_names=(None if req.subscribed_topic_names is None
+                                else tuple(req.subscribed_topic_names)),
         subscribed_topic_regex=req.subscribed_topic_regex if version >= 1 else None,
         server_assignor=req.server_assignor, topic_partitions=owned, api_version=version)]
 
@@ -347,9 +348,11 @@ def _heartbeat_assignment(partitions, version: int, topics: TopicIds) -> Any:
 def _consumer_group_heartbeat_response(parts: List[Any], version: int, request, topics: TopicIds) -> Any:
     (resp,) = parts
     return ConsumerGroupHeartbeatResponse(
-        version=version, throttle_time_ms=0, error_code=int(resp.error_code), error_message=resp.error_message,
-        member_id=resp.member_id, member_epoch=resp.member_epoch, heartbeat_interval_ms=resp.heartbeat_interval_ms,
-        assignment=None if resp.assignment is None else _heartbeat_assignment(resp.assignment, version, topics))
+        version=version, throttle_time_ms=0, error_code=int(resp.error_code),
+        error_message=resp.error_message, member_id=resp.member_id, member_epoch=resp.member_epoch,
+        heartbeat_interval_ms=resp.heartbeat_interval_ms,
+        assignment=(None if resp.assignment is None
+                    else _heartbeat_assignment(resp.assignment, version, topics)))
 
 
 def _consumer_group_describe_response(parts: List[Any], version: int, request, topics: TopicIds) -> Any:
@@ -371,7 +374,8 @@ def _consumer_group_describe_response(parts: List[Any], version: int, request, t
                   authorized_operations=g.authorized_operations, members=[
                       member_cls(version=version, member_id=x.member_id, instance_id=x.instance_id,
                                  rack_id=x.rack_id, member_epoch=x.member_epoch, client_id=x.client_id,
-                                 client_host=x.client_host, subscribed_topic_names=list(x.subscribed_topic_names),
+                                 client_host=x.client_host,
+                                 subscribed_topic_names=list(x.subscribed_topic_names),
                                  subscribed_topic_regex=x.subscribed_topic_regex,
                                  assignment=assignment(x.assignment),
                                  target_assignment=assignment(x.target_assignment),

@@ -18,13 +18,16 @@ import asyncio
 import logging
 import socket
 import threading
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar, cast
 
 import attrs
 
 from kgroup.core.cluster.config import ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.cluster.state_machine import ClusterStateMachine
+from kgroup.core.consumer_group_messages import (
+    ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, DescribedConsumerGroup,
+)
 from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import ConfigError, KGroupError
 from kgroup.io.runner import monotonic_ms
@@ -228,6 +231,17 @@ class KafkaServer:
         def work() -> Optional[str]:
             state = self._hosting().group_state(group_id)
             return None if state is None else str(getattr(state, "value", state))
+        return self._call(work)
+
+    def describe_consumer_group(self, group_id: str) -> DescribedConsumerGroup:
+        """What ConsumerGroupDescribe answers for a KIP-848 group, read on the server's thread."""
+        def work() -> DescribedConsumerGroup:
+            request = ConsumerGroupDescribeRequest((group_id,))
+            coordinator = self._hosting().coordinator_for(group_id)
+            if coordinator is None:
+                return DescribedConsumerGroup(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, group_id)
+            response = coordinator.handle(None, request, self._clock()).deliveries[0].response
+            return cast(ConsumerGroupDescribeResponse, response).groups[0]
         return self._call(work)
 
     def partition_leader(self, topic: str, partition: int) -> Optional[int]:

@@ -374,6 +374,11 @@ def _valid_requests(served: bool = True) -> List[Tuple[ApiKey, int, Any]]:
             epoch_topic.OffsetForLeaderPartition(version=v, partition=i, current_leader_epoch=-1,
                                                  leader_epoch=0)
             for i in range(2)])])
+    from kgroup.server.consumer_group_api import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+    add(ApiKey.ConsumerGroupHeartbeat, ConsumerGroupHeartbeatRequest, group_id="g", member_id="m-fuzz",
+        member_epoch=0, rebalance_timeout_ms=10_000, subscribed_topic_names=["t"], topic_partitions=[])
+    add(ApiKey.ConsumerGroupDescribe, ConsumerGroupDescribeRequest, group_ids=["g", "h"],
+        include_authorized_operations=False)
     return out
 
 

@@ -44,6 +44,7 @@ E = ErrorCode
 
 _SINGLE_GROUP_REQUESTS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest,
                           m.OffsetCommitRequest, m.OffsetFetchRequest, cg.ConsumerGroupHeartbeatRequest)
+_MULTI_GROUP_REQUESTS = (m.DescribeGroupsRequest, m.DeleteGroupsRequest, cg.ConsumerGroupDescribeRequest)
 
 
 @attrs.frozen
@@ -129,8 +130,12 @@ class GroupHosting:
         return self._slots[self.partition_for(group_id)].coordinator
 
     def group_state(self, group_id: str):
+        """The group's state (a classic GroupState or a KIP-848 ConsumerGroupState), None if unknown."""
         coordinator = self.coordinator_for(group_id)
-        return None if coordinator is None else coordinator.group_state(group_id)
+        if coordinator is None:
+            return None
+        consumer_group = coordinator.consumer_group(group_id)
+        return coordinator.group_state(group_id) if consumer_group is None else consumer_group.state
 
     # -- the broker seam (kgroup.core.broker.BrokerBackend) ----------------------------
 
@@ -147,7 +152,7 @@ class GroupHosting:
             out.append(Delivery(request_key, self._find_coordinator(request)))
         elif isinstance(request, m.ListGroupsRequest):
             out.append(Delivery(request_key, self._list_groups(node_id, request, now_ms)))
-        elif isinstance(request, (m.DescribeGroupsRequest, m.DeleteGroupsRequest, cg.ConsumerGroupDescribeRequest)):
+        elif isinstance(request, _MULTI_GROUP_REQUESTS):
             out.extend(self._multi_group(node_id, request_key, request, now_ms))
         elif isinstance(request, _SINGLE_GROUP_REQUESTS):
             slot = self._slots[self.partition_for(request.group_id)]
@@ -321,7 +326,8 @@ class GroupHosting:
         # One single-group answer per group, all of the request's own response type.
         parts: List[Any] = []
         waits = []
-        group_ids = request.group_ids if isinstance(request, cg.ConsumerGroupDescribeRequest) else request.groups
+        describes_consumer_groups = isinstance(request, cg.ConsumerGroupDescribeRequest)
+        group_ids = request.group_ids if describes_consumer_groups else request.groups
         for group_id in group_ids:
             single = type(request)((group_id,))
             slot = self._slots[self.partition_for(group_id)]

@@ -184,7 +184,8 @@ class ConsumerGroup:
             self._target[new_member.member_id] = target
             self._emit(ConsumerGroupTargetAssignmentRecord(self._group_id, new_member.member_id, target))
 
-    def commit_offset(self, topic_partition: TopicPartition, committed: OffsetAndMetadata) -> OffsetCommitRecord:
+    def commit_offset(self, topic_partition: TopicPartition,
+                      committed: OffsetAndMetadata) -> OffsetCommitRecord:
         if self.is_(S.DEAD):
             raise GroupInvariantViolation(self._group_id, "a deleted group stores no offsets")
         self._offsets[topic_partition] = committed
@@ -203,7 +204,8 @@ class ConsumerGroup:
         self._offsets = {}
         return tombstones
 
-    def restore(self, persisted: PersistedConsumerGroup, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+    def restore(self, persisted: PersistedConsumerGroup,
+                offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Rebuild from records (a coordinator taking over the group's partition)."""
         header = persisted.header
         self.group_epoch = header.group_epoch
@@ -278,6 +280,7 @@ class ConsumerGroup:
             raise GroupInvariantViolation(self._group_id, "a partition epoch outlived its owner")
         for instance_id, member_id in self._static_members.items():
             if self._members.get(member_id) is None or self._members[member_id].instance_id != instance_id:
-                raise GroupInvariantViolation(self._group_id, f"static member {instance_id} maps to a stranger")
+                raise GroupInvariantViolation(self._group_id,
+                                              f"static member {instance_id} maps to a stranger")
         if not self.is_(S.DEAD) and self._derived_state() is not self.state:
             raise GroupInvariantViolation(self._group_id, f"state {self.state.value} is stale")

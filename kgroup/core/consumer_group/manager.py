@@ -16,7 +16,7 @@ from typing import AbstractSet, Callable, Hashable, Mapping, Optional
 import attrs
 
 from kgroup.assignors import get_server_assignor
-from kgroup.assignors.server_base import AssignmentMember
+from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
@@ -68,7 +68,8 @@ class ConsumerGroupManager:
                  topic_metadata: TopicMetadata,
                  schedule: Callable[[Hashable, int], None], cancel: Callable[[Hashable], object],
                  emit: Callable[[Record], None], observer: Optional[TransitionObserver] = None,
-                 member_id_factory: Optional[Callable[[], str]] = None) -> None:
+                 member_id_factory: Optional[Callable[[], str]] = None,
+                 server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> None:
         self.config = config
         #: The coordinator's consumer groups; this manager adds groups to it.
         self._groups = groups
@@ -82,6 +83,8 @@ class ConsumerGroupManager:
         self._emit = emit
         self._observer = observer
         self._new_member_id = member_id_factory or (lambda: str(uuid.uuid4()))
+        #: Assignor instances by name that take precedence over the registry (tests' prepared assignors).
+        self._server_assignors: Mapping[str, ServerAssignor] = server_assignors or {}
         #: (group id, member id) -> the epoch whose revocation the armed rebalance timer waits on.
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
 
@@ -159,19 +162,19 @@ class ConsumerGroupManager:
     def _check_epoch(self, member: ConsumerGroupMember, received: int,
                      owned: Optional[AbstractSet[TopicPartition]]) -> None:
         """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
+        def fenced(comparison: str) -> _Refused:
+            return _Refused(E.FENCED_MEMBER_EPOCH,
+                            f"The consumer group member has a {comparison} member epoch ({received}) than "
+                            f"the one known by the group coordinator ({member.member_epoch}). The member "
+                            "must abandon all its partitions and rejoin.")
+
         if received > member.member_epoch:
-            raise _Refused(E.FENCED_MEMBER_EPOCH,
-                           f"The consumer group member has a greater member epoch ({received}) than the one known "
-                           f"by the group coordinator ({member.member_epoch}). The member must abandon all its "
-                           "partitions and rejoin.")
+            raise fenced("greater")
         if received < member.member_epoch:
             # The response that bumped the epoch may have been lost: the previous epoch with a subset
             # of the current assignment is accepted.
             if received != member.previous_member_epoch or not _is_subset(owned, member.assigned_partitions):
-                raise _Refused(E.FENCED_MEMBER_EPOCH,
-                               f"The consumer group member has a smaller member epoch ({received}) than the one "
-                               f"known by the group coordinator ({member.member_epoch}). The member must abandon "
-                               "all its partitions and rejoin.")
+                raise fenced("smaller")
 
     def _heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
         joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
@@ -202,18 +205,20 @@ class ConsumerGroupManager:
                 else:
                     if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                         raise _Refused(E.UNRELEASED_INSTANCE_ID,
-                                       f"Static member {member_id} with instance id {instance_id} cannot join the "
-                                       f"group because the instance id is owned by {existing.member_id} member.")
+                                       f"Static member {member_id} with instance id {instance_id} cannot "
+                                       "join the group because the instance id is owned by "
+                                       f"{existing.member_id} member.")
                     # The new incarnation keeps the old one's assignment and rejoins at epoch 0.
-                    member = attrs.evolve(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+                    member = attrs.evolve(existing, member_id=member_id, member_epoch=0,
+                                          previous_member_epoch=0)
                     replaced = existing.member_id
             else:
                 if existing is None:
                     raise _Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
                 if existing.member_id != member_id:
                     raise _Refused(E.FENCED_INSTANCE_ID,
-                                   f"Static member {member_id} with instance id {instance_id} was fenced by member "
-                                   f"{existing.member_id}.")
+                                   f"Static member {member_id} with instance id {instance_id} was fenced by "
+                                   f"member {existing.member_id}.")
                 member = existing
                 self._check_epoch(member, req.member_epoch, owned)
 
@@ -232,7 +237,8 @@ class ConsumerGroupManager:
             rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
             rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
                                   else member.rebalance_timeout_ms),
-            server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+            server_assignor=(req.server_assignor if req.server_assignor is not None
+                             else member.server_assignor),
             subscribed_topic_names=(req.subscribed_topic_names if req.subscribed_topic_names is not None
                                     else member.subscribed_topic_names),
             client_id=req.client_id, client_host=req.client_host,
@@ -289,7 +295,8 @@ class ConsumerGroupManager:
 
     def _update_target_assignment(self, group: ConsumerGroup) -> None:
         """Kafka's TargetAssignmentBuilder: the assignor maps members' subscriptions to the new target."""
-        assignor = get_server_assignor(group.preferred_assignor(self.config.consumer_group_assignors[0]))
+        name = group.preferred_assignor(self.config.consumer_group_assignors[0])
+        assignor = self._server_assignors.get(name) or get_server_assignor(name)
         specs = {
             m.member_id: AssignmentMember(m.member_id, m.subscribed_topic_names, group.target_of(m.member_id),
                                           m.instance_id, m.rack_id)
@@ -306,15 +313,16 @@ class ConsumerGroupManager:
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
-                raise _Refused(E.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {req.group_id}.")
+                raise _Refused(E.UNKNOWN_MEMBER_ID,
+                               f"Member {req.member_id} is not a member of group {req.group_id}.")
         else:
             member = group.static_member(req.instance_id)
             if member is None:
                 raise _Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
             if member.member_id != req.member_id:
                 raise _Refused(E.FENCED_INSTANCE_ID,
-                               f"Static member {req.member_id} with instance id {req.instance_id} was fenced by "
-                               f"member {member.member_id}.")
+                               f"Static member {req.member_id} with instance id {req.instance_id} was "
+                               f"fenced by member {member.member_id}.")
             if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 # Kafka's consumerGroupStaticMemberGroupLeave: the member keeps its assignment for a
                 # restart within the session timeout; what it was revoking is released now.
@@ -344,7 +352,10 @@ class ConsumerGroupManager:
         self._fence(group, group.members[member_id])
 
     def on_rebalance_timeout(self, group_id: str, member_id: str) -> None:
-        """The member did not revoke within its rebalance timeout (Kafka's scheduleConsumerGroupRebalanceTimeout)."""
+        """The member did not revoke within its rebalance timeout.
+
+        Kafka's scheduleConsumerGroupRebalanceTimeout: fenced if it is still at the epoch it had to leave.
+        """
         epoch = self._rebalance_epochs.pop((group_id, member_id), None)
         group = self._groups.get(group_id)
         if group is None or member_id not in group.members:
@@ -354,7 +365,7 @@ class ConsumerGroupManager:
             self._fence(group, member)
 
     def schedule_loaded(self, group: ConsumerGroup, now_ms: int) -> None:
-        """After a failover every member gets a fresh session, and revoking members a fresh rebalance timeout."""
+        """After a failover every member gets a fresh session, a revoking one a fresh rebalance timeout."""
         for member in group.members.values():
             self._schedule(session_timer_key(group.group_id, member.member_id),
                            now_ms + self.config.consumer_group_session_timeout_ms)

@@ -40,7 +40,8 @@ M = MemberState
 LEGAL_PREVIOUS: dict[MemberState, frozenset] = {
     M.STABLE: frozenset({M.STABLE, M.UNREVOKED_PARTITIONS, M.UNRELEASED_PARTITIONS, M.UNKNOWN}),
     M.UNREVOKED_PARTITIONS: frozenset({M.STABLE, M.UNREVOKED_PARTITIONS, M.UNRELEASED_PARTITIONS}),
-    M.UNRELEASED_PARTITIONS: frozenset({M.STABLE, M.UNREVOKED_PARTITIONS, M.UNRELEASED_PARTITIONS, M.UNKNOWN}),
+    M.UNRELEASED_PARTITIONS: frozenset({M.STABLE, M.UNREVOKED_PARTITIONS, M.UNRELEASED_PARTITIONS,
+                                        M.UNKNOWN}),
     # Only a record written by a newer coordinator yields it.
     M.UNKNOWN: frozenset(),
 }
@@ -78,7 +79,8 @@ class ConsumerGroupMember:
     #: Partitions the member may own at its epoch (Kafka's assignedPartitions).
     assigned_partitions: frozenset[TopicPartition] = attrs.field(default=frozenset(), converter=_tps)
     #: Partitions the member must give up before it moves on (Kafka's partitionsPendingRevocation).
-    partitions_pending_revocation: frozenset[TopicPartition] = attrs.field(default=frozenset(), converter=_tps)
+    partitions_pending_revocation: frozenset[TopicPartition] = attrs.field(
+        default=frozenset(), converter=_tps)
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch

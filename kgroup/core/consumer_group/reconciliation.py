@@ -53,14 +53,16 @@ def reconcile(member: ConsumerGroupMember, target_epoch: int, target: AbstractSe
     else:
         if owned is None or owned:
             raise FencedMemberEpoch(
-                f"member {member.member_id} is in an unknown state; it must abandon its partitions and rejoin")
+                f"member {member.member_id} is in an unknown state; "
+                "it must abandon its partitions and rejoin")
         updated = _next(member, target_epoch, target_epoch, target, partition_epoch, owned)
     check_transition(member.member_id, state, updated.state)
     return updated
 
 
-def _next(member: ConsumerGroupMember, member_epoch: int, target_epoch: int, target: AbstractSet[TopicPartition],
-          partition_epoch: PartitionEpoch, owned: Optional[AbstractSet[TopicPartition]]) -> ConsumerGroupMember:
+def _next(member: ConsumerGroupMember, member_epoch: int, target_epoch: int,
+          target: AbstractSet[TopicPartition], partition_epoch: PartitionEpoch,
+          owned: Optional[AbstractSet[TopicPartition]]) -> ConsumerGroupMember:
     """Kafka's computeNextAssignment."""
     current = member.assigned_partitions
     kept = current & target
@@ -74,4 +76,5 @@ def _next(member: ConsumerGroupMember, member_epoch: int, target_epoch: int, tar
                             assigned_partitions=kept, partitions_pending_revocation=pending_revocation)
     new_state = M.UNRELEASED_PARTITIONS if unreleased else M.STABLE
     return attrs.evolve(member.with_epoch(target_epoch), state=new_state,
-                        assigned_partitions=kept | pending_assignment, partitions_pending_revocation=frozenset())
+                        assigned_partitions=kept | pending_assignment,
+                        partitions_pending_revocation=frozenset())

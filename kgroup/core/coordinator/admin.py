@@ -30,11 +30,13 @@ S = GroupState
 
 class AdminHandler:
     def __init__(self, groups: Mapping[str, Group], cancel_timers: Callable[[Group], None],
-                 emit: Callable[[Record], None], consumer_groups: Optional[Mapping[str, ConsumerGroup]] = None,
+                 emit: Callable[[Record], None],
+                 consumer_groups: Optional[Mapping[str, ConsumerGroup]] = None,
                  default_server_assignor: str = "uniform") -> None:
         #: Read-only: the coordinator adds and drops groups.
         self._groups = groups
-        self._consumer_groups: Mapping[str, ConsumerGroup] = consumer_groups if consumer_groups is not None else {}
+        self._consumer_groups: Mapping[str, ConsumerGroup] = (
+            {} if consumer_groups is None else consumer_groups)
         self._default_server_assignor = default_server_assignor
         self._cancel_timers = cancel_timers
         self._emit = emit

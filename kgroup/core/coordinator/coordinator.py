@@ -12,10 +12,11 @@ call (another member's request or a timer).
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Hashable, Iterable, Optional, cast
+from typing import Callable, Hashable, Iterable, Mapping, Optional, cast
 
 import attrs
 
+from kgroup.assignors.server_base import ServerAssignor
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.manager import ConsumerGroupManager, TopicMetadata
 from kgroup.core.consumer_group_messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
@@ -67,9 +68,11 @@ class GroupCoordinator:
     def __init__(self, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
                  member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition: Optional[TransitionObserver] = None,
-                 topic_metadata: TopicMetadata = _no_topics) -> None:
+                 topic_metadata: TopicMetadata = _no_topics,
+                 server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> None:
         """``topic_metadata`` maps a topic name to its partition count (None: no such topic); only
-        KIP-848 consumer groups need it, because their coordinator computes the assignment."""
+        KIP-848 consumer groups need it, because their coordinator computes the assignment.
+        ``server_assignors`` are assignor instances by name used before the registry's."""
         self.config = config
         self._topic_metadata = topic_metadata
         self._new_member_id = member_id_factory or _uuid_member_id
@@ -91,7 +94,8 @@ class GroupCoordinator:
             config, self._consumer_groups, classic_group_state=self._classic_group_state,
             release_empty_classic_group=self._release_empty_classic_group, topic_metadata=topic_metadata,
             schedule=lambda key, deadline_ms: self._timers.schedule(key, deadline_ms),
-            cancel=lambda key: self._timers.cancel(key), emit=self._emit, observer=on_transition)
+            cancel=lambda key: self._timers.cancel(key), emit=self._emit, observer=on_transition,
+            server_assignors=server_assignors)
         self._offsets = OffsetHandler(self._groups, self._create_group, self._schedule_session, self._emit,
                                       self._consumer_groups)
         self._admin = AdminHandler(self._groups, self._cancel_group_timers, self._emit, self._consumer_groups,
@@ -159,7 +163,7 @@ class GroupCoordinator:
         return None if group is None else group.state
 
     def consumer_group(self, group_id: str) -> Optional[ConsumerGroup]:
-        """The KIP-848 consumer group under ``group_id`` (None if there is none); read it, do not change it."""
+        """The KIP-848 consumer group under ``group_id`` (None if there is none); read, never change it."""
         group = self._consumer_groups.get(group_id)
         return None if group is None or group.is_(ConsumerGroupState.DEAD) else group
 
@@ -169,7 +173,8 @@ class GroupCoordinator:
 
     def group_ids(self) -> list[str]:
         classic = [gid for gid, group in self._groups.items() if not group.is_(S.DEAD)]
-        return classic + [gid for gid, cg in self._consumer_groups.items() if not cg.is_(ConsumerGroupState.DEAD)]
+        consumer = [gid for gid, cg in self._consumer_groups.items() if not cg.is_(ConsumerGroupState.DEAD)]
+        return classic + consumer
 
     def persisted_view(self) -> PersistedView:
         groups = {}
@@ -215,17 +220,19 @@ class GroupCoordinator:
                     raise GroupInvariantViolation(gid, violation)
         for gid, cg in self._consumer_groups.items():
             cg.assert_invariants()
-            if gid in self._groups and not self._groups[gid].is_(S.DEAD) and not cg.is_(ConsumerGroupState.DEAD):
+            classic = self._groups.get(gid)
+            if classic is not None and not classic.is_(S.DEAD) and not cg.is_(ConsumerGroupState.DEAD):
                 raise GroupInvariantViolation(gid, "the id names a classic and a consumer group")
             for member_id in cg.members:
                 if ("consumer-session", gid, member_id) not in timers:
-                    raise GroupInvariantViolation(gid, f"consumer group member {member_id!r} can never expire")
+                    raise GroupInvariantViolation(gid, f"consumer group member {member_id!r} never expires")
 
     @classmethod
     def load(cls, records: Iterable[Record], now_ms: int, config: GroupCoordinatorConfig = _DEFAULT_CONFIG, *,
              member_id_factory: Optional[Callable[[str], str]] = None,
              on_transition: Optional[TransitionObserver] = None,
-             topic_metadata: TopicMetadata = _no_topics) -> "GroupCoordinator":
+             topic_metadata: TopicMetadata = _no_topics,
+             server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> "GroupCoordinator":
         """Rebuild from records, e.g. when this coordinator takes over a partition.
 
         Groups are replayed through the same Group methods as live requests (``Group.add``,
@@ -234,7 +241,7 @@ class GroupCoordinator:
         simply retry.  Every loaded member gets a fresh session deadline, as Kafka does on load.
         """
         coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition,
-                          topic_metadata=topic_metadata)
+                          topic_metadata=topic_metadata, server_assignors=server_assignors)
         view = replay(records)
         for gid, persisted_cg in view.consumer_groups.items():
             cg = ConsumerGroup(gid, coordinator._emit, on_transition)
@@ -353,7 +360,8 @@ class GroupCoordinator:
 
     # -- KIP-848 consumer groups (owned manager) -----------------------------------
 
-    def _consumer_group_heartbeat(self, key: Hashable, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> None:
+    def _consumer_group_heartbeat(self, key: Hashable, req: ConsumerGroupHeartbeatRequest,
+                                  now_ms: int) -> None:
         self._deliver(key, self._consumer.heartbeat(req, now_ms))
 
     def _consumer_group_describe(self, key: Hashable, req: ConsumerGroupDescribeRequest, now_ms: int) -> None:

@@ -36,7 +36,8 @@ class OffsetHandler:
         #: Restarts a member's session deadline at now_ms (Kafka reschedules the heartbeat on a commit).
         self._heard_from = heard_from
         self._emit = emit
-        self._consumer_groups: Mapping[str, ConsumerGroup] = consumer_groups if consumer_groups is not None else {}
+        self._consumer_groups: Mapping[str, ConsumerGroup] = (
+            {} if consumer_groups is None else consumer_groups)
 
     def _consumer_group(self, group_id: str) -> Optional[ConsumerGroup]:
         group = self._consumer_groups.get(group_id)
