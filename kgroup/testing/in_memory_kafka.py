@@ -27,6 +27,7 @@ from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.messages import DescribeGroupsRequest
 from kgroup.core.member import GroupMember, MemberConfig, MemberState
+from kgroup.core.member.consumer_protocol import ConsumerMemberState
 from kgroup.errors import ConfigError
 from kgroup.io.inprocess import InProcessHub, InProcessTransport
 from kgroup.io.runner import MemberRunner, monotonic_ms
@@ -216,6 +217,8 @@ class InMemoryKafka:
         if not views:
             return False
         node = self.coordinator_node(group_id)
+        if any(isinstance(view[0], ConsumerMemberState) for view in views):
+            return self._consumer_group_settled(group_id, views, node, check_members=names is None)
         if not all(view[0] is MemberState.STABLE and not view[1] and view[2] == node for view in views):
             return False
         generations = {view[3] for view in views}
@@ -227,6 +230,26 @@ class InMemoryKafka:
             return described is not None and {m.member_id for m in described.members} == {
                 view[4] for view in views}
         return True
+
+    def _consumer_group_settled(self, group_id: str, views: list, node: Optional[int],
+                                check_members: bool) -> bool:
+        """group_settled for KIP-848 members: each Stable with nothing left to reconcile, talking to the
+        current coordinator, whose consumer group is Stable with exactly these members."""
+        from kgroup.core.consumer_group.group import ConsumerGroupState
+
+        if not all(view[0] is ConsumerMemberState.STABLE and view[2] == node for view in views):
+            return False
+        if self.group_state(group_id) is not ConsumerGroupState.STABLE:
+            return False
+        if not check_members:
+            return True
+
+        def member_ids(now_ms: int) -> Optional[frozenset]:
+            coordinator = self.hosting.coordinator_for(group_id)
+            group = None if coordinator is None else coordinator.consumer_group(group_id)
+            return None if group is None else frozenset(group.members)
+
+        return self.hub.query(member_ids) == {view[4] for view in views}
 
     @staticmethod
     def _member_view(runner: MemberRunner) -> tuple:
