@@ -6,6 +6,8 @@ members at once (the ledger checks every callback).  Every wait is bounded.
 """
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kgroup.core.member.consumer_protocol import ConsumerMemberState
@@ -129,3 +131,55 @@ def test_classic_settings_rejected_before_anything_starts(hub):
             GroupConsumer(hub.transport(), "g", ["t"], group_protocol="consumer", **setting)
     with pytest.raises(ConfigError, match="group_remote_assignor"):
         GroupConsumer(hub.transport(), "g", ["t"], group_remote_assignor="uniform")
+
+
+class StuckOnRevoke:
+    """A listener whose first revocation hangs (a member that never revokes in time)."""
+
+    def __init__(self, hang_s: float) -> None:
+        self.hang_s = hang_s
+        self.revoke_started_at = None
+        self.lost: list = []
+
+    def on_partitions_assigned(self, partitions) -> None:
+        pass
+
+    def on_partitions_revoked(self, partitions) -> None:
+        if self.revoke_started_at is None:
+            self.revoke_started_at = time.monotonic()
+            time.sleep(self.hang_s)
+
+    def on_partitions_lost(self, partitions) -> None:
+        self.lost.extend(partitions)
+
+
+def test_member_that_never_revokes_is_removed_after_its_rebalance_timeout(hub):
+    """GroupMetadataManagerTest.testRebalanceTimeoutLifecycle, seen from the members: the partitions
+    a stuck member must give up reach the newcomer only once the coordinator removed it."""
+    stuck_listener = StuckOnRevoke(hang_s=2.5)
+    stuck = GroupConsumer(hub.transport(client_id="stuck"), "g", ["t"], group_protocol="consumer",
+                          listener=stuck_listener, max_poll_interval_ms=1000, retry_backoff_ms=50,
+                          enable_auto_commit=False)
+    newcomer = None
+    try:
+        poll_until([stuck], lambda: stuck.assignment() == ALL and stuck.member.settled)
+        ledger = OwnershipLedger()
+        newcomer = kip848_consumer(hub, ledger, "new")
+        got_some_at = None
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and got_some_at is None:
+            stuck.poll(10)  # hangs 2.5 s in the revocation the first time
+            newcomer.poll(10)
+            if newcomer.assignment():
+                got_some_at = time.monotonic()
+        assert got_some_at is not None, (stuck.member, newcomer.member)
+        # Not before the 1 s rebalance timeout: until then the stuck member still owned them.
+        assert got_some_at - stuck_listener.revoke_started_at >= 0.9
+        # The stuck member was removed (fenced, or left on its own poll timeout): it reports its
+        # partitions lost once its callback returns, rejoins, and the group splits again.
+        poll_until([stuck, newcomer], lambda: stuck_listener.lost != [] and split_evenly([stuck, newcomer]))
+        assert ledger.violations == []
+    finally:
+        stuck.close()
+        if newcomer is not None:
+            newcomer.close()
