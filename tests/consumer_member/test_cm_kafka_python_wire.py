@@ -123,3 +123,59 @@ def test_unknown_server_assignor_is_a_fatal_typed_error(kafka_broker):
         assert "no-such-assignor" in str(raised.value)  # the coordinator's message names it
     finally:
         c.close()
+
+
+@pytest.mark.kafka_broker(coordinator=BROKER)
+def test_kgroup_and_confluent_consumers_share_a_group(kafka_broker):
+    """kgroup's member and librdkafka's (group.protocol=consumer) in one KIP-848 group."""
+    confluent_kafka = pytest.importorskip("confluent_kafka")
+    kafka_broker.create_topic("t", 6)
+    produce(kafka_broker, RECORDS)
+    ledger = OwnershipLedger()
+    ours = consumer(kafka_broker, ledger, "kgroup")
+    theirs = confluent_kafka.Consumer({
+        "bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "g", "group.protocol": "consumer",
+        "client.id": "confluent", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    confluent_listener = ledger.listener("confluent")
+    seen: list = []
+
+    def poll_both() -> None:
+        if not ours._closed:
+            for records in ours.poll(50).values():
+                seen.extend(int(r.value) for r in records)
+            ours.commit()
+        message = theirs.poll(0.05)
+        if message is not None and message.error() is None:
+            seen.append(int(message.value()))
+            theirs.commit(message, asynchronous=False)
+
+    def poll_until(condition, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            assert time.monotonic() < deadline, (ours._coordinator._member, sorted(ours.assignment()),
+                                                 theirs.assignment())
+            poll_both()
+
+    try:
+        theirs.subscribe(
+            ["t"],
+            on_assign=lambda c, parts: confluent_listener.on_partitions_assigned(
+                [kafka.TopicPartition(p.topic, p.partition) for p in parts]),
+            on_revoke=lambda c, parts: confluent_listener.on_partitions_revoked(
+                [kafka.TopicPartition(p.topic, p.partition) for p in parts]),
+            on_lost=lambda c, parts: confluent_listener.on_partitions_lost(
+                [kafka.TopicPartition(p.topic, p.partition) for p in parts]))
+        poll_until(lambda: len(set(seen)) == RECORDS and len(ours.assignment()) == 3
+                   and len(theirs.assignment()) == 3)
+        assert set(ours.assignment()).isdisjoint({kafka.TopicPartition(p.topic, p.partition)
+                                                  for p in theirs.assignment()})
+        described = kafka_broker.describe_consumer_group("g")
+        assert described.group_state == "Stable" and len(described.members) == 2
+        assert all(m.member_epoch == described.assignment_epoch for m in described.members)
+        # kgroup's member leaves; librdkafka's takes everything over.
+        ours.close()
+        poll_until(lambda: len(theirs.assignment()) == 6)
+        assert ledger.violations == []
+    finally:
+        ours.close()
+        theirs.close()
