@@ -27,7 +27,8 @@ Modules: ``states.py`` (Kafka's MemberState and its table), ``config.py``
 incremental heartbeats), ``heartbeat_schedule.py`` (interval, backoff, poll
 timer), ``heartbeat_errors.py`` (the error table), ``reconciliation.py``
 (commit -> revoke -> assign as a table-checked machine), ``committer.py``
-(commits with the member epoch), ``member.py`` (the protocol).
+(commits with the member epoch), ``view.py`` (the member's state and what
+an adapter reads), ``member.py`` (the protocol).
 """
 from kgroup.core.member.consumer_protocol.config import (
     CLASSIC,
