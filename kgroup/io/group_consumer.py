@@ -36,6 +36,7 @@ from kgroup.core.member.consumer_protocol import (
     ConsumerProtocolConfig,
     check_group_protocol_settings,
 )
+from kgroup.core.member.consumer_protocol.member_id import RandomBytes
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.errors import ConfigError, KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
@@ -52,10 +53,11 @@ class PollResult:
 
 def make_member(group_id: str, now_ms: int, group_protocol: str = "classic",
                 assignors: Optional[Sequence] = None, group_remote_assignor: Optional[str] = None,
-                **config) -> AnyMember:
+                random_bytes: RandomBytes = os.urandom, **config) -> AnyMember:
     """A pure member for ``group_protocol``; a setting that protocol does not take is a ConfigError.
 
-    ``assignors`` None means kgroup's default, ``("range",)``, for the classic protocol.
+    ``assignors`` None means kgroup's default, ``("range",)``, for the classic protocol;
+    ``random_bytes`` makes a KIP-848 member's id (KIP-1082).
     """
     explicit = set(config) | ({"assignors"} if assignors is not None else set())
     protocol = check_group_protocol_settings(group_protocol, explicit, group_remote_assignor)
@@ -65,7 +67,7 @@ def make_member(group_id: str, now_ms: int, group_protocol: str = "classic",
             raise ConfigError(f"{', '.join(unknown)}: not a setting of group_protocol='consumer'")
         consumer_config = ConsumerProtocolConfig(group_id=group_id,
                                                  group_remote_assignor=group_remote_assignor, **config)
-        return ConsumerGroupMember(consumer_config, now_ms, random_bytes=os.urandom)
+        return ConsumerGroupMember(consumer_config, now_ms, random_bytes=random_bytes)
     classic = MemberConfig(group_id=group_id, assignors=tuple(assignors or ("range",)), **config)
     return GroupMember(classic, now_ms)
 

@@ -19,18 +19,19 @@ and route whatever the failover answers.
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple, cast
+import random
+from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 from kgroup.core.broker import DEFAULT_CLIENT_ID
 from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.messages import DescribeGroupsRequest
-from kgroup.core.member import GroupMember, MemberConfig, MemberState
+from kgroup.core.member import MemberState
 from kgroup.core.member.consumer_protocol import ConsumerMemberState
 from kgroup.errors import ConfigError
 from kgroup.io.inprocess import InProcessHub, InProcessTransport
-from kgroup.io.runner import MemberRunner, monotonic_ms
+from kgroup.io.runner import AnyMember, MemberRunner, monotonic_ms
 from kgroup.testing.clock import MockClock
 from kgroup.testing.scheduler import HubTimers, Scheduler
 
@@ -42,7 +43,7 @@ DEFAULT_APP_POLL_MS = 10
 class _PollingApp:
     """The application loop of one ``member()``: take events (to ``on_events``), then poll."""
 
-    def __init__(self, kafka: "InMemoryKafka", name: str, member: GroupMember, first_ms: int) -> None:
+    def __init__(self, kafka: "InMemoryKafka", name: str, member: AnyMember, first_ms: int) -> None:
         self.kafka = kafka
         self.name = name
         self.member = member
@@ -123,12 +124,20 @@ class InMemoryKafka:
         self._consumers.append(consumer)
         return consumer
 
-    def member(self, name: str, group_id: str, topics: Sequence[str], **config) -> GroupMember:
-        """A pure member named ``name`` that ``run()`` drives (MockClock only)."""
+    def member(self, name: str, group_id: str, topics: Sequence[str], **config) -> AnyMember:
+        """A pure member named ``name`` that ``run()`` drives (MockClock only).
+
+        ``group_protocol="consumer"`` makes a KIP-848 member; its member id is drawn from a random
+        source seeded with ``name``, so a run replays exactly.
+        """
+        from kgroup.io.group_consumer import make_member
+
         clock, scheduler = self._mock_clock_and_scheduler("member()")
         if name in self._runners:
             raise ConfigError(f"a member named {name!r} already exists")
-        member = GroupMember(MemberConfig(group_id=group_id, **config), clock())
+        seeded = random.Random(name)
+        member = make_member(group_id, clock(),
+                             random_bytes=lambda n: bytes(seeded.getrandbits(8) for _ in range(n)), **config)
         member.subscribe(list(topics), clock())
         member.update_metadata(self.partitions_per_topic(), clock())
         runner = MemberRunner(member, self.transport(member.config.client_id), clock)
@@ -142,9 +151,8 @@ class InMemoryKafka:
             raise ConfigError(f"{what} needs a MockClock; on the real clock use consumer()")
         return self.clock, self.scheduler
 
-    def members(self) -> Dict[str, GroupMember]:
-        # member() makes classic members only.
-        return {name: cast(GroupMember, runner.member) for name, runner in self._runners.items()}
+    def members(self) -> Dict[str, AnyMember]:
+        return {name: runner.member for name, runner in self._runners.items()}
 
     def remove_member(self, name: str, leave_group: Optional[bool] = None) -> None:
         """Close a pure member (leaving the group if dynamic) and stop driving it."""

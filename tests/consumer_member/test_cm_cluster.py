@@ -76,3 +76,15 @@ def test_static_member_bounce_keeps_its_partitions_without_moving_the_others(kgr
     assert not [h for h in ledger.history[before_bounce:] if h[0] == "stayer"]  # no callback at all
     assert restarted.member.state is ConsumerMemberState.STABLE
     assert ledger.violations == []
+
+
+@pytest.mark.kgroup_cluster(brokers=1, offsets_partitions=3, mock_clock=True, coordinator_config=FAST)
+def test_pure_kip848_members_on_a_mock_clock_replay_exactly(kgroup_cluster):
+    """InMemoryKafka.member(group_protocol="consumer"): deterministic ids (seeded by name) and timing."""
+    kgroup_cluster.create_topic("orders", 6)
+    members = [kgroup_cluster.member(f"m{i}", "billing", ["orders"], group_protocol="consumer",
+                                     enable_auto_commit=False) for i in range(3)]
+    took_ms = kgroup_cluster.run_until(lambda: kgroup_cluster.group_settled("billing"), limit_ms=10_000)
+    assert sorted(len(m.assignment) for m in members) == [2, 2, 2]
+    assert members[0].member_id == kgroup_cluster.members()["m0"].member_id
+    assert took_ms <= 3 * FAST.consumer_group_heartbeat_interval_ms + 100
