@@ -278,3 +278,22 @@ def test_heartbeat_answer_from_before_a_rejoin_is_ignored():
     sm.member.on_response(stale.token, sm.member_response(epoch=9, assignment=tps("t", 7)), sm.now)
     assert sm.member.state is S.JOINING and sm.member.member_epoch == 0
     assert sm.heartbeat().member_epoch == 0
+
+
+def test_subscribing_again_after_leaving_joins_on_the_next_poll():
+    """ConsumerMembershipManagerTest.testOnSubscriptionUpdatedTransitionsToJoiningOnPollIfNotInGroup and
+    testOnSubscriptionUpdatedDoesNotTransitionToJoiningIfInGroup"""
+    sm = stable()
+    sm.member.subscribe(["t", "u"], sm.now)
+    sm.poll()
+    assert sm.member.state is S.STABLE  # in the group: the next heartbeat carries the new topics
+    sm.member.unsubscribe(sm.now)
+    sm.poll()
+    sm.heartbeat()  # the leave
+    assert sm.member.state is S.UNSUBSCRIBED
+    sm.member.subscribe(["t"], sm.now)
+    assert sm.member.state is S.UNSUBSCRIBED
+    sm.poll()
+    assert sm.member.state is S.JOINING
+    join = sm.heartbeat()
+    assert join.member_epoch == 0 and join.subscribed_topic_names == ("t",)

@@ -467,6 +467,12 @@ class ConsumerCoordinator:
             events = member.take_events()
         self._dispatch(events)
         self._revocation_delivered = False  # a later subscription starts a new rebalance
+        if self._consumer_protocol:
+            with self._runner.foreground() as member:
+                # The revocation callbacks ran: the KIP-848 leave heartbeat may go now (Java's
+                # unsubscribe returns once the callbacks completed and the leave is sent).
+                member.on_app_poll(self._runner.clock())
+                self._runner.step(0)
 
     @_kafka_errors
     def close(self, autocommit=True, timeout_ms=None) -> None:
