@@ -20,7 +20,6 @@ from typing import Callable, Iterable, Optional
 
 from kgroup.core import consumer_group_messages as cg
 from kgroup.io.kafka_python.convert import error_code
-from kgroup.server.consumer_group_api import ConsumerGroupHeartbeatRequest as KHeartbeatRequest
 from kgroup.values import TopicPartition
 
 __all__ = ["TopicIdMap", "UnknownTopicName", "heartbeat_request", "heartbeat_response"]
@@ -66,8 +65,12 @@ def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
     return grouped
 
 
-def heartbeat_request(req: cg.ConsumerGroupHeartbeatRequest, topics: TopicIdMap) -> KHeartbeatRequest:
+def heartbeat_request(req: cg.ConsumerGroupHeartbeatRequest, topics: TopicIdMap):
     """The struct for ``req`` at exactly its version (v1: the client's own member id, KIP-1082)."""
+    # Imported here: the schema-built classes live in the server package, which a classic-protocol
+    # consumer need not load.
+    from kgroup.server.consumer_group_api import ConsumerGroupHeartbeatRequest as KHeartbeatRequest
+
     owned = None
     if req.topic_partitions is not None:
         owned = []
