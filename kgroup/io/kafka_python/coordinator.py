@@ -60,6 +60,11 @@ from kgroup.io.runner import AnyMember, MemberRunner, block_until, monotonic_ms
 log = logging.getLogger(__name__)
 
 _REBALANCING = (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
+#: KIP-848 has no global barrier: a member keeps consuming what it owns while it reconciles, so
+#: poll() fetches in these states (Java's consumer does; waiting for Stable would stall a member
+#: whose new partitions are still being released by another one).
+_KIP848_FETCHING = (ConsumerMemberState.STABLE, ConsumerMemberState.RECONCILING,
+                    ConsumerMemberState.ACKNOWLEDGING)
 
 
 def _kafka_errors(method):
@@ -216,7 +221,8 @@ class ConsumerCoordinator:
 
     @_kafka_errors
     def poll(self, timeout_ms=None) -> bool:
-        """Drive the group; True once the member is stable (or needs no group)."""
+        """Drive the group; True once the member is stable (or needs no group); a KIP-848 member also
+        while it reconciles (it keeps its partitions meanwhile)."""
         if self._member is None:
             return True
         self._invoke_completed_offset_commit_callbacks()
@@ -237,7 +243,7 @@ class ConsumerCoordinator:
                     member.on_app_poll(runner.clock(), self._positions())
                     runner.step(0)
                     more = member.has_events()
-                    stable = member.settled
+                    stable = member.settled or (self._consumer_protocol and member.state in _KIP848_FETCHING)
                     failed = member.failed and not more
                 if error is not None:
                     raise error
