@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.member.consumer_protocol import ConsumerMemberState
 from kgroup.errors import CommitFailedError, ConfigError
 from kgroup.io.group_consumer import GroupConsumer
@@ -183,3 +184,31 @@ def test_member_that_never_revokes_is_removed_after_its_rebalance_timeout(hub):
         stuck.close()
         if newcomer is not None:
             newcomer.close()
+
+
+def test_idle_member_heartbeats_on_the_coordinator_interval_at_little_cost():
+    """The heartbeat thread sleeps until the interval the coordinator gave (Kafka's
+    HeartbeatRequestState timer): about one heartbeat per interval, no busy loop."""
+    hub = consumer_hub(GroupCoordinatorConfig(consumer_group_heartbeat_interval_ms=200,
+                                              consumer_group_session_timeout_ms=2000))
+    c = kip848_consumer(hub, OwnershipLedger(), "c0")
+    try:
+        poll_until([c], lambda: split_evenly([c]))
+        sent: list = []
+        send = c._runner.transport.send
+
+        def counting(request, node_id=None):
+            sent.append(type(request).__name__)
+            return send(request, node_id)
+
+        c._runner.transport.send = counting
+        cpu0, wall0 = time.process_time(), time.monotonic()
+        time.sleep(2.0)  # the app is busy: only the heartbeat and hub threads run
+        cpu, wall = time.process_time() - cpu0, time.monotonic() - wall0
+        assert set(sent) == {"ConsumerGroupHeartbeatRequest"}
+        assert 6 <= len(sent) <= 12, len(sent)  # 10 intervals of 200 ms
+        assert cpu / wall < 0.05
+        assert c.member.state is ConsumerMemberState.STABLE and c.assignment() == ALL
+    finally:
+        c.close()
+        hub.close()
