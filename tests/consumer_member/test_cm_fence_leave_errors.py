@@ -297,3 +297,30 @@ def test_subscribing_again_after_leaving_joins_on_the_next_poll():
     assert sm.member.state is S.JOINING
     join = sm.heartbeat()
     assert join.member_epoch == 0 and join.subscribed_topic_names == ("t",)
+
+
+def test_a_leave_right_after_a_commit_goes_in_the_same_round():
+    sm = stable()
+    sm.member.unsubscribe(sm.now)
+    sm.poll()
+    sm.member.commit_offsets({T0: 1}, sm.now, deadline_ms=sm.now + 5000)
+    assert [type(r).__name__ for r in sm.pump()] == ["OffsetCommitRequest", "ConsumerGroupHeartbeatRequest"]
+
+
+def test_a_leave_waits_for_a_commit_queued_behind_another():
+    """The leave holds while a commit of the last callback still waits (behind an in-flight commit of
+    the same partition), asking for no wake-up of its own meanwhile (no busy loop)."""
+    sm = stable()
+    sm.member.commit_offsets({T0: 1}, sm.now, deadline_ms=sm.now + 5000)
+    assert [type(r).__name__ for r in sm.pump()] == ["OffsetCommitRequest"]  # in flight
+    sm.member.unsubscribe(sm.now)
+    sm.poll()
+    sm.member.commit_offsets({T0: 2}, sm.now, deadline_ms=sm.now + 5000)  # made in the callback
+    assert sm.pump() == []
+    assert sm.member.state is S.LEAVING
+    deadline = sm.member.next_deadline_ms()
+    assert deadline is None or deadline > sm.now
+    sm.answer(m.OffsetCommitRequest, m.OffsetCommitResponse((m.PartitionError(T0, ErrorCode.NONE),)))
+    out = sm.pump()
+    assert [type(r).__name__ for r in out] == ["OffsetCommitRequest", "ConsumerGroupHeartbeatRequest"]
+    assert out[0].generation_id == 5 and out[1].member_epoch == -1

@@ -260,7 +260,10 @@ class ConsumerGroupMember(ConsumerMemberView):
         if commit_due_ms is not None:
             candidates.append(commit_due_ms)
         if self._fsm.state not in SKIPS_HEARTBEAT:
-            if not self._requests.in_flight(_KIND.HEARTBEAT) or self._fsm.state is _S.LEAVING:
+            if self._fsm.state is _S.LEAVING:
+                if not self._commits.has_waiting():  # else the leave waits for a commit's answer
+                    candidates.append(0)
+            elif not self._requests.in_flight(_KIND.HEARTBEAT):
                 candidates.append(self._next_heartbeat_ms())
             if self._fsm.state not in LEAVING_GROUP and not self._closing:
                 candidates.append(self._schedule.poll_deadline_ms())
@@ -314,8 +317,6 @@ class ConsumerGroupMember(ConsumerMemberView):
                 and not self._closing and self._schedule.poll_expired(now_ms))
 
     def _next_heartbeat_ms(self) -> int:
-        if self._fsm.state is _S.LEAVING:
-            return 0
         if self._fsm.state in HEARTBEATS_NOW:
             backoff_until = self._schedule.backoff_until_ms()
             return 0 if backoff_until is None else backoff_until
