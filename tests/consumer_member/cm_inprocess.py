@@ -11,7 +11,10 @@ from typing import Callable, Iterable, Optional
 
 import pytest
 
+from kgroup.core import messages as m
+from kgroup.core.broker import StandaloneCoordinator, with_context
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
+from kgroup.core.coordinator.records import ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone
 from kgroup.io.group_consumer import GroupConsumer
 from kgroup.io.inprocess import InProcessHub
 
@@ -98,3 +101,29 @@ def crash(consumer: GroupConsumer) -> None:
     """The process dies: no more heartbeats, polls or answers."""
     consumer._heartbeat.stop(timeout_s=2.0)
     consumer._runner.transport.isolate()
+
+
+class RecordingCoordinator(StandaloneCoordinator):
+    """A standalone coordinator that keeps every record it writes: the coordinator's own trace of
+    each KIP-848 member (state, epoch, assigned and pending-revocation partitions)."""
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        super().__init__(coordinator)
+        self.member_records: list = []
+
+    def send(self, node_id, request_key, request, now_ms, context=None):
+        if isinstance(request, m.FindCoordinatorRequest):
+            return super().send(node_id, request_key, request, now_ms, context)
+        result = self.coordinator.handle(request_key, with_context(request, context), now_ms)
+        self._keep(result.records)
+        return list(result.deliveries)
+
+    def tick(self, now_ms):
+        result = self.coordinator.on_timers(now_ms)
+        self._keep(result.records)
+        return list(result.deliveries)
+
+    def _keep(self, records) -> None:
+        for record in records:
+            if isinstance(record, (ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone)):
+                self.member_records.append(record)
