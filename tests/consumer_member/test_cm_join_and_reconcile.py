@@ -247,3 +247,43 @@ def test_v0_member_takes_the_coordinator_made_member_id():
     assert sm.member.member_id == "from-coordinator"
     sm.poll_until_quiet()
     assert sm.heartbeat().member_id == "from-coordinator"
+
+
+def test_reconciliation_discarded_when_the_member_is_fenced_during_its_commit():
+    """ConsumerMembershipManagerTest.testDelayedReconciliationResultDiscardedAfterCommitIfMemberRejoins"""
+    sm = ScriptedMember(enable_auto_commit=True)
+    sm.join(assignment=tps("t", 0, 1))
+    sm.answer_heartbeat(epoch=1)
+    positions = {TopicPartition("t", 0): 3}
+    sm.poll(positions)
+    sm.callbacks.clear()
+    sm.advance(3000)
+    sm.heartbeat()
+    sm.answer_heartbeat(epoch=2, assignment=tps("t", 1), interval_ms=100)
+    sm.poll(positions)
+    assert sm.member.reconciliation_step is ReconcileStep.COMMITTING
+    sm.pump()  # the pre-revocation commit goes out
+    sm.advance(100)
+    sm.heartbeat()
+    sm.answer_heartbeat(epoch=2, error=ErrorCode.FENCED_MEMBER_EPOCH)
+    sm.answer(m.OffsetCommitRequest, m.OffsetCommitResponse(
+        (m.PartitionError(TopicPartition("t", 0), ErrorCode.UNKNOWN_MEMBER_ID),)))
+    sm.poll_until_quiet(positions)
+    # No revocation and no assignment of the abandoned reconciliation: only the loss.
+    assert sm.callbacks == [("lost", [TopicPartition("t", 0), TopicPartition("t", 1)])]
+    assert sm.member.state is S.JOINING and sm.member.reconciliation_step is ReconcileStep.IDLE
+
+
+def test_same_assignment_is_reconciled_again_after_fencing():
+    """ConsumerMembershipManagerTest.testSameAssignmentReconciledAgainWhenFenced"""
+    sm = ScriptedMember()
+    sm.join(assignment=tps("t", 0))
+    sm.answer_heartbeat(epoch=1, error=ErrorCode.FENCED_MEMBER_EPOCH)
+    sm.poll()  # lost, then rejoin
+    sm.heartbeat()
+    sm.answer_heartbeat(epoch=3, assignment=tps("t", 0))
+    assert sm.member.state is S.RECONCILING
+    sm.poll_until_quiet()
+    assert sm.callbacks == [("assigned", [TopicPartition("t", 0)]), ("lost", [TopicPartition("t", 0)]),
+                            ("assigned", [TopicPartition("t", 0)])]
+    assert sm.heartbeat().topic_partitions == (TopicPartition("t", 0),)
