@@ -96,6 +96,20 @@ class RetriableCommitFailedError(GroupMemberError):
     """The commit failed for a transient reason (coordinator moved or loading); retry it."""
 
 
+class UnsupportedAssignorError(GroupMemberError):
+    """The group coordinator has no server-side assignor of the name ``group_remote_assignor`` gives
+    (ConsumerGroupHeartbeat's UNSUPPORTED_ASSIGNOR, KIP-848): fatal for the member."""
+
+
+class GroupMaxSizeReachedError(GroupMemberError):
+    """The group already has ``group.consumer.max.size`` members (GROUP_MAX_SIZE_REACHED): fatal."""
+
+
+class UnreleasedInstanceIdError(GroupMemberError):
+    """A static member's ``group_instance_id`` is still held by a member that has not left
+    (UNRELEASED_INSTANCE_ID, KIP-848): fatal, as in Kafka's consumer."""
+
+
 class MemberClosedError(KGroupError):
     """The group member was closed (or is fatal) and cannot do this any more."""
 

@@ -5,9 +5,17 @@ does no fetching: ``poll`` drives the group protocol, runs the listener's
 callbacks on the calling thread and returns the current assignment and the
 events delivered.  The application tracks its positions with
 ``set_position`` so auto-commit and ``commit()`` know what to store.
+
+``group_protocol="consumer"`` makes the member speak KIP-848's
+ConsumerGroupHeartbeat (:mod:`kgroup.core.member.consumer_protocol`); the
+coordinator then decides the session timeout, the heartbeat interval and
+the assignment, so ``session_timeout_ms``, ``heartbeat_interval_ms`` and
+``assignors`` are configuration errors with it (as in Kafka's ``ConsumerConfig``),
+and ``group_remote_assignor`` names the server-side assignor to ask for.
 """
 from __future__ import annotations
 
+import os
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
 import attrs
@@ -18,15 +26,21 @@ from kgroup.core.member import (
     FatalError,
     GroupMember,
     MemberConfig,
-    MemberState,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
 )
+from kgroup.core.member.consumer_protocol import (
+    CONSUMER,
+    ConsumerGroupMember,
+    ConsumerProtocolConfig,
+    check_group_protocol_settings,
+)
+from kgroup.core.member.consumer_protocol.member_id import RandomBytes
 from kgroup.core.messages import OffsetAndMetadata
-from kgroup.errors import KGroupError, MemberClosedError
+from kgroup.errors import ConfigError, KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
-from kgroup.io.runner import MemberRunner, block_until, monotonic_ms
+from kgroup.io.runner import AnyMember, MemberRunner, block_until, monotonic_ms
 from kgroup.io.transport import Transport
 from kgroup.values import TopicPartition
 
@@ -37,13 +51,36 @@ class PollResult:
     events: tuple
 
 
+def make_member(group_id: str, now_ms: int, group_protocol: str = "classic",
+                assignors: Optional[Sequence] = None, group_remote_assignor: Optional[str] = None,
+                random_bytes: RandomBytes = os.urandom, **config) -> AnyMember:
+    """A pure member for ``group_protocol``; a setting that protocol does not take is a ConfigError.
+
+    ``assignors`` None means kgroup's default, ``("range",)``, for the classic protocol;
+    ``random_bytes`` makes a KIP-848 member's id (KIP-1082).
+    """
+    explicit = set(config) | ({"assignors"} if assignors is not None else set())
+    protocol = check_group_protocol_settings(group_protocol, explicit, group_remote_assignor)
+    if protocol == CONSUMER:
+        unknown = sorted(set(config) - set(attrs.fields_dict(ConsumerProtocolConfig)))
+        if unknown:
+            raise ConfigError(f"{', '.join(unknown)}: not a setting of group_protocol='consumer'")
+        consumer_config = ConsumerProtocolConfig(group_id=group_id,
+                                                 group_remote_assignor=group_remote_assignor, **config)
+        return ConsumerGroupMember(consumer_config, now_ms, random_bytes=random_bytes)
+    classic = MemberConfig(group_id=group_id, assignors=tuple(assignors or ("range",)), **config)
+    return GroupMember(classic, now_ms)
+
+
 class GroupConsumer:
     def __init__(self, transport: Transport, group_id: str, topics: Sequence[str] = (),
-                 assignors: Sequence = ("range",), listener=None, clock=None,
-                 partitions_per_topic: Optional[Mapping[str, int]] = None, **config) -> None:
-        self._config = MemberConfig(group_id=group_id, assignors=tuple(assignors), **config)
+                 assignors: Optional[Sequence] = None, listener=None, clock=None,
+                 partitions_per_topic: Optional[Mapping[str, int]] = None, group_protocol: str = "classic",
+                 group_remote_assignor: Optional[str] = None, **config) -> None:
         clock = clock or monotonic_ms
-        self._member = GroupMember(self._config, clock())
+        self._member: AnyMember = make_member(group_id, clock(), group_protocol, assignors,
+                                              group_remote_assignor, **config)
+        self._config = self._member.config
         self._runner = MemberRunner(self._member, transport, clock)
         self._listener = listener
         self._positions: dict[TopicPartition, int] = {}
@@ -62,7 +99,7 @@ class GroupConsumer:
     # -- queries ---------------------------------------------------------------
 
     @property
-    def member(self) -> GroupMember:
+    def member(self) -> AnyMember:
         """The pure member (read-only use: state, generation)."""
         return self._member
 
@@ -90,7 +127,7 @@ class GroupConsumer:
         the member has recorded the callback as done.
         """
         self._check_open()
-        if self._member.state is MemberState.FATAL and self._member.last_error is not None:
+        if self._member.failed and self._member.last_error is not None:
             raise self._member.last_error
         runner = self._runner
         deadline_ms = runner.clock() + max(0, timeout_ms)
@@ -109,7 +146,7 @@ class GroupConsumer:
                     member.on_app_poll(now, self._owned_positions())
                     runner.step(0)
                     more = member.has_events()
-                    settled = member.state is MemberState.STABLE and not member.rejoin_needed
+                    settled = member.settled
                 if error is not None:
                     raise error
                 fatal = next((e for e in events if isinstance(e, FatalError)), None)
@@ -186,7 +223,7 @@ class GroupConsumer:
     def _wait_for(self, results: dict, token: int, timeout_ms: int):
         runner = self._runner
 
-        def take_results(member: GroupMember) -> None:
+        def take_results(member: AnyMember) -> None:
             for event in member.take_events():
                 if isinstance(event, (CommitCompleted, CommittedFetched)):
                     self._dispatch_one(event)
@@ -215,6 +252,10 @@ class GroupConsumer:
                 events = member.take_events()
                 done = member.closed
             self._dispatch(events)
+            if not done:
+                with runner.foreground() as member:
+                    # The callbacks ran: a KIP-848 member sends its leave only after them.
+                    member.on_app_poll(runner.clock())
             return done
 
         try:

@@ -1,4 +1,5 @@
-"""Binds a pure GroupMember to a Transport and a real clock, behind one lock.
+"""Binds a pure member (classic ``GroupMember`` or KIP-848 ``ConsumerGroupMember``) to a Transport
+and a real clock, behind one lock.
 
 The runner never runs application callbacks: it moves requests and
 responses between the member and the transport.  Two threads use it - the
@@ -15,12 +16,15 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from kgroup.core.member import GroupMember
+from kgroup.core.member.consumer_protocol import ConsumerGroupMember
 from kgroup.io.transport import Transport, TransportError
 
 Clock = Callable[[], int]
+#: Either protocol's member: both keep the same adapter contract (outbound / on_response / ...).
+AnyMember = Union[GroupMember, ConsumerGroupMember]
 
 #: Longest single blocking wait of the polling thread: it looks at its deadline, a wakeup and
 #: the heartbeat thread's health at least this often.
@@ -40,7 +44,7 @@ def wait_until_ms(deadline_ms: Optional[int], now_ms: int, cap_ms: int) -> int:
 
 
 class MemberRunner:
-    def __init__(self, member: GroupMember, transport: Transport, clock: Optional[Clock] = None) -> None:
+    def __init__(self, member: AnyMember, transport: Transport, clock: Optional[Clock] = None) -> None:
         self.member = member
         self.transport = transport
         self.clock = clock or monotonic_ms
@@ -108,7 +112,7 @@ class MemberRunner:
 
 def block_until(runner: MemberRunner, deadline_ms: Optional[int], done: Callable[[], bool], *,
                 check: Optional[Callable[[], None]] = None,
-                after_step: Optional[Callable[[GroupMember], None]] = None,
+                after_step: Optional[Callable[[AnyMember], None]] = None,
                 wake_for_member: bool = False) -> bool:
     """The polling thread's blocking loop: True once ``done()``, False once ``deadline_ms`` passed.
 

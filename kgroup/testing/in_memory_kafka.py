@@ -19,6 +19,7 @@ and route whatever the failover answers.
 """
 from __future__ import annotations
 
+import random
 from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
 from kgroup.core.broker import DEFAULT_CLIENT_ID
@@ -26,10 +27,11 @@ from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.messages import DescribeGroupsRequest
-from kgroup.core.member import GroupMember, MemberConfig, MemberState
+from kgroup.core.member import MemberState
+from kgroup.core.member.consumer_protocol import ConsumerMemberState
 from kgroup.errors import ConfigError
 from kgroup.io.inprocess import InProcessHub, InProcessTransport
-from kgroup.io.runner import MemberRunner, monotonic_ms
+from kgroup.io.runner import AnyMember, MemberRunner, monotonic_ms
 from kgroup.testing.clock import MockClock
 from kgroup.testing.scheduler import HubTimers, Scheduler
 
@@ -41,7 +43,7 @@ DEFAULT_APP_POLL_MS = 10
 class _PollingApp:
     """The application loop of one ``member()``: take events (to ``on_events``), then poll."""
 
-    def __init__(self, kafka: "InMemoryKafka", name: str, member: GroupMember, first_ms: int) -> None:
+    def __init__(self, kafka: "InMemoryKafka", name: str, member: AnyMember, first_ms: int) -> None:
         self.kafka = kafka
         self.name = name
         self.member = member
@@ -122,12 +124,20 @@ class InMemoryKafka:
         self._consumers.append(consumer)
         return consumer
 
-    def member(self, name: str, group_id: str, topics: Sequence[str], **config) -> GroupMember:
-        """A pure member named ``name`` that ``run()`` drives (MockClock only)."""
+    def member(self, name: str, group_id: str, topics: Sequence[str], **config) -> AnyMember:
+        """A pure member named ``name`` that ``run()`` drives (MockClock only).
+
+        ``group_protocol="consumer"`` makes a KIP-848 member; its member id is drawn from a random
+        source seeded with ``name``, so a run replays exactly.
+        """
+        from kgroup.io.group_consumer import make_member
+
         clock, scheduler = self._mock_clock_and_scheduler("member()")
         if name in self._runners:
             raise ConfigError(f"a member named {name!r} already exists")
-        member = GroupMember(MemberConfig(group_id=group_id, **config), clock())
+        seeded = random.Random(name)
+        member = make_member(group_id, clock(),
+                             random_bytes=lambda n: bytes(seeded.getrandbits(8) for _ in range(n)), **config)
         member.subscribe(list(topics), clock())
         member.update_metadata(self.partitions_per_topic(), clock())
         runner = MemberRunner(member, self.transport(member.config.client_id), clock)
@@ -141,7 +151,7 @@ class InMemoryKafka:
             raise ConfigError(f"{what} needs a MockClock; on the real clock use consumer()")
         return self.clock, self.scheduler
 
-    def members(self) -> Dict[str, GroupMember]:
+    def members(self) -> Dict[str, AnyMember]:
         return {name: runner.member for name, runner in self._runners.items()}
 
     def remove_member(self, name: str, leave_group: Optional[bool] = None) -> None:
@@ -215,6 +225,8 @@ class InMemoryKafka:
         if not views:
             return False
         node = self.coordinator_node(group_id)
+        if any(isinstance(view[0], ConsumerMemberState) for view in views):
+            return self._consumer_group_settled(group_id, views, node, check_members=names is None)
         if not all(view[0] is MemberState.STABLE and not view[1] and view[2] == node for view in views):
             return False
         generations = {view[3] for view in views}
@@ -226,6 +238,26 @@ class InMemoryKafka:
             return described is not None and {m.member_id for m in described.members} == {
                 view[4] for view in views}
         return True
+
+    def _consumer_group_settled(self, group_id: str, views: list, node: Optional[int],
+                                check_members: bool) -> bool:
+        """group_settled for KIP-848 members: each Stable with nothing left to reconcile, talking to the
+        current coordinator, whose consumer group is Stable with exactly these members."""
+        from kgroup.core.consumer_group.group import ConsumerGroupState
+
+        if not all(view[0] is ConsumerMemberState.STABLE and view[2] == node for view in views):
+            return False
+        if self.group_state(group_id) is not ConsumerGroupState.STABLE:
+            return False
+        if not check_members:
+            return True
+
+        def member_ids(now_ms: int) -> Optional[frozenset]:
+            coordinator = self.hosting.coordinator_for(group_id)
+            group = None if coordinator is None else coordinator.consumer_group(group_id)
+            return None if group is None else frozenset(group.members)
+
+        return self.hub.query(member_ids) == {view[4] for view in views}
 
     @staticmethod
     def _member_view(runner: MemberRunner) -> tuple:

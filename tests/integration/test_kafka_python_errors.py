@@ -59,6 +59,13 @@ CASES = [
     (kg.GroupMemberError("commit failed", ErrorCode.UNKNOWN_SERVER_ERROR), Errors.UnknownError, False),
     (kg.GroupMemberError("join failed", ErrorCode.GROUP_MAX_SIZE_REACHED),
      Errors.GroupMaxSizeReachedError, False),
+    # KIP-848 ConsumerGroupHeartbeat's fatal answers, each with its kgroup class.
+    (kg.UnsupportedAssignorError("no such server assignor", ErrorCode.UNSUPPORTED_ASSIGNOR),
+     Errors.UnsupportedAssignorError, False),
+    (kg.GroupMaxSizeReachedError("full", ErrorCode.GROUP_MAX_SIZE_REACHED),
+     Errors.GroupMaxSizeReachedError, False),
+    (kg.UnreleasedInstanceIdError("held", ErrorCode.UNRELEASED_INSTANCE_ID),
+     Errors.UnreleasedInstanceIdError, False),
     # 30 as a bare int, not an ErrorCode member: mapped by its number
     (kg.GroupMemberError("denied", 30), Errors.GroupAuthorizationFailedError, False),
     (kg.GroupMemberError("no code"), Errors.KafkaError, False),

@@ -89,6 +89,15 @@ class MemberView:
         return self._rejoin.needed
 
     @property
+    def settled(self) -> bool:
+        """Stable in a generation with no rejoin pending (what an adapter's poll waits for)."""
+        return self._fsm.state is MemberState.STABLE and not self._rejoin.needed
+
+    @property
+    def failed(self) -> bool:
+        return self._fsm.state is MemberState.FATAL
+
+    @property
     def heartbeat(self) -> HeartbeatTimer:
         return self._hb
 

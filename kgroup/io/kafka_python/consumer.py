@@ -9,6 +9,13 @@ yet at that point - with :class:`~kgroup.io.kafka_python.coordinator.ConsumerCoo
 
 The group settings are checked first, before the parent starts any thread
 or opens any socket, so a rejected configuration leaves nothing running.
+
+``group_protocol="consumer"`` (Java's ``group.protocol``) makes the member speak
+KIP-848's ConsumerGroupHeartbeat, with ``group_remote_assignor`` (Java's
+``group.remote.assignor``) naming the server-side assignor; setting
+``session_timeout_ms``, ``heartbeat_interval_ms`` or
+``partition_assignment_strategy`` with it is a ``KafkaConfigurationError``, as
+Kafka's ``ConsumerConfig`` rejects them (KAFKA-17338).
 """
 from __future__ import annotations
 
@@ -16,9 +23,14 @@ import kafka
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.util import WeakMethod
 
+from kgroup.core.member.consumer_protocol import CONSUMER, check_group_protocol_settings
 from kgroup.errors import KGroupError
 from kgroup.io.kafka_python import errors as kerr
-from kgroup.io.kafka_python.coordinator import ConsumerCoordinator, member_config
+from kgroup.io.kafka_python.coordinator import (
+    ConsumerCoordinator,
+    consumer_protocol_config,
+    member_config,
+)
 from kgroup.io.kafka_python.errors import to_kafka_error
 from kgroup.io.kafka_python.partitions import to_kafka_partition, to_kafka_partitions, with_kafka_keys
 from kgroup.io.kafka_python.strategies import resolve_assignors
@@ -40,7 +52,8 @@ class KafkaConsumer(kafka.KafkaConsumer):
     names.
     """
 
-    DEFAULT_CONFIG = dict(kafka.KafkaConsumer.DEFAULT_CONFIG)
+    DEFAULT_CONFIG = dict(kafka.KafkaConsumer.DEFAULT_CONFIG, group_protocol="classic",
+                          group_remote_assignor=None)
 
     def __init__(self, *topics, **configs):
         strategy = configs.get("partition_assignment_strategy",
@@ -66,9 +79,16 @@ class KafkaConsumer(kafka.KafkaConsumer):
             raise
 
     def _check_group_settings(self, strategy, configs: dict) -> None:
-        assignors = resolve_assignors(strategy)
+        remote_assignor = configs.get("group_remote_assignor")
+        protocol = check_group_protocol_settings(configs.get("group_protocol", "classic"), configs,
+                                                 remote_assignor)
+        assignors = None if protocol == CONSUMER else resolve_assignors(strategy)
         settings = {name: configs.get(name, self.DEFAULT_CONFIG[name]) for name in _GROUP_SETTINGS}
-        if settings["group_id"] is not None:
+        if settings["group_id"] is None:
+            return
+        if assignors is None:
+            consumer_protocol_config(dict(settings, group_remote_assignor=remote_assignor))
+        else:
             member_config(dict(settings, assignors=assignors))
 
     def _discard_stock_coordinator(self) -> None:

@@ -27,11 +27,14 @@ from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
 from kgroup.values import TopicPartition
 
-#: Highest versions kgroup maps: OffsetCommit v9+ / OffsetFetch v9+ belong to
-#: the KIP-848 consumer protocol (member epochs, topic ids), which kgroup's
-#: classic-protocol member does not speak.
+#: Highest versions kgroup maps for a classic-protocol member: OffsetCommit v9+ /
+#: OffsetFetch v9+ belong to the KIP-848 consumer protocol (member epochs).  A
+#: KIP-848 member's requests ask for v9 itself (``OffsetCommitRequest.api_version``,
+#: ``OffsetFetchRequest.member_id``); v10 (topic ids) is not mapped.
 MAX_OFFSET_COMMIT_VERSION = 8
 MAX_OFFSET_FETCH_VERSION = 8
+#: OffsetCommit / OffsetFetch v9: GenerationIdOrMemberEpoch, and the fetching member's id and epoch.
+MEMBER_EPOCH_OFFSETS_VERSION = 9
 
 
 def error_code(value: int) -> ErrorCode:
@@ -128,13 +131,15 @@ def _offset_commit(req: m.OffsetCommitRequest):
         )
         for topic, parts in _by_topic(req.offsets).items()
     ]
+    with_epoch = req.api_version is not None and req.api_version >= MEMBER_EPOCH_OFFSETS_VERSION
     return KOffsetCommitRequest(
         group_id=req.group_id,
         generation_id_or_member_epoch=req.generation_id,
         member_id=req.member_id,
         group_instance_id=req.group_instance_id,
         topics=topics,
-        max_version=MAX_OFFSET_COMMIT_VERSION,
+        min_version=MEMBER_EPOCH_OFFSETS_VERSION if with_epoch else 0,
+        max_version=MEMBER_EPOCH_OFFSETS_VERSION if with_epoch else MAX_OFFSET_COMMIT_VERSION,
     )
 
 
@@ -150,13 +155,21 @@ def _offset_fetch(req: m.OffsetFetchRequest):
         topics = [topic_cls(name=t, partition_indexes=p) for t, p in grouped.items()]
         group_topics = [group_topic_cls(name=t, partition_indexes=p) for t, p in grouped.items()]
         min_version = 0
+    if req.member_id is not None:
+        # A KIP-848 member asks as itself: v9's MemberId / MemberEpoch (checked by the coordinator).
+        group = group_cls(group_id=req.group_id, member_id=req.member_id, member_epoch=req.member_epoch,
+                          topics=group_topics)
+        min_version = max_version = MEMBER_EPOCH_OFFSETS_VERSION
+    else:
+        group = group_cls(group_id=req.group_id, topics=group_topics)
+        max_version = MAX_OFFSET_FETCH_VERSION
     return KOffsetFetchRequest(
         group_id=req.group_id,
         topics=topics,
-        groups=[group_cls(group_id=req.group_id, topics=group_topics)],
+        groups=[group],
         require_stable=req.require_stable,
         min_version=min_version,
-        max_version=MAX_OFFSET_FETCH_VERSION,
+        max_version=max_version,
     )
 
 

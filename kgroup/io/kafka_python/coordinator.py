@@ -18,6 +18,7 @@ import collections
 import copy
 import functools
 import logging
+import os
 from typing import Any, ClassVar, Optional
 
 import kafka.errors as Errors
@@ -39,6 +40,13 @@ from kgroup.core.member import (
     PartitionsLost,
     PartitionsRevoked,
 )
+from kgroup.core.member.consumer_protocol import (
+    CONSUMER,
+    ConsumerGroupMember,
+    ConsumerMemberState,
+    ConsumerProtocolConfig,
+    parse_group_protocol,
+)
 from kgroup.errors import KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
 from kgroup.io.kafka_python.errors import to_kafka_error
@@ -47,11 +55,16 @@ from kgroup.io.kafka_python.partitions import to_kafka_partition
 from kgroup.io.kafka_python.strategies import kafka_python_assignor, resolve_assignors
 from kgroup.io.kafka_python.subscription import SubscriptionBridge
 from kgroup.io.kafka_python.transport import KafkaPythonTransport
-from kgroup.io.runner import MemberRunner, block_until, monotonic_ms
+from kgroup.io.runner import AnyMember, MemberRunner, block_until, monotonic_ms
 
 log = logging.getLogger(__name__)
 
 _REBALANCING = (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
+#: KIP-848 has no global barrier: a member keeps consuming what it owns while it reconciles, so
+#: poll() fetches in these states (Java's consumer does; waiting for Stable would stall a member
+#: whose new partitions are still being released by another one).
+_KIP848_FETCHING = (ConsumerMemberState.STABLE, ConsumerMemberState.RECONCILING,
+                    ConsumerMemberState.ACKNOWLEDGING)
 
 
 def _kafka_errors(method):
@@ -90,6 +103,24 @@ def member_config(config: dict, cluster=None) -> MemberConfig:
     )
 
 
+def consumer_protocol_config(config: dict) -> ConsumerProtocolConfig:
+    """The KIP-848 member's settings from kafka-python's (``group_protocol="consumer"``).
+
+    Which settings the protocol rejects is checked on the ones the application passed
+    (``KafkaConsumer``); here the defaults of the others are simply not used.
+    """
+    return ConsumerProtocolConfig(
+        group_id=config["group_id"],
+        group_instance_id=config["group_instance_id"],
+        client_id=config["client_id"],
+        max_poll_interval_ms=config["max_poll_interval_ms"],
+        retry_backoff_ms=config["retry_backoff_ms"],
+        group_remote_assignor=config["group_remote_assignor"],
+        enable_auto_commit=config["enable_auto_commit"],
+        auto_commit_interval_ms=config["auto_commit_interval_ms"],
+    )
+
+
 class ConsumerCoordinator:
     # kafka-python's config dicts mix ints, strings, tuples and None under known keys.
     DEFAULT_CONFIG: ClassVar[dict[str, Any]] = {
@@ -106,6 +137,8 @@ class ConsumerCoordinator:
         "assignors": ("range",),
         "exclude_internal_topics": True,
         "client_id": "kgroup",
+        "group_protocol": "classic",
+        "group_remote_assignor": None,
     }
 
     @_kafka_errors
@@ -124,13 +157,19 @@ class ConsumerCoordinator:
         self._results: dict[int, object] = {}
         self._buffered: list = []
         self._closed = False
-        self._member: Optional[GroupMember] = None
+        self._member: Optional[AnyMember] = None
         if self.config["group_id"] is None:
             return
-        self._member_config = member_config(self.config, self._cluster)
         #: A revocation (or loss) reached the app since the last assignment (eager listener contract).
         self._revocation_delivered = False
-        self._member = GroupMember(self._member_config, monotonic_ms())
+        self._consumer_protocol = parse_group_protocol(self.config["group_protocol"]) == CONSUMER
+        if self._consumer_protocol:
+            self._member_config: Optional[MemberConfig] = None
+            self._member = ConsumerGroupMember(consumer_protocol_config(self.config), monotonic_ms(),
+                                               random_bytes=os.urandom)
+        else:
+            self._member_config = member_config(self.config, self._cluster)
+            self._member = GroupMember(self._member_config, monotonic_ms())
         transport = KafkaPythonTransport(client, request_timeout_ms=self.config["request_timeout_ms"])
         self._runner = MemberRunner(self._member, transport)
         self._heartbeat = HeartbeatThread(self._runner, name=f"kgroup-heartbeat-{self.config['group_id']}")
@@ -166,7 +205,9 @@ class ConsumerCoordinator:
         if self._member is None:
             return ConsumerGroupMetadata(group_id=None)
         gen = self._member.generation
-        state = {MemberState.STABLE: KMemberState.STABLE, MemberState.UNJOINED: KMemberState.UNJOINED}.get(
+        state = {MemberState.STABLE: KMemberState.STABLE, MemberState.UNJOINED: KMemberState.UNJOINED,
+                 ConsumerMemberState.STABLE: KMemberState.STABLE,
+                 ConsumerMemberState.UNSUBSCRIBED: KMemberState.UNJOINED}.get(
             self._member.state, KMemberState.REBALANCING)
         return ConsumerGroupMetadata(self.group_id, gen.generation_id, gen.member_id,
                                      self.config["group_instance_id"], state)
@@ -180,7 +221,8 @@ class ConsumerCoordinator:
 
     @_kafka_errors
     def poll(self, timeout_ms=None) -> bool:
-        """Drive the group; True once the member is stable (or needs no group)."""
+        """Drive the group; True once the member is stable (or needs no group); a KIP-848 member also
+        while it reconciles (it keeps its partitions meanwhile)."""
         if self._member is None:
             return True
         self._invoke_completed_offset_commit_callbacks()
@@ -201,8 +243,8 @@ class ConsumerCoordinator:
                     member.on_app_poll(runner.clock(), self._positions())
                     runner.step(0)
                     more = member.has_events()
-                    stable = member.state is MemberState.STABLE and not member.rejoin_needed
-                    failed = member.state is MemberState.FATAL and not more
+                    stable = member.settled or (self._consumer_protocol and member.state in _KIP848_FETCHING)
+                    failed = member.failed and not more
                 if error is not None:
                     raise error
                 if failed:
@@ -293,6 +335,9 @@ class ConsumerCoordinator:
         ``on_partitions_assigned`` with the added ones, even if none (Java).
         """
         failure: Optional[BaseException] = None
+        if self._member_config is None:
+            # KIP-848: the coordinator assigned (no client assignor); incremental, like COOPERATIVE.
+            return self._bridge.assign(event.assignment, notify_empty=True, report_all=False)
         wrapped = kafka_python_assignor(self._member_config.assignors, event.generation.protocol_name)
         if wrapped is not None:
             try:
@@ -403,7 +448,7 @@ class ConsumerCoordinator:
     def _wait_for(self, token: int, timeout_ms: int):
         runner = self._runner
 
-        def take_results(member: GroupMember) -> None:
+        def take_results(member: AnyMember) -> None:
             for event in member.take_events():
                 if isinstance(event, CommitCompleted):
                     self._complete_commit(event)
@@ -428,6 +473,12 @@ class ConsumerCoordinator:
             events = member.take_events()
         self._dispatch(events)
         self._revocation_delivered = False  # a later subscription starts a new rebalance
+        if self._consumer_protocol:
+            with self._runner.foreground() as member:
+                # The revocation callbacks ran: the KIP-848 leave heartbeat may go now (Java's
+                # unsubscribe returns once the callbacks completed and the leave is sent).
+                member.on_app_poll(self._runner.clock())
+                self._runner.step(0)
 
     @_kafka_errors
     def close(self, autocommit=True, timeout_ms=None) -> None:
@@ -449,6 +500,10 @@ class ConsumerCoordinator:
                 events = member.take_events()
                 done = member.closed and not member.has_in_flight()
             errors.append(self._dispatch(events))
+            if not done:
+                with runner.foreground() as member:
+                    # The callbacks ran: a KIP-848 member sends its leave only after them.
+                    member.on_app_poll(runner.clock())
             return done
 
         try:
@@ -464,7 +519,7 @@ class ConsumerCoordinator:
         """``error`` as kafka-python's class too (``kgroup.io.kafka_python.errors``)."""
         member = getattr(self, "_member", None)
         state = None if member is None else member.state
-        fatal = member.last_error if member is not None and state is MemberState.FATAL else None
+        fatal = member.last_error if member is not None and member.failed else None
         return to_kafka_error(error, rebalancing=state in _REBALANCING, timed_out=timed_out, fatal=fatal)
 
     def _check_heartbeat_thread(self) -> None:

@@ -31,6 +31,8 @@ RetriableCommitFailedError             the code's class (NotCoordinatorError,
                                        retriable; KafkaTimeoutError from ``commit()``, which retried
                                        until its timeout (stock never surfaces those there either)
 GroupMemberError                       the code's class (``kafka.errors.for_code``), else KafkaError
+                                       (so KIP-848's UnsupportedAssignorError, GroupMaxSizeReachedError
+                                       and UnreleasedInstanceIdError are kafka-python's classes too)
 MemberClosedError                      IllegalStateError; plus the class of the fatal error when the
                                        member failed (e.g. FencedInstanceIdError)
 ConfigError, UnknownAssignorError      KafkaConfigurationError

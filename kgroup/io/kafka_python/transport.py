@@ -17,13 +17,22 @@ from typing import Optional, Union
 
 from kafka.net.compat import KafkaNetClient
 
+from kgroup.core import consumer_group_messages as cg
 from kgroup.core import messages as m
+from kgroup.io.kafka_python.consumer_group_convert import (
+    TopicIdMap,
+    UnknownTopicName,
+    heartbeat_request,
+    heartbeat_response,
+)
 from kgroup.io.kafka_python.convert import from_struct, to_struct
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError
 
 #: Java's JOIN_GROUP_TIMEOUT_LAPSE: the broker may hold a JoinGroup for the
 #: whole rebalance timeout, so the request must outlive it.
 JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
+#: Metadata refreshes a ConsumerGroupHeartbeat answer may wait for to name its assignment's topic ids.
+TOPIC_ID_REFRESHES = 3
 
 
 class KafkaPythonTransport(Transport):
@@ -63,6 +72,9 @@ class KafkaPythonTransport(Transport):
         #: synthesized node id, which gives coordinator traffic its own
         #: connection so a long JoinGroup never queues behind fetches.
         self._coordinator_nodes: dict[int, Union[int, str]] = {}
+        cluster = self._manager.cluster
+        #: KIP-848 heartbeats name topics by id on the wire, kgroup's member by name.
+        self._topic_ids = TopicIdMap(cluster.topic_id, cluster.topic_name_for_id)
 
     @property
     def client(self) -> KafkaNetClient:
@@ -74,7 +86,12 @@ class KafkaPythonTransport(Transport):
         if self._closed:
             raise TransportError("transport is closed")
         correlation_id = next(self._correlation_ids)
-        struct = to_struct(request)
+        try:
+            struct = self._struct_for(request)
+        except UnknownTopicName as exc:
+            self._manager.cluster.request_update()
+            self._complete(Completion(correlation_id, TransportError(str(exc))))
+            return correlation_id
         target = self._coordinator_nodes.get(node_id, node_id) if node_id is not None else None
         try:
             future = self._manager.call_soon(self._send_on_io_thread, struct, target,
@@ -105,6 +122,11 @@ class KafkaPythonTransport(Transport):
         if self._owns_client:
             self._client.close()
 
+    def _struct_for(self, request: object):
+        if isinstance(request, cg.ConsumerGroupHeartbeatRequest):
+            return heartbeat_request(request, self._topic_ids)
+        return to_struct(request)
+
     # -- IO-thread side -------------------------------------------------------
 
     def _send_on_io_thread(self, struct, target, timeout_ms):
@@ -119,7 +141,10 @@ class KafkaPythonTransport(Transport):
             return max(self._request_timeout_ms, request.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS)
         return self._request_timeout_ms
 
-    def _on_response(self, correlation_id: int, request: object, struct) -> None:
+    def _on_response(self, correlation_id: int, request: object, struct, refreshes: int = 0) -> None:
+        if isinstance(request, cg.ConsumerGroupHeartbeatRequest):
+            self._on_heartbeat_response(correlation_id, request, struct, refreshes)
+            return
         try:
             value = from_struct(request, struct)
             if (isinstance(request, m.FindCoordinatorRequest) and isinstance(value, m.FindCoordinatorResponse)
@@ -128,6 +153,25 @@ class KafkaPythonTransport(Transport):
         except Exception as exc:  # a malformed answer must not kill the IO thread
             value = TransportError(f"cannot decode {type(struct).__name__}: {exc!r}")
         self._complete(Completion(correlation_id, value))
+
+    def _on_heartbeat_response(self, correlation_id: int, request: object, struct, refreshes: int) -> None:
+        """Name the assignment's topics; an unknown id waits for a metadata refresh (Kafka's member
+        requests one too, ``findResolvableAssignmentAndTriggerMetadataUpdate``)."""
+        try:
+            value, unresolved = heartbeat_response(struct, self._topic_ids)
+        except Exception as exc:  # a malformed answer must not kill the IO thread
+            error = TransportError(f"cannot decode {type(struct).__name__}: {exc!r}")
+            self._complete(Completion(correlation_id, error))
+            return
+        if not unresolved:
+            self._complete(Completion(correlation_id, value))
+        elif refreshes >= TOPIC_ID_REFRESHES:
+            error = TransportError("ConsumerGroupHeartbeat assigned topic ids no metadata names: "
+                                   f"{sorted(map(str, unresolved))}")
+            self._complete(Completion(correlation_id, error))
+        else:
+            refreshed = self._manager.cluster.request_update()
+            refreshed.add_both(lambda _: self._on_response(correlation_id, request, struct, refreshes + 1))
 
     def _on_failure(self, correlation_id: int, exc: BaseException) -> None:
         self._complete(Completion(correlation_id, TransportError(f"{type(exc).__name__}: {exc}")))

@@ -1,0 +1,56 @@
+"""The member side of KIP-848, the "consumer" group protocol (``group_protocol="consumer"``), sans-I/O.
+
+The coordinator assigns; the member heartbeats (ConsumerGroupHeartbeat),
+reconciles what it is given incrementally - commit, revoke, assign, then
+acknowledge in the next heartbeat - and follows the member epoch the
+coordinator hands out.  Kafka's client is the model: ``ConsumerMembershipManager``,
+``AbstractMembershipManager``, ``ConsumerHeartbeatRequestManager`` and
+``CommitRequestManager`` (org.apache.kafka.clients.consumer.internals).
+
+:class:`ConsumerGroupMember` keeps the classic :class:`~kgroup.core.member.GroupMember`'s
+adapter contract, so the same runner, heartbeat thread and transports drive it::
+
+    member = ConsumerGroupMember(ConsumerProtocolConfig(group_id="g"), now_ms, random_bytes=os.urandom)
+    member.subscribe(["orders"], now_ms)
+    # polling thread, every poll:
+    member.on_app_poll(now_ms, positions)
+    for ev in member.take_events(): run listener callback        # outside the adapter's lock
+    # any thread, under the adapter's one lock:
+    for ob in member.outbound(now_ms): transport.send(ob.request, ob.node_id)
+    member.on_response(token, response, now_ms)                  # or on_transport_error(token, now_ms)
+    member.next_deadline_ms()
+    member.close(now_ms); drive outbound (and on_app_poll after running callbacks) until member.closed
+
+Modules: ``states.py`` (Kafka's MemberState and its table), ``config.py``
+(settings, and the classic ones this protocol rejects), ``member_id.py``
+(KIP-1082 ids), ``local_assignment.py``, ``heartbeat_fields.py`` (full vs
+incremental heartbeats), ``heartbeat_schedule.py`` (interval, backoff, poll
+timer), ``heartbeat_errors.py`` (the error table), ``reconciliation.py``
+(commit -> revoke -> assign as a table-checked machine), ``committer.py``
+(commits with the member epoch), ``view.py`` (the member's state and what
+an adapter reads), ``member.py`` (the protocol).
+"""
+from kgroup.core.member.consumer_protocol.config import (
+    CLASSIC,
+    CONSUMER,
+    ConsumerProtocolConfig,
+    check_group_protocol_settings,
+    parse_group_protocol,
+)
+from kgroup.core.member.consumer_protocol.member import ConsumerGroupMember
+from kgroup.core.member.consumer_protocol.member_id import generate_member_id
+from kgroup.core.member.consumer_protocol.reconciliation import ReconcileStep
+from kgroup.core.member.consumer_protocol.states import LEGAL_PREVIOUS, ConsumerMemberState
+
+__all__ = [
+    "CLASSIC",
+    "CONSUMER",
+    "ConsumerGroupMember",
+    "ConsumerMemberState",
+    "ConsumerProtocolConfig",
+    "LEGAL_PREVIOUS",
+    "ReconcileStep",
+    "check_group_protocol_settings",
+    "generate_member_id",
+    "parse_group_protocol",
+]

@@ -1,0 +1,622 @@
+"""The KIP-848 group member: a sans-I/O driver of the "consumer" group protocol.
+
+Kafka's ``ConsumerMembershipManager`` / ``AbstractMembershipManager`` (the
+member's states, reconciliation, fencing and leaving) and
+``ConsumerHeartbeatRequestManager`` (when a heartbeat goes out and what it
+carries), driven like kgroup's classic :class:`~kgroup.core.member.GroupMember`:
+everything enters as a method call with an integer ``now_ms`` and leaves as
+:class:`~kgroup.core.member.requests.Outbound` requests and application
+events, so the adapters drive both members the same way (see the package
+docstring).
+
+Where kgroup departs from Kafka's client, and why:
+
+- Callbacks are events the adapter runs on the polling thread; a step that
+  waits on a callback (revoke, assign, release on fencing or leaving)
+  completes on the application's next ``on_app_poll`` after the event was
+  taken, as the classic member's rejoin gate does.
+- A JOINING or ACKNOWLEDGING heartbeat still honours the retry backoff
+  after a failure (Kafka sends those at once, backoff or not).
+- The leave heartbeat waits for the commits made before it and the member
+  keeps its epoch until that heartbeat is built, so a commit made in the
+  last revocation callback still carries a valid epoch.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import attrs
+
+from kgroup.core import messages as m
+from kgroup.core.consumer_group_messages import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupHeartbeatResponse,
+)
+from kgroup.core.error_codes import ErrorCode
+from kgroup.core.member.consumer_protocol import heartbeat_errors
+from kgroup.core.member.consumer_protocol.committer import COORDINATOR_MOVED, membership_stamp
+from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
+from kgroup.core.member.consumer_protocol.heartbeat_errors import HeartbeatReaction
+from kgroup.core.member.consumer_protocol.heartbeat_fields import build_heartbeat
+from kgroup.core.member.consumer_protocol.local_assignment import NO_ASSIGNMENT
+from kgroup.core.member.consumer_protocol.member_id import RandomBytes
+from kgroup.core.member.consumer_protocol.reconciliation import ReconcileStep
+from kgroup.core.member.consumer_protocol.states import (
+    CAN_HANDLE_NEW_ASSIGNMENT,
+    HEARTBEATS_NOW,
+    LEAVING_GROUP,
+    NOT_IN_GROUP,
+    SKIPS_HEARTBEAT,
+    ConsumerMemberState,
+)
+from kgroup.core.member.consumer_protocol.view import ConsumerMemberView
+from kgroup.core.member.events import (
+    NO_GENERATION_VALUE,
+    FatalError,
+    Generation,
+    PartitionsAssigned,
+    PartitionsLost,
+    PartitionsRevoked,
+)
+from kgroup.core.member.offsets import normalize_offsets
+from kgroup.core.member.requests import Outbound, RequestKind, Sent
+from kgroup.errors import KGroupError, MemberClosedError
+from kgroup.values import TopicPartition
+
+__all__ = ["ConsumerGroupMember"]
+
+_log = logging.getLogger(__name__)
+_S = ConsumerMemberState
+_KIND = RequestKind
+#: States in which the member holds an epoch and auto-commits.
+_MEMBER_WITH_EPOCH = frozenset({_S.STABLE, _S.RECONCILING, _S.ACKNOWLEDGING})
+
+
+@attrs.frozen
+class HeartbeatSent:
+    """What a heartbeat in flight belonged to: its membership, and whether it was the leave."""
+
+    membership: int
+    leaving: bool
+
+
+class ConsumerGroupMember(ConsumerMemberView):
+    """One consumer's membership of one KIP-848 group (see the module docstring)."""
+
+    def __init__(self, config: ConsumerProtocolConfig, now_ms: int, random_bytes: RandomBytes) -> None:
+        super().__init__(config, now_ms, random_bytes)
+        self._commits.on_finished = self._commit_finished
+
+    # -- application side ------------------------------------------------------------
+
+    def subscribe(self, topics: Sequence[str], now_ms: int) -> None:
+        """Kafka ``onSubscriptionUpdated``: joins on the next poll; in a group, the next heartbeat says it."""
+        self._check_open()
+        wanted = frozenset(topics)
+        if not wanted:
+            self.unsubscribe(now_ms)
+            return
+        if wanted != self._subscription:
+            self._subscription = wanted
+            self._subscription_updated = True
+
+    def unsubscribe(self, now_ms: int) -> None:
+        """Release every partition (callbacks) and leave the group."""
+        self._check_open()
+        self._subscription = frozenset()
+        self._subscription_updated = False
+        self._leave_group()
+
+    def update_metadata(self, partitions_per_topic: Mapping[str, int], now_ms: int) -> None:
+        """Nothing to do: the coordinator watches the topics and reassigns (KIP-848)."""
+
+    def request_rejoin(self, reason: str) -> None:
+        """Kafka's consumer ignores ``enforceRebalance`` with this protocol: the coordinator decides."""
+        self._check_open()
+        _log.debug("group %s: rejoin requested (%s) ignored with group_protocol='consumer'",
+                   self.config.group_id, reason)
+
+    def on_app_poll(self, now_ms: int, positions: Optional[Mapping] = None) -> None:
+        """The application polled (polling thread only); it ran the callbacks of the events it took.
+
+        Resets the poll timer (a STALE member then rejoins), records the
+        positions for auto-commit, joins after a subscription, and moves a
+        reconciliation, a fencing or a leave on past the callbacks it waited for.
+        """
+        if self._fsm.state is _S.FATAL:
+            return
+        if not self._closing:
+            if self._schedule.poll_expired(now_ms) or self._left_on_poll_timeout:
+                # Kafka ``resetPollTimer`` -> ``maybeRejoinStaleMember``.
+                self._left_on_poll_timeout = False
+                self._stale_may_rejoin = True
+            self._schedule.poll(now_ms)
+            self._commits.record_positions(positions)
+            if self._fsm.state in _MEMBER_WITH_EPOCH and self.member_epoch > 0:
+                self._commits.auto_commit_on_interval(self._stamp(), now_ms)
+            if self._subscription_updated:
+                # Kafka ``onConsumerPoll``: a new subscription joins only from a poll.
+                self._subscription_updated = False
+                if self._fsm.state is _S.UNSUBSCRIBED and self._subscription:
+                    self._transition_to_joining()
+        self._advance(now_ms)
+
+    def commit_offsets(self, offsets: Mapping[TopicPartition, Union[int, m.OffsetAndMetadata]], now_ms: int,
+                       deadline_ms: Optional[int] = None) -> int:
+        """Queue a commit; its result is a CommitCompleted(token).  Retried until ``deadline_ms``."""
+        self._check_open()
+        stamp = self._stamp() if self._group_managed() else NO_GENERATION_VALUE
+        return self._commits.commit(normalize_offsets(offsets), deadline_ms, stamp, now_ms)
+
+    def fetch_committed(self, partitions: Sequence[TopicPartition], now_ms: int) -> int:
+        """Queue an OffsetFetch (v9: with the member id and epoch); its result is CommittedFetched(token)."""
+        self._check_open()
+        in_group = self.member_epoch > 0 and self._fsm.state not in NOT_IN_GROUP
+        return self._commits.fetch(partitions, self.member_id if in_group else None,
+                                   self.member_epoch if in_group else -1, now_ms)
+
+    def close(self, now_ms: int, leave_group: Optional[bool] = None,
+              positions: Optional[Mapping] = None) -> None:
+        """Auto-commit, release the partitions (callbacks) and leave; drive ``outbound`` until ``closed``."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._fsm.state is _S.FATAL:
+            return
+        self._commits.record_positions(positions)
+        if self._fsm.state in _MEMBER_WITH_EPOCH and self.member_epoch > 0:
+            self._commits.auto_commit(self._stamp(), now_ms)
+        self._stay_in_group_on_close = not self.config.leaves_on_close(leave_group)
+        self._leave_group()
+
+    def take_events(self) -> list:
+        return self._events.take()
+
+    # -- protocol side -----------------------------------------------------------------
+
+    def outbound(self, now_ms: int) -> list[Outbound]:
+        """Requests due now.  Safe from any thread holding the adapter's lock."""
+        if self._fsm.state is _S.FATAL:
+            return []
+        if self.coordinator_id is None:
+            if self._fsm.state is _S.LEAVING:
+                # Kafka ``onHeartbeatRequestSkipped``: no coordinator, no leave heartbeat.
+                self._left(now_ms)
+            return self._find_coordinator(now_ms) if self._wants_coordinator() else []
+        out: list[Outbound] = []
+        if self._poll_timer_expired(now_ms):
+            _log.warning("group %s: no poll within max_poll_interval_ms (%d ms); the member leaves the "
+                         "group and rejoins on its next poll", self.config.group_id,
+                         self.config.max_poll_interval_ms)
+            self._transition_to_sending_leave(due_to_poll_timeout=True)
+            self._requests.drop((_KIND.HEARTBEAT,))  # the leave answers for the member now
+        # Commits first: one made in a callback reaches the coordinator before the heartbeat after it.
+        out.extend(self._commits.send_due(now_ms, self._stamp(), self.member_epoch, self.coordinator_id,
+                                          group_managed=self._group_managed()))
+        if self._heartbeat_due(now_ms):
+            out.append(self._send_heartbeat(now_ms))
+        for item in self._requests.take_due(now_ms, hold_leaves=False):
+            request = self._with_member_info(item.payload)
+            out.append(self._requests.send(item.kind, request, self.coordinator_id, self.generation,
+                                           token=item.token, payload=request))
+        return out
+
+    def _with_member_info(self, request: Any) -> Any:
+        """An offset fetch asked as a member carries the member id and epoch of now (Kafka's memberInfo)."""
+        if isinstance(request, m.OffsetFetchRequest) and request.member_id is not None:
+            if self._fsm.state not in NOT_IN_GROUP and self.member_epoch > 0:
+                return attrs.evolve(request, member_id=self.member_id, member_epoch=self.member_epoch)
+        return request
+
+    def on_response(self, token: int, response: Any, now_ms: int) -> None:
+        sent = self._requests.pop(token)
+        if sent is None or self._fsm.state is _S.FATAL:
+            return
+        if sent.kind is _KIND.FIND:
+            self._found_coordinator(response, now_ms)
+        elif sent.kind is _KIND.HEARTBEAT:
+            self._heartbeat_answered(sent, response, now_ms)
+        elif sent.kind is _KIND.LEAVE:
+            pass  # Kafka ignores what the coordinator says to a leave
+        elif sent.kind is _KIND.COMMIT:
+            pending = self._commits.stamp_of(token)
+            code = self._commits.on_commit_answer(token, response, now_ms,
+                                                  still_member=pending == self._stamp() and pending.is_valid,
+                                                  owned=self._owned)
+            if code in COORDINATOR_MOVED:
+                self._lose_coordinator(now_ms)
+        elif sent.kind is _KIND.FETCH:
+            still_member = self._fsm.state not in NOT_IN_GROUP and self.member_epoch > 0
+            code = self._commits.on_fetch_answer(token, sent, response, now_ms, still_member)
+            if code in COORDINATOR_MOVED:
+                self._lose_coordinator(now_ms)
+
+    def on_transport_error(self, token: int, now_ms: int) -> None:
+        sent = self._requests.pop(token)
+        if sent is None or self._fsm.state is _S.FATAL:
+            return
+        if sent.kind is _KIND.FIND:
+            self._requests.retry_at(_KIND.FIND, now_ms + self.config.retry_backoff_ms)
+            return
+        self._abandon(token, sent, now_ms)
+        # Kafka ``handleCoordinatorDisconnect``: a retriable failure suspects the coordinator.
+        self._lose_coordinator(now_ms)
+
+    def next_deadline_ms(self) -> Optional[int]:
+        """The earliest instant at which ``outbound`` may have something new to do."""
+        if self._fsm.state is _S.FATAL:
+            return None
+        if self.coordinator_id is None:
+            if self._fsm.state is _S.LEAVING:
+                return 0  # the skipped leave completes on the next outbound
+            if not self._wants_coordinator() or self._requests.in_flight(_KIND.FIND):
+                return None
+            return self._requests.not_before_ms(_KIND.FIND)
+        candidates = list(self._requests.queued_not_before_ms())
+        commit_due_ms = self._commits.next_deadline_ms()
+        if commit_due_ms is not None:
+            candidates.append(commit_due_ms)
+        if self._fsm.state not in SKIPS_HEARTBEAT:
+            if self._fsm.state is _S.LEAVING:
+                if not self._commits.has_waiting():  # else the leave waits for a commit's answer
+                    candidates.append(0)
+            elif not self._requests.in_flight(_KIND.HEARTBEAT):
+                candidates.append(self._next_heartbeat_ms())
+            if self._fsm.state not in LEAVING_GROUP and not self._closing:
+                candidates.append(self._schedule.poll_deadline_ms())
+        return min(candidates) if candidates else None
+
+    # -- coordinator ---------------------------------------------------------------------
+
+    def _group_managed(self) -> bool:
+        """Subscribed, or still in the group (leaving): commits are the member's, not a simple consumer's."""
+        return bool(self._subscription) or self._closing or self._fsm.state not in NOT_IN_GROUP
+
+    def _wants_coordinator(self) -> bool:
+        return (bool(self._subscription) or self._requests.has_queued() or bool(self._commits)
+                or self._fsm.state in LEAVING_GROUP)
+
+    def _find_coordinator(self, now_ms: int) -> list[Outbound]:
+        if self._requests.in_flight(_KIND.FIND) or not self._requests.may_retry(_KIND.FIND, now_ms):
+            return []
+        request = m.FindCoordinatorRequest(self.config.group_id)
+        return [self._requests.send(_KIND.FIND, request, None, self.generation)]
+
+    def _found_coordinator(self, response: m.FindCoordinatorResponse, now_ms: int) -> None:
+        if response.error_code.is_error or response.node_id < 0:
+            self._requests.retry_at(_KIND.FIND, now_ms + self.config.retry_backoff_ms)
+            return
+        self.coordinator_id = response.node_id
+
+    def _lose_coordinator(self, now_ms: int) -> None:
+        """Kafka ``markCoordinatorUnknown``: forget it, look it up again, and redo what was in flight."""
+        if self.coordinator_id is None:
+            return
+        self.coordinator_id = None
+        self._requests.retry_at(_KIND.FIND, now_ms)
+        for token, sent in self._requests.abandon_coordinator_requests():
+            self._abandon(token, sent, now_ms)
+
+    def _abandon(self, token: int, sent: Sent, now_ms: int) -> None:
+        """A request that will get no answer: a failed heartbeat, or a commit or fetch to retry."""
+        if sent.kind is _KIND.LEAVE:
+            return  # the leave was sent once; Kafka does not retry it
+        if sent.kind is _KIND.HEARTBEAT:
+            self._sent_fields.reset()
+            self._schedule.failed(now_ms)
+        else:
+            self._commits.abandoned(token, sent, now_ms)
+
+    # -- heartbeats ------------------------------------------------------------------------
+
+    def _poll_timer_expired(self, now_ms: int) -> bool:
+        return (self._fsm.state not in SKIPS_HEARTBEAT and self._fsm.state not in LEAVING_GROUP
+                and not self._closing and self._schedule.poll_expired(now_ms))
+
+    def _next_heartbeat_ms(self) -> int:
+        if self._fsm.state in HEARTBEATS_NOW:
+            backoff_until = self._schedule.backoff_until_ms()
+            return 0 if backoff_until is None else backoff_until
+        return self._schedule.next_heartbeat_ms()
+
+    def _heartbeat_due(self, now_ms: int) -> bool:
+        state = self._fsm.state
+        if state in SKIPS_HEARTBEAT:
+            return False
+        if state is _S.LEAVING:
+            # The leave waits for the commits made before it (they still carry the member's epoch).
+            return not self._commits.has_waiting()
+        if self._requests.in_flight(_KIND.HEARTBEAT):
+            return False
+        if state in HEARTBEATS_NOW:
+            return self._schedule.backoff_passed(now_ms)
+        return self._schedule.heartbeat_due(now_ms)
+
+    def _leave_epoch(self) -> int:
+        return LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.config.is_static else LEAVE_GROUP_MEMBER_EPOCH
+
+    def _send_heartbeat(self, now_ms: int) -> Outbound:
+        state = self._fsm.state
+        leaving = state is _S.LEAVING
+        request = build_heartbeat(
+            self.config, self._sent_fields, member_id=self.member_id,
+            member_epoch=self._leave_epoch() if leaving else self.member_epoch,
+            subscription=self._subscription, assignment=self._current, full=state is _S.JOINING)
+        self._schedule.sent(now_ms)
+        sent = HeartbeatSent(self._membership, leaving)
+        # The leave is its own kind: another heartbeat may follow it before its answer (a stale
+        # member rejoining; Kafka resets the request state after sending it).
+        kind = _KIND.LEAVE if leaving else _KIND.HEARTBEAT
+        out = self._requests.send(kind, request, self.coordinator_id, self.generation, payload=sent)
+        self._heartbeat_generated(now_ms)
+        return out
+
+    def _heartbeat_generated(self, now_ms: int) -> None:
+        """Kafka ``onHeartbeatRequestGenerated``: ACKNOWLEDGING and LEAVING end with their heartbeat."""
+        state = self._fsm.state
+        if state is _S.ACKNOWLEDGING:
+            self._fsm.transition_to(_S.STABLE if self._target == self._current else _S.RECONCILING)
+        elif state is _S.LEAVING:
+            self.member_epoch = self._leave_epoch()
+            if self._left_on_poll_timeout:
+                self._transition_to_stale()
+            else:
+                self._left(now_ms)
+
+    def _heartbeat_answered(self, sent: Sent, response: ConsumerGroupHeartbeatResponse, now_ms: int) -> None:
+        info = sent.payload
+        if not isinstance(info, HeartbeatSent) or info.membership != self._membership:
+            return  # sent before the member rejoined: stale
+        if self._fsm.state in NOT_IN_GROUP:
+            return  # fenced or stale since it was sent: nothing it says applies
+        code = response.error_code
+        if code is ErrorCode.NONE:
+            self._schedule.succeeded(now_ms, response.heartbeat_interval_ms)
+            self._heartbeat_succeeded(response)
+            return
+        self._sent_fields.reset()
+        self._schedule.failed(now_ms)
+        reaction = heartbeat_errors.reaction_to(code)
+        _log.info("group %s: ConsumerGroupHeartbeat of member %s (epoch %d) failed with %s: %s",
+                  self.config.group_id, self.member_id, self.member_epoch, code.name, reaction.value)
+        if reaction is HeartbeatReaction.REDISCOVER:
+            self._lose_coordinator(now_ms)
+            self._schedule.skip_backoff(now_ms)
+        elif reaction is HeartbeatReaction.FENCE:
+            self._transition_to_fenced()
+            self._schedule.skip_backoff(now_ms)
+        elif reaction is HeartbeatReaction.FATAL:
+            self._fail(heartbeat_errors.fatal_error(code, response.error_message, self.config.group_id,
+                                                    self.config.group_instance_id))
+
+    def _heartbeat_succeeded(self, response: ConsumerGroupHeartbeatResponse) -> None:
+        """Kafka ``ConsumerMembershipManager.onHeartbeatSuccess``."""
+        state = self._fsm.state
+        if state is _S.LEAVING or state in NOT_IN_GROUP:
+            return
+        if response.member_id:
+            self.member_id = response.member_id
+        self.member_epoch = response.member_epoch
+        if response.assignment is None or state not in CAN_HANDLE_NEW_ASSIGNMENT:
+            return  # no new assignment, or one the member cannot take now (preparing to leave)
+        updated = self._target.updated_with(response.assignment)
+        if updated is not None:
+            self._target = updated
+        if self._target != self._current:
+            if state is not _S.RECONCILING:
+                self._fsm.transition_to(_S.RECONCILING)
+        elif state in (_S.RECONCILING, _S.JOINING):
+            self._fsm.transition_to(_S.STABLE)
+
+    # -- reconciliation ----------------------------------------------------------------------
+
+    def _advance(self, now_ms: int) -> None:
+        """Move on past the callbacks the application has run (called from ``on_app_poll``)."""
+        state = self._fsm.state
+        released = self._events.delivered_count >= self._release_seq
+        if state is _S.FENCED and released:
+            self._clear_assignment()
+            self._transition_to_joining()
+        elif state is _S.STALE and released and self._stale_may_rejoin:
+            self._stale_may_rejoin = False
+            self._transition_to_joining()
+        elif state is _S.PREPARE_LEAVING and released:
+            self._released_before_leaving()
+        self._advance_reconciliation(now_ms)
+
+    def _advance_reconciliation(self, now_ms: int) -> None:
+        rec = self._reconciliation
+        if not rec.in_progress:
+            if self._fsm.state is _S.RECONCILING:
+                self._start_reconciliation(now_ms)
+            return
+        if self._fsm.state is not _S.RECONCILING or rec.membership != self._membership:
+            rec.finish()  # Kafka ``maybeAbortReconciliation``
+            return
+        delivered = self._events.delivered_count
+        if rec.step is ReconcileStep.COMMITTING and not rec.commit_pending:
+            self._revoke(now_ms)
+        elif rec.step is ReconcileStep.REVOKING and rec.delivered(delivered):
+            self._assign(now_ms)
+        elif rec.step is ReconcileStep.ASSIGNING and rec.delivered(delivered):
+            self._complete_reconciliation(now_ms)
+
+    def _start_reconciliation(self, now_ms: int) -> None:
+        """Kafka ``maybeReconcile``: commit (auto-commit), revoke, assign, acknowledge."""
+        target = self._target
+        if not self._current.is_none and target.partitions == self._current.partitions:
+            # Same partitions under a newer local epoch: nothing to call back, acknowledge it.
+            self._current = target
+            self._fsm.transition_to(_S.ACKNOWLEDGING)
+            return
+        rec = self._reconciliation
+        rec.start(target, self._owned, self._membership)
+        _log.info("group %s: member %s reconciles epoch %d: adds %s, revokes %s", self.config.group_id,
+                  self.member_id, self.member_epoch, sorted(rec.added), sorted(rec.revoked))
+        token = None
+        if self.member_epoch > 0:
+            # Kafka ``maybeAutoCommitSyncBeforeRevocation``: bounded by the rebalance timeout,
+            # which is what the coordinator gives the member to revoke.
+            deadline_ms = now_ms + self.config.rebalance_timeout_ms
+            token = self._commits.auto_commit(self._stamp(), now_ms, deadline_ms, retry_stale_epoch=True)
+        if token is not None:
+            rec.committing(token)
+        else:
+            self._revoke(now_ms)
+
+    def _commit_finished(self, token: int) -> None:
+        # The next on_app_poll moves on (Kafka proceeds whatever the commit's outcome).
+        self._reconciliation.commit_finished(token)
+
+    def _revoke(self, now_ms: int) -> None:
+        rec = self._reconciliation
+        revoked = rec.revoked & self._owned  # Kafka: only partitions still assigned
+        if revoked:
+            self._owned = self._owned - revoked
+            rec.waiting_on(ReconcileStep.REVOKING, self._events.append(PartitionsRevoked(revoked)))
+        else:
+            self._assign(now_ms)
+
+    def _assign(self, now_ms: int) -> None:
+        rec = self._reconciliation
+        self._owned = rec.target.partitions
+        event = PartitionsAssigned(rec.added, self._owned, self.generation, None)
+        rec.waiting_on(ReconcileStep.ASSIGNING, self._events.append(event))
+        if self.config.fetch_committed_on_assignment and rec.added:
+            self._commits.fetch(sorted(rec.added), self.member_id, self.member_epoch, now_ms)
+
+    def _complete_reconciliation(self, now_ms: int) -> None:
+        rec = self._reconciliation
+        self._current = rec.target
+        self._commits.reset_auto_commit_timer(now_ms)
+        rec.finish()
+        self._fsm.transition_to(_S.ACKNOWLEDGING)  # the next heartbeat, at once, acknowledges it
+
+    # -- fencing, leaving, failing ----------------------------------------------------------
+
+    def _stamp(self) -> Generation:
+        return membership_stamp(self._membership, self.member_id, self.member_epoch)
+
+    def _release(self, lost: bool) -> None:
+        """Give up every owned partition (an event the state waits on until the application ran it)."""
+        if not self._owned:
+            self._release_seq = 0
+            return
+        event = PartitionsLost(self._owned) if lost else PartitionsRevoked(self._owned)
+        self._owned = frozenset()
+        self._release_seq = self._events.append(event)
+
+    def _clear_assignment(self) -> None:
+        self._owned = frozenset()
+        self._current = NO_ASSIGNMENT
+        self._target = NO_ASSIGNMENT
+
+    def _transition_to_joining(self) -> None:
+        """Join (again) with epoch 0: a new membership; what was pending for the old one is dropped."""
+        if self._fsm.state is _S.FATAL:
+            return
+        self._membership += 1
+        self.member_epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._fsm.transition_to(_S.JOINING)
+        self._target = NO_ASSIGNMENT
+        self._reconciliation.finish()
+
+    def _transition_to_fenced(self) -> None:
+        """Kafka ``transitionToFenced``: release everything as lost, then rejoin with epoch 0."""
+        state = self._fsm.state
+        if state is _S.PREPARE_LEAVING:
+            # Already leaving: the coordinator dropped the member, so no leave heartbeat either.
+            self._transition_to_sending_leave(due_to_poll_timeout=False)
+        if self._fsm.state is _S.LEAVING:
+            self.member_epoch = self._leave_epoch()
+            self._fsm.transition_to(_S.UNSUBSCRIBED)
+            self._clear_assignment()
+            return
+        if state in NOT_IN_GROUP:
+            return
+        self._fsm.transition_to(_S.FENCED)
+        self.member_epoch = JOIN_GROUP_MEMBER_EPOCH
+        self._reconciliation.finish()
+        self._release(lost=True)
+        if self._release_seq == 0:
+            # Nothing to release (no callback to wait for): rejoin at once, as Kafka does.
+            self._clear_assignment()
+            self._transition_to_joining()
+
+    def _leave_group(self) -> None:
+        """Kafka ``leaveGroup``: PREPARE_LEAVING releases the partitions; LEAVING sends the leave."""
+        state = self._fsm.state
+        if state in NOT_IN_GROUP:
+            if state is _S.FENCED:
+                self._clear_assignment()
+                self._fsm.transition_to(_S.UNSUBSCRIBED)
+            return
+        if state in LEAVING_GROUP:
+            return
+        self._fsm.transition_to(_S.PREPARE_LEAVING)
+        self._reconciliation.finish()
+        # Revoked while the member holds an epoch; lost once the coordinator may have moved them on.
+        self._release(lost=self.member_epoch <= 0)
+        if self._release_seq == 0:
+            self._released_before_leaving()
+
+    def _released_before_leaving(self) -> None:
+        if self._stay_in_group_on_close:
+            self._clear_assignment()
+            self._fsm.transition_to(_S.UNSUBSCRIBED)  # KIP-1092 REMAIN_IN_GROUP: no leave heartbeat
+        else:
+            self._transition_to_sending_leave(due_to_poll_timeout=False)
+
+    def _transition_to_sending_leave(self, due_to_poll_timeout: bool) -> None:
+        """Kafka ``transitionToSendingLeaveGroup``: the next heartbeat carries the leave epoch."""
+        if self._fsm.state in (_S.FATAL, _S.UNSUBSCRIBED):
+            return
+        if due_to_poll_timeout:
+            self._left_on_poll_timeout = True
+            self._fsm.transition_to(_S.PREPARE_LEAVING)
+        self._current = NO_ASSIGNMENT
+        self._fsm.transition_to(_S.LEAVING)
+
+    def _transition_to_stale(self) -> None:
+        """Left on the poll timeout: release as lost; rejoin once the application polls again."""
+        self._fsm.transition_to(_S.STALE)
+        self._reconciliation.finish()
+        self._release(lost=True)
+        self._current = NO_ASSIGNMENT
+        self._target = NO_ASSIGNMENT
+
+    def _left(self, now_ms: int) -> None:
+        self._fsm.transition_to(_S.UNSUBSCRIBED)
+        self._clear_assignment()
+        self._sent_fields.reset()
+        self._schedule.skip_backoff(now_ms)
+        if self._subscription and not self._closing:
+            # Left but still subscribed (an unsubscribe/subscribe pair): join again on the next poll.
+            self._subscription_updated = True
+
+    def _fail(self, error: KGroupError) -> None:
+        """Kafka ``transitionToFatal``: lose what is owned (unless already out of the group)."""
+        previous = self._fsm.state
+        self.last_error = error
+        self._commits.fail_all(error)
+        self._requests.clear()
+        self._reconciliation.finish()
+        self._fsm.transition_to(_S.FATAL)
+        if previous not in (_S.UNSUBSCRIBED, _S.LEAVING, _S.PREPARE_LEAVING) and self._owned:
+            self._events.append(PartitionsLost(self._owned))
+        self._owned = frozenset()
+        self._events.append(FatalError(error))
+
+    def _check_open(self) -> None:
+        if self._closing:
+            raise MemberClosedError("the group member is closed")
+        if self._fsm.state is _S.FATAL:
+            raise MemberClosedError(f"the group member failed: {self.last_error}")
+
+    def __repr__(self) -> str:
+        return (f"ConsumerGroupMember({self.config.group_id!r}, {self.member_id!r}, "
+                f"epoch={self.member_epoch}, "
+                f"{self._fsm.state.name})")
