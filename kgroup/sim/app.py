@@ -177,14 +177,15 @@ class ConsumerApp:
             return
         positions = self.committable()
         if positions and self.member.state is MemberState.STABLE:
-            mode = profile.commit_mode
-            self.commit(positions, now, sync=mode == "sync", retried=mode == RETRIED)
+            self.commit(positions, now, sync=profile.commit_mode == "sync")
 
-    def commit(self, offsets: Dict[TopicPartition, int], now: int, sync: bool, retried: bool = False) -> None:
-        """Commit ``offsets``: ``sync`` waits for the answer (the next polls only look for it),
-        ``retried`` has the member retry until the same deadline without waiting."""
+    def commit(self, offsets: Dict[TopicPartition, int], now: int, sync: bool) -> None:
+        """Commit ``offsets``: ``sync`` waits for the answer (the next polls only look for it); an
+        application of the ``retried`` mode has every commit retried until the same deadline, without
+        waiting."""
         self.batches_since_commit = 0
-        deadline_ms = now + self.profile.sync_commit_timeout_ms if sync or retried else None
+        retried = sync or self.profile.commit_mode == RETRIED
+        deadline_ms = now + self.profile.sync_commit_timeout_ms if retried else None
         token = self.member.commit_offsets(offsets, now, deadline_ms=deadline_ms)
         if sync and deadline_ms is not None:
             self.sync_token, self.sync_deadline_ms = token, deadline_ms

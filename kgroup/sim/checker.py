@@ -47,7 +47,9 @@ with the live group's final assignment):
   of the final assignment (``N`` of them, ``|M|`` members): ``x`` had to give up at most what it
   held above the fair floor, ``max(0, |S & T| - N // |M|)``; losing more of ``S & T`` than that
   (``|(S & T) - F|`` larger) is a violation.  Partitions of a topic no longer subscribed, and
-  members that left, restarted (new member id) or joined, are not judged.
+  members that left, restarted (new member id) or joined, are not judged; nor is a member seen
+  without a generation after ``R`` began (it lost its partitions, fenced or expired, and rejoined
+  claiming none: KIP-429's lost partitions, which no assignor can keep for it).
 
 The simulator adds ``not-settled``, ``unbalanced`` and ``static-bounce-rebalanced``
 (they need the live group, see :mod:`kgroup.sim.simulator`).
@@ -380,13 +382,21 @@ def check_sticky_moves(history: History, assignor: str, final: Mapping[str, Tupl
     #: began before the topic last grew.
     changed: Set[int] = set()
     stable: Dict[int, Dict[str, frozenset]] = {}
+    began: Dict[int, int] = {}
+    #: When each member (by name) was seen without a generation: it lost its partitions (KIP-429's
+    #: "lost": fenced or expired) and rejoined claiming nothing, so no assignor owes it stickiness.
+    reset_at: Dict[str, List[int]] = {}
     #: Generations that began before the topic last grew: balance was over fewer partitions then.
     grown_at = max((e.at_ms for e in history.of(FaultApplied) if e.fault.startswith("add_partitions")),
                    default=-1)
     for change in history.of(OwnershipChanged):
-        if change.generation < 0 or change.generation == final_generation:
+        if change.generation < 0:
+            reset_at.setdefault(change.member, []).append(change.at_ms)
+            continue
+        if change.generation == final_generation:
             continue
         if change.generation not in members:
+            began[change.generation] = change.at_ms
             order.append(change.generation)
             if change.at_ms <= grown_at:
                 changed.add(change.generation)
@@ -408,7 +418,7 @@ def check_sticky_moves(history: History, assignor: str, final: Mapping[str, Tupl
     out: List[Violation] = []
     for name, (member_id, _generation, owned) in sorted(final.items()):
         before = stable[reference].get(member_id)
-        if before is None:
+        if before is None or any(at_ms > began[reference] for at_ms in reset_at.get(name, ())):
             continue
         held = before & partitions
         lost = held - owned

@@ -128,3 +128,17 @@ def test_needless_move_starts_after_a_subscription_or_partition_count_change():
     assert [v.check for v in check_sticky_moves(grown, "sticky", {"m0": ("m0-id", 3, _tps(0, 1)),
                                                                   "m1": ("m1-id", 3, _tps(2, 3))}, 40)] == [
         "needless-move"]
+
+
+def test_needless_move_does_not_judge_a_member_that_lost_its_partitions():
+    """Found by the fault campaign (seed 4753): members fenced when the coordinator moved went
+    UNJOINED, lost their partitions (KIP-429) and rejoined claiming none; no assignor can keep them."""
+    history = _history(_owned(10, "m0", 2, 0, 1), _owned(10, "m1", 2, 2, 3),
+                       _owned(30, "m1", -1, state="UNJOINED"))
+    final = {"m0": ("m0-id", 3, _tps(2)), "m1": ("m1-id", 3, _tps(0, 1, 3))}
+    # m0 lost both partitions (one would do) and is judged; m1 was reset after generation 2 began.
+    violations = check_sticky_moves(history, "cooperative-sticky", final, 40)
+    assert [v.message.split(":")[1].split()[0] for v in violations] == ["m0"]
+    # A reset before the reference generation began does not excuse anything after it.
+    early = _history(_owned(5, "m1", -1, state="UNJOINED"), *history.events[:2])
+    assert len(check_sticky_moves(early, "cooperative-sticky", final, 40)) == 2
