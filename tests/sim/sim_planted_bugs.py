@@ -104,10 +104,10 @@ def revoked_commits_stamped_with_the_next_generation():
             self.late_commits = {}
         original_poll(self, now)
 
-    def no_revoke_commit(self, offsets, now, sync, retried=False):
+    def no_revoke_commit(self, offsets, now, sync):
         if sync and self.sync_token is None and offsets and set(offsets) - set(self.member.assignment):
             return  # the revocation commit: skipped, done late instead
-        original_commit(self, offsets, now, sync, retried)
+        original_commit(self, offsets, now, sync)
 
     original_commit = sim_app.ConsumerApp.commit
     with _patched(sim_app.ConsumerApp, "_take_events", take), _patched(sim_app.ConsumerApp, "poll", poll), \
@@ -198,11 +198,11 @@ def commits_rewind_now_and_then():
     original_commit = sim_app.ConsumerApp.commit
     calls = {"n": 0}
 
-    def rewinding(self, offsets, now, sync, retried=False):
+    def rewinding(self, offsets, now, sync):
         calls["n"] += 1
         if calls["n"] % 5 == 0 and offsets:
             offsets = {tp: max(0, offset - 3) for tp, offset in offsets.items()}
-        original_commit(self, offsets, now, sync, retried)
+        original_commit(self, offsets, now, sync)
 
     with _patched(sim_app.ConsumerApp, "commit", rewinding):
         yield
