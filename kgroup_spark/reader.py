@@ -152,7 +152,7 @@ def _settle(member: Any, deadline: float, token_text: str) -> None:
             return
         if time.monotonic() > deadline:
             raise BatchNotCoveredError(
-                f"{token_text}: the group did not become Stable in time " f"(member state {view.state.name})"
+                f"{token_text}: the group did not become Stable in time (member state {view.state.name})"
             )
 
 
