@@ -96,7 +96,7 @@ def _new_member(options: ReaderOptions, group_id: str, topic: str, partition_cou
         )
     except Exception as error:
         raise CoordinatorUnreachableError(
-            f"{client_id}: no coordinator at {options.bootstrap_servers!r}: " f"{error}"
+            f"{client_id}: no coordinator at {options.bootstrap_servers!r}: {error}"
         ) from None
     return GroupConsumer(
         transport,

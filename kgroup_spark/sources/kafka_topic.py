@@ -75,7 +75,7 @@ class KafkaTopicSource(PartitionedSource):
         partitions = self._client().partitions_for_topic(self.topic)
         if not partitions:
             raise SourceOptionError(
-                f"KafkaTopicSource: topic {self.topic!r} does not exist at " f"{self.bootstrap_servers!r}"
+                f"KafkaTopicSource: topic {self.topic!r} does not exist at {self.bootstrap_servers!r}"
             )
         return [TopicPartition(self.topic, p) for p in sorted(partitions)]
 
