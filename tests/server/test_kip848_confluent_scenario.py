@@ -33,9 +33,10 @@ RECORDS = 1000
 #: a few hundred ms; the session timeout stays well above a loaded machine's scheduling hiccups.
 CONFIG = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, consumer_group_heartbeat_interval_ms=200,
                                 consumer_group_session_timeout_ms=10_000)
-#: One step of the scenario; the whole test stays under 60 s even if every step took this long
-#: minus the ones that are usually instant.
+#: Longest wait for one step of the scenario (a few hundred ms on an idle machine).
 STEP_S = 20.0
+#: Every wait also ends by this many seconds after the start, so the test ends in < 60 s.
+TOTAL_S = 55.0
 
 
 class CoordinatorView:
@@ -75,6 +76,10 @@ class CoordinatorView:
 @pytest.mark.kafka_broker(brokers=3, coordinator=CONFIG)
 def test_confluent_consumers_join_and_leave_over_time(kafka_broker, broker_client_matrix):
     started = time.monotonic()
+
+    def budget() -> float:
+        """What one wait may take: a step, but never past the whole test's bound."""
+        return max(0.1, min(STEP_S, started + TOTAL_S - time.monotonic()))
     matrix = broker_client_matrix
     view = CoordinatorView(kafka_broker)
     kafka_broker.observe_groups(view)
@@ -87,29 +92,29 @@ def test_confluent_consumers_join_and_leave_over_time(kafka_broker, broker_clien
                             batch_sleep_ms=10, commit_every=3)
 
     first = start("confluent")
-    matrix.wait_settled(GROUP, [first], "the first consumer to own every partition", STEP_S)
+    matrix.wait_settled(GROUP, [first], "the first consumer to own every partition", budget())
     # Every partition gets a committed offset before any handover.  In 2 of ~60 runs without this,
     # a confluent-kafka 2.16 member that had started a partition from auto.offset.reset (nothing
     # committed yet) rewound it to offset 0 right after an unrelated partition was revoked
     # incrementally, though it had committed far beyond since: no Fetch error preceded its
     # ListOffsets, so it looks like a librdkafka resume quirk (cf. confluentinc/librdkafka#4686),
     # which would fail the duplicates check below for a client reason.
-    matrix.wait_caught_up(TOPIC, GROUP, timeout_s=STEP_S)
+    matrix.wait_caught_up(TOPIC, GROUP, timeout_s=budget())
     second = start("confluent")
-    matrix.wait_settled(GROUP, [first, second], "two consumers to split the partitions", STEP_S)
+    matrix.wait_settled(GROUP, [first, second], "two consumers to split the partitions", budget())
     matrix.produce("confluent", TOPIC, RECORDS // 2, RECORDS - RECORDS // 2)
     third = start("confluent")
-    matrix.wait_settled(GROUP, [first, second, third], "three consumers to split the partitions", STEP_S)
-    first.close()
-    matrix.wait_settled(GROUP, [second, third], "the leaver's partitions to move on", STEP_S)
+    matrix.wait_settled(GROUP, [first, second, third], "three consumers to split the partitions", budget())
+    first.close(timeout_s=budget())
+    matrix.wait_settled(GROUP, [second, third], "the leaver's partitions to move on", budget())
     # Mixed group: kgroup's own KIP-848 member joins the confluent ones.
     fourth = start("kgroup")
-    matrix.wait_settled(GROUP, [second, third, fourth], "kgroup's consumer to get its share", STEP_S)
+    matrix.wait_settled(GROUP, [second, third, fourth], "kgroup's consumer to get its share", budget())
 
-    matrix.wait_consumed(RECORDS, timeout_s=STEP_S, group_id=GROUP)
-    matrix.wait_caught_up(TOPIC, GROUP, timeout_s=STEP_S)
+    matrix.wait_consumed(RECORDS, timeout_s=budget(), group_id=GROUP)
+    matrix.wait_caught_up(TOPIC, GROUP, timeout_s=budget())
     for member in (second, third, fourth):
-        member.close()
+        member.close(timeout_s=budget())
 
     matrix.assert_every_record_consumed()
     matrix.ledger.assert_duplicates_only_uncommitted()
