@@ -218,3 +218,19 @@ def save(measurements: Iterable[Measurement],
     lines += [f"- {line}" for line in targets(measurements)]
     markdown.write_text("\n".join(lines) + "\n")
     return markdown, plot(measurements, directory / PLOT_NAME)
+
+
+def server_assignor_table(times: dict) -> list[str]:
+    """Markdown rows: per size and scenario, uniform's and sticky's best ms and uniform / sticky."""
+    lines = ["| size | scenario | uniform ms | sticky ms | uniform / sticky | rounds |",
+             "|---|---|---|---|---|---|"]
+    keys = sorted({(label, scenario) for _, scenario, label in times},
+                  key=lambda key: (int(key[0].split("x")[1]), key[1]))
+    for label, scenario in keys:
+        uniform = times.get(("uniform", scenario, label))
+        sticky = times.get(("sticky", scenario, label))
+        ratio = f"{uniform[0] / sticky[0]:.3f}" if uniform and sticky else "-"
+        cells = [f"{t[0] * 1000:.1f}" if t else "-" for t in (uniform, sticky)]
+        rounds = "/".join(str(t[1]) for t in (uniform, sticky) if t)
+        lines.append(f"| {label} | {scenario} | {cells[0]} | {cells[1]} | {ratio} | {rounds} |")
+    return lines

@@ -5,7 +5,9 @@ Usage: ``python client_worker.py CONFIG_JSON`` (not a test module; spawned by th
 ``kgroup``, ``confluent``, ``aiokafka``), ``bootstrap``, ``topic``, ``group``, ``client_id``,
 ``strategy`` (``range`` or ``cooperative-sticky``), ``instance_id`` (or null),
 ``session_timeout_ms``, ``heartbeat_interval_ms``, ``max_records``, ``batch_sleep_ms`` and
-``commit_every`` (commit after that many non-empty batches, or when a poll comes back empty).
+``commit_every`` (commit after that many non-empty batches, or when a poll comes back empty), and
+optionally ``group_protocol`` (``classic``, the default, or ``consumer`` for KIP-848: the session
+timeout, heartbeat interval and strategy are then the broker's, so they are not passed).
 
 The worker subscribes, polls, commits synchronously the positions of the records it has
 handed out (only for partitions it owns), and prints one JSON object per line on stdout,
@@ -167,12 +169,17 @@ def run_kafka_python(config: dict, stdin: Stdin) -> None:
         def on_partitions_lost(self, lost):
             book.revoked([tp.partition for tp in lost], "lost")
 
+    group_settings: dict = dict(session_timeout_ms=config["session_timeout_ms"],
+                                heartbeat_interval_ms=config["heartbeat_interval_ms"],
+                                partition_assignment_strategy=strategy)
+    if config.get("group_protocol", "classic") == "consumer":
+        # KIP-848: the broker owns these; kgroup.KafkaConsumer refuses them, as the Java client does.
+        group_settings = dict(group_protocol="consumer")
     consumer = KafkaConsumer(
         bootstrap_servers=config["bootstrap"], group_id=config["group"], client_id=config["client_id"],
-        group_instance_id=config["instance_id"], session_timeout_ms=config["session_timeout_ms"],
-        heartbeat_interval_ms=config["heartbeat_interval_ms"], max_poll_interval_ms=60_000,
-        enable_auto_commit=False, auto_offset_reset="earliest", partition_assignment_strategy=strategy,
-        max_poll_records=config["max_records"])
+        group_instance_id=config["instance_id"], max_poll_interval_ms=60_000,
+        enable_auto_commit=False, auto_offset_reset="earliest", max_poll_records=config["max_records"],
+        **group_settings)
     consumer.subscribe([topic], listener=Listener())
     if config["kind"] == "kafka-python":
         # Join only once the coordinator has seen the topic's metadata.  kafka-python 3.0.12 loses a
@@ -228,6 +235,11 @@ def run_confluent(config: dict, stdin: Stdin) -> None:
         "enable.auto.commit": False, "auto.offset.reset": "earliest",
         "partition.assignment.strategy": config["strategy"],
     }
+    if config.get("group_protocol", "classic") == "consumer":
+        # KIP-848: librdkafka refuses the classic group settings next to group.protocol=consumer.
+        for name in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
+            del settings[name]
+        settings["group.protocol"] = "consumer"
     if config["instance_id"] is not None:
         settings["group.instance.id"] = config["instance_id"]
     consumer = confluent_kafka.Consumer(settings)

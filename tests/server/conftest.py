@@ -732,12 +732,13 @@ class ClientMatrix:
     def start(self, kind: str, topic: str, group: str, *, strategy: str = "range",
               instance_id: Optional[str] = None, session_timeout_ms: int = SESSION_TIMEOUT_MS,
               max_records: int = 5, batch_sleep_ms: int = 20, commit_every: int = 3,
-              name: Optional[str] = None) -> Member:
+              name: Optional[str] = None, group_protocol: str = "classic") -> Member:
         name = name or f"m{len(self.members)}-{kind}"
         config = dict(kind=kind, bootstrap=self.bootstrap, topic=topic, group=group, client_id=name,
                       strategy=strategy, instance_id=instance_id, session_timeout_ms=session_timeout_ms,
                       heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS, max_records=max_records,
-                      batch_sleep_ms=batch_sleep_ms, commit_every=commit_every)
+                      batch_sleep_ms=batch_sleep_ms, commit_every=commit_every,
+                      group_protocol=group_protocol)
         member = Member(self.ledger, name, config, self._log_dir)
         self.members.append(member)
         return member
@@ -910,3 +911,13 @@ def client_matrix(tmp_path):
             yield matrix
         finally:
             matrix.stop_all()
+
+
+@pytest.fixture
+def broker_client_matrix(kafka_broker, tmp_path):
+    """A :class:`ClientMatrix` over the ``kafka_broker`` fixture (configured by its marker)."""
+    matrix = ClientMatrix(kafka_broker, tmp_path)
+    try:
+        yield matrix
+    finally:
+        matrix.stop_all()
