@@ -38,6 +38,19 @@ def stream(spark: Any, host_bootstrap: str, group_id: str, **options: str) -> An
     return reader.load()
 
 
+def consume_available(spark: Any, host_bootstrap: str, group_id: str, checkpoint: str,
+                      **options: str) -> KeyedSink:
+    """Run a streaming query until it has processed everything available, then stop it."""
+    sink = KeyedSink()
+    query = (stream(spark, host_bootstrap, group_id, **options).writeStream.foreachBatch(sink)
+             .option("checkpointLocation", checkpoint).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    return sink
+
+
 def group_offsets(bootstrap: str, group_id: str) -> dict[int, int]:
     """The group's committed offsets, read with kafka-python's stock admin client."""
     from kafka import KafkaAdminClient

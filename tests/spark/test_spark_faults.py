@@ -7,7 +7,7 @@ import signal
 import time
 
 from kgroup.core.error_codes import ErrorCode
-from spark_helpers import KeyedSink, group_offsets, late_commit, stream, wait_for_file
+from spark_helpers import KeyedSink, consume_available, group_offsets, late_commit, stream, wait_for_file
 
 SESSION_TIMEOUT_MS = 6_000
 PAUSING_SOURCE = "spark_test_sources:PausingQueueSource"
@@ -136,17 +136,7 @@ def test_restart_from_the_checkpoint_fences_the_previous_run_and_resumes_at_the_
 ):
     checkpoint = str(tmp_path / "checkpoint")
     options = {"source": "sqlite", "sqlite.path": queue.path}
-    first_sink = KeyedSink()
-    query = (
-        stream(spark, group_host.bootstrap_servers, group_name, **options)
-        .writeStream.foreachBatch(first_sink)
-        .option("checkpointLocation", checkpoint)
-        .start()
-    )
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    first_sink = consume_available(spark, group_host.bootstrap_servers, group_name, checkpoint, **options)
     first_run = group_host.ownership(group_name)
     old_generation = max(i.generation_id for i in first_run)
     zombie = first_run[-1]
@@ -154,17 +144,7 @@ def test_restart_from_the_checkpoint_fences_the_previous_run_and_resumes_at_the_
     for partition in range(12):
         queue.append(partition, [f"p{partition}-second-run"])
     restarted_at_ms = time.monotonic_ns() // 1_000_000
-    second_sink = KeyedSink()
-    query = (
-        stream(spark, group_host.bootstrap_servers, group_name, **options)
-        .writeStream.foreachBatch(second_sink)
-        .option("checkpointLocation", checkpoint)
-        .start()
-    )
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
+    second_sink = consume_available(spark, group_host.bootstrap_servers, group_name, checkpoint, **options)
 
     assert set(first_sink.rows) == {(p, o) for p in range(12) for o in range(5)}
     # The second run resumed where the first committed: only the new records, once each.

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from kgroup.testing.tansu import BrokerUnavailableError, create_topic, produce, running_tansu
-from spark_helpers import KeyedSink, group_offsets, stream
+from spark_helpers import KeyedSink, consume_available, group_offsets
 
 PARTITIONS = 12
 RECORDS = 96
@@ -31,24 +31,8 @@ def _produce_one_record_per_batch(bootstrap: str, topic: str) -> list:
 
 
 def _consume_topic(spark, bootstrap: str, group_id: str, topic: str, tmp_path, **extra: str) -> KeyedSink:
-    sink = KeyedSink()
-    frame = stream(
-        spark,
-        bootstrap,
-        group_id,
-        source="kafka",
-        **{"kafka.bootstrap.servers": bootstrap, "kafka.topic": topic, **extra},
-    )
-    query = (
-        frame.writeStream.foreachBatch(sink)
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .start()
-    )
-    try:
-        query.processAllAvailable()
-    finally:
-        query.stop()
-    return sink
+    return consume_available(spark, bootstrap, group_id, str(tmp_path / "checkpoint"), source="kafka",
+                             **{"kafka.bootstrap.servers": bootstrap, "kafka.topic": topic, **extra})
 
 
 def _group_listed(bootstrap: str, group_id: str) -> bool:
