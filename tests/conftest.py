@@ -7,13 +7,13 @@ import pytest
 from hypothesis import settings
 
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
+from kgroup.io.inprocess import InProcessHub
 
 # Property tests draw the same examples on every run (CI must not fail on a lucky draw; a flaky
 # test blocks every landing).  HYPOTHESIS_PROFILE=explore searches afresh, as a campaign would.
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-from kgroup.io.inprocess import InProcessHub
 
 
 @pytest.fixture

@@ -178,7 +178,8 @@ def test_rack_aware_group_with_a_rackless_member_settles_in_two_rounds():
     coop = CooperativeStickyAssignor()
     alone = coop.assign(ppt, {"m0": Subscription(topics=("b",), rack_id="r1")}, partition_racks)
     subs = {
-        "m0": Subscription(topics=("b",), owned_partitions=alone["m0"].partitions, generation_id=5, rack_id="r1"),
+        "m0": Subscription(topics=("b",), owned_partitions=alone["m0"].partitions, generation_id=5,
+                           rack_id="r1"),
         "new0": Subscription(topics=("b",)),
         "new1": Subscription(topics=("b",), rack_id="r0"),
     }
