@@ -38,11 +38,18 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _sim_config(args: argparse.Namespace):
+    import logging
+
     from kgroup.sim import SimConfig
+
+    # Members log what a simulation provokes on purpose (a member leaving on its poll timeout): the
+    # verdict reports what matters.
+    logging.getLogger("kgroup").setLevel(logging.ERROR)
 
     return SimConfig(members=args.members, partitions=args.partitions,
                      assignor=getattr(args, "assignor", "any"), static=getattr(args, "static", False),
-                     commit_mode=args.commit, processing_ms_per_record=args.processing_ms,
+                     group_protocol=getattr(args, "group_protocol", "classic"), commit_mode=args.commit,
+                     processing_ms_per_record=args.processing_ms,
                      duration_ms=args.duration_ms, faults=getattr(args, "faults", "mixed"),
                      max_faults=args.max_faults)
 
@@ -158,15 +165,21 @@ def _pool_arguments(parser: argparse.ArgumentParser, seeds: int, seeds_help: str
 
 
 def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
-    from kgroup.sim.simulator import ASSIGNOR_MIXES, ASSIGNORS
+    from kgroup.sim.simulator import ASSIGNOR_MIXES, ASSIGNORS, GROUP_PROTOCOLS, SERVER_ASSIGNORS
 
     parser.add_argument("--members", type=int, default=5, help="consumers at the start (default 5)")
     parser.add_argument("--partitions", type=int, default=12, help="partitions of the topic (default 12)")
     if group:  # compare varies these itself
-        parser.add_argument("--assignor", choices=ASSIGNORS + tuple(ASSIGNOR_MIXES) + ("any",), default="any",
+        names = tuple(dict.fromkeys(ASSIGNORS + tuple(ASSIGNOR_MIXES) + SERVER_ASSIGNORS + ("any",)))
+        parser.add_argument("--assignor", choices=names, default="any",
                             help="the group's assignor; upgrade: members half eager, half cooperative "
-                                 "(KIP-429's rolling upgrade); any: drawn from the seed (default any)")
+                                 "(KIP-429's rolling upgrade); uniform and range with --group-protocol "
+                                 "consumer: the coordinator's; any: drawn from the seed (default any)")
         parser.add_argument("--static", action="store_true", help="static members (group.instance.id)")
+        parser.add_argument("--group-protocol", choices=GROUP_PROTOCOLS, default="classic",
+                            help="classic (JoinGroup/SyncGroup) or consumer (KIP-848: the coordinator "
+                                 "assigns; the session timeout and heartbeat interval are its group "
+                                 "settings) (default classic)")
     parser.add_argument("--commit", choices=("auto", "sync", "async", "mixed", "retried"), default="mixed",
                         help="how the applications commit; mixed: each draws auto, sync or async; "
                              "retried: retried until a deadline without waiting (default mixed)")
@@ -231,9 +244,10 @@ def _parser() -> argparse.ArgumentParser:
     compare = commands.add_parser(
         "compare", help="compare group configurations on the same fault schedules: a markdown report",
         description="Runs every variant (range, roundrobin, sticky: eager; cooperative-sticky: cooperative; "
-                    "each with dynamic and with static members) through the very same fault schedule of "
-                    "each seed, per scenario (mixed: every fault kind; bounces: rolling restarts within the "
-                    "session timeout), and writes OUT/README.md (tables: partition-seconds without an "
+                    "uniform: the consumer protocol of KIP-848; each with dynamic and with static members) "
+                    "through the very same fault schedule of each seed, per scenario (mixed: every fault "
+                    "kind; bounces: rolling restarts within the session timeout), and writes OUT/README.md "
+                    "(tables: partition-seconds without an "
                     "owner, records processed twice, rebalances, p50/p99 time to Stable after a fault, "
                     "violations) and one PNG per scenario.  Exit code 1 when any run violates an "
                     "invariant.")

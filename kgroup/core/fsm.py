@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import weakref
 from typing import Any, Callable, Generic, Iterator, Mapping, Optional, TypeVar
 
 from kgroup.errors import IllegalStateTransition, state_display_name
@@ -97,3 +98,28 @@ class StateMachine(Generic[S]):
 
     def __repr__(self) -> str:
         return f"StateMachine({self.name!r}, {state_display_name(self.state)})"
+
+
+class ValueMachine:
+    """What a sink sees of a machine whose state lives in a frozen value (a KIP-848 coordinator's
+    member): its name.  One object per name while anyone holds it, so a trace labels it once."""
+
+    __slots__ = ("name", "__weakref__")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+_value_machines: "weakref.WeakValueDictionary[str, ValueMachine]" = weakref.WeakValueDictionary()
+
+
+def report_transition(name: str, previous: Any, target: Any) -> None:
+    """Report a transition that a table check already allowed, made outside any :class:`StateMachine`
+    (the state is a field of a frozen value), to every process-wide sink."""
+    if not _sinks:
+        return
+    machine = _value_machines.get(name)
+    if machine is None:
+        machine = _value_machines[name] = ValueMachine(name)
+    for sink in _sinks:
+        sink(machine, previous, target)

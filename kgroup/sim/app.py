@@ -24,7 +24,7 @@ Each application draws its behaviour from its own stream,
 from __future__ import annotations
 
 import random
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import attrs
 
@@ -34,6 +34,7 @@ from kgroup.core.member import (
     CommitCompleted, CommittedFetched, GroupMember, MemberState, PartitionsAssigned, PartitionsLost,
     PartitionsRevoked,
 )
+from kgroup.core.member.consumer_protocol import ConsumerGroupMember, ConsumerMemberState
 from kgroup.core.messages import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest
 from kgroup.errors import ClusterError
 from kgroup.io.runner import MemberRunner
@@ -50,6 +51,8 @@ COMMIT_MODES = ("auto", "sync", "async")
 RETRIED = "retried"
 #: How long a blocked synchronous commit waits between looks at its answer.
 SYNC_WAIT_STEP_MS = 5
+#: The states in which an application commits what it processed (classic and KIP-848 members).
+_COMMITS_IN = (MemberState.STABLE, ConsumerMemberState.STABLE)
 
 
 @attrs.frozen
@@ -77,9 +80,10 @@ def draw_profile(rng: random.Random, commit_mode: str, processing_ms_per_record:
 class ConsumerApp:
     """One consumer process (see the module doc); the scheduler's :class:`AppPoller` for its member."""
 
-    def __init__(self, name: str, instance_id: Optional[str], member: GroupMember, profile: AppProfile,
+    def __init__(self, name: str, instance_id: Optional[str], member: Union[GroupMember, ConsumerGroupMember],
+                 profile: AppProfile,
                  cluster: ClusterStateMachine, history: History, now_ms: int,
-                 reachable=lambda member, broker: True) -> None:
+                 reachable=lambda member, broker: True, on_failed=lambda name: None) -> None:
         self.name = name
         self.instance_id = instance_id
         self.member = member
@@ -87,6 +91,9 @@ class ConsumerApp:
         self.cluster = cluster
         self.history = history
         self.reachable = reachable
+        #: Told once when the member fails (its application exits; the simulator restarts it).
+        self.on_failed = on_failed
+        self.failure_reported = False
         self.runner: Optional[MemberRunner] = None
         self.positions: Dict[TopicPartition, int] = {}
         self.awaiting: set = set()
@@ -107,7 +114,10 @@ class ConsumerApp:
         member = self.member
         self._finish_batch(now)
         self._take_events(now)
-        if member.state is MemberState.FATAL or member.closed:
+        if member.failed or member.closed:
+            if member.failed and not self.failure_reported:
+                self.failure_reported = True
+                self.on_failed(self.name)
             self.next_ms = now + self.profile.poll_interval_ms
             return
         if self.sync_token is not None and now < self.sync_deadline_ms:
@@ -146,7 +156,7 @@ class ConsumerApp:
                 self.awaiting.update(event.partitions)
             elif isinstance(event, PartitionsRevoked):
                 revoked = {tp: p for tp, p in self.committable().items() if tp in event.partitions}
-                if revoked and member.state is not MemberState.FATAL:
+                if revoked and not member.failed:
                     self.commit(revoked, now, sync=True)
                 self._forget(event.partitions)
             elif isinstance(event, PartitionsLost):
@@ -176,7 +186,7 @@ class ConsumerApp:
         if profile.commit_mode == "auto" or self.batches_since_commit < profile.commit_every_batches:
             return
         positions = self.committable()
-        if positions and self.member.state is MemberState.STABLE:
+        if positions and self.member.state in _COMMITS_IN:
             self.commit(positions, now, sync=profile.commit_mode == "sync")
 
     def commit(self, offsets: Dict[TopicPartition, int], now: int, sync: bool) -> None:
@@ -277,4 +287,5 @@ class Producer:
 
 def commit_error_is_fencing(error: str) -> bool:
     return error in (ErrorCode.ILLEGAL_GENERATION.name, ErrorCode.UNKNOWN_MEMBER_ID.name,
-                     ErrorCode.FENCED_INSTANCE_ID.name, ErrorCode.REBALANCE_IN_PROGRESS.name)
+                     ErrorCode.FENCED_INSTANCE_ID.name, ErrorCode.REBALANCE_IN_PROGRESS.name,
+                     ErrorCode.STALE_MEMBER_EPOCH.name, ErrorCode.FENCED_MEMBER_EPOCH.name)

@@ -63,8 +63,8 @@ import attrs
 from kgroup.assignors import RebalanceProtocol
 from kgroup.core.member import MemberState
 from kgroup.sim.history import (
-    CommitAnswered, CommitSent, CoordinatorMoved, FaultApplied, History, OwnershipChanged, Processed,
-    Resumed, Transition,
+    CommitAnswered, CommitSent, CoordinatorMoved, FaultApplied, History, MemberFailed, OwnershipChanged,
+    Processed, Resumed, Transition,
 )
 from kgroup.values import TopicPartition
 
@@ -78,6 +78,11 @@ CHECKS = ("same-generation-owners", "eager-owns-during-rebalance", "offset-went-
 STICKY_ASSIGNORS = ("sticky", "cooperative-sticky")
 
 _IN_REBALANCE = (MemberState.COMPLETING_REBALANCE,)
+#: Member states (classic, then KIP-848) between a member's join and its assignment's arrival.
+_JOINING = ("PREPARING_REBALANCE", "COMPLETING_REBALANCE", "JOINING", "RECONCILING", "ACKNOWLEDGING")
+#: Commit answers that say the member was fenced (classic generations, KIP-848 member epochs).
+_FENCED_COMMIT = ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID", "STALE_MEMBER_EPOCH",
+                  "FENCED_MEMBER_EPOCH")
 
 
 @attrs.frozen
@@ -149,7 +154,8 @@ class OwnershipChecker:
             generation = member.generation  # type: ignore[attr-defined]
             state = member.state  # type: ignore[attr-defined]
             owned = member.assignment  # type: ignore[attr-defined]
-            eager = member.protocol is RebalanceProtocol.EAGER  # type: ignore[attr-defined]
+            # A KIP-848 member has no ``protocol``: it revokes incrementally, like a cooperative one.
+            eager = getattr(member, "protocol", None) is RebalanceProtocol.EAGER
             key = (generation, state, owned)
             if self._last.get(name) != key:
                 self._last[name] = key
@@ -449,7 +455,7 @@ def coverage(history: History, overlaps: Sequence[Overlap]) -> Dict[str, int]:
         if kind is Transition:
             count(f"{event.machine}:{event.new}")
             if event.machine == "member":
-                if event.new in ("PREPARING_REBALANCE", "COMPLETING_REBALANCE"):
+                if event.new in _JOINING:
                     joining.add(event.machine_id)
                 else:
                     joining.discard(event.machine_id)
@@ -459,7 +465,7 @@ def coverage(history: History, overlaps: Sequence[Overlap]) -> Dict[str, int]:
             if event.member_state != "STABLE" or group_state not in (None, "STABLE"):
                 count("commit during rebalance")
         elif kind is CommitAnswered:
-            if event.error in ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"):
+            if event.error in _FENCED_COMMIT:
                 count("commit fenced")
             elif event.error == "REBALANCE_IN_PROGRESS":
                 count("commit refused: rebalance in progress")
@@ -469,5 +475,7 @@ def coverage(history: History, overlaps: Sequence[Overlap]) -> Dict[str, int]:
                 count("coordinator moved during join")
         elif kind is FaultApplied:
             count("fault " + event.fault.split()[0])
+        elif kind is MemberFailed:
+            count("member failed, restarted")
     count("classic overlaps", len(overlaps))
     return counts

@@ -1,5 +1,9 @@
 """The comparison report behind ``kgroup compare``: group configurations on the same fault schedules.
 
+The variants: each classic assignor (range, roundrobin, sticky: eager; cooperative-sticky: KIP-429) and
+the consumer protocol of KIP-848 with the coordinator's ``uniform`` assignor, each with dynamic and
+with static members.
+
 For every seed of a *scenario* one schedule is drawn, once, from the seed's fault stream with a plan
 that does not depend on the variant (members, partitions, brokers and timeouts are the base config's;
 ``bounce`` is always drawable), and every *variant* (assignor x static or dynamic membership) replays
@@ -19,6 +23,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
+from kgroup.core.member.consumer_protocol import CLASSIC, CONSUMER
 from kgroup.errors import ConfigError
 from kgroup.sim.campaign import CampaignResult, Job, SeedOutcome, run_jobs
 from kgroup.sim.metrics import percentile
@@ -52,19 +57,27 @@ SCENARIOS = (
 class Variant:
     assignor: str
     static: bool
+    #: ``classic`` or ``consumer`` (KIP-848: ``assignor`` names the coordinator's assignor).
+    group_protocol: str = CLASSIC
 
     @property
     def name(self) -> str:
-        return f"{self.assignor} {'static' if self.static else 'dynamic'}"
+        kip848 = " (KIP-848)" if self.group_protocol == CONSUMER else ""
+        return f"{self.assignor}{kip848} {'static' if self.static else 'dynamic'}"
 
     @property
     def protocol(self) -> str:
+        """``eager``, ``cooperative`` (KIP-429) or ``KIP-848``."""
+        if self.group_protocol == CONSUMER:
+            return "KIP-848"
         return "eager" if self.assignor in EAGER_ASSIGNORS else "cooperative"
 
 
 def default_variants() -> Tuple[Variant, ...]:
-    """Each assignor, with dynamic and with static membership."""
-    return tuple(Variant(assignor, static) for static in (False, True) for assignor in ASSIGNORS)
+    """Each classic assignor, then the consumer protocol (KIP-848) with the coordinator's ``uniform``
+    assignor, each with dynamic and with static membership."""
+    return tuple(Variant(assignor, static) for static in (False, True) for assignor in ASSIGNORS) + tuple(
+        Variant("uniform", static, CONSUMER) for static in (False, True))
 
 
 def scenario_schedule(seed: int, scenario: Scenario, base: SimConfig) -> Schedule:
@@ -78,7 +91,8 @@ def variant_config(base: SimConfig, scenario: Scenario, variant: Variant) -> Sim
     # ``static-bounce`` makes every member static and adds the no-rebalance check: only for static
     # variants; a dynamic variant replays the same bounces as plain restarts.
     faults = scenario.faults if variant.static or scenario.faults != "static-bounce" else "mixed"
-    return attrs.evolve(base, assignor=variant.assignor, static=variant.static, faults=faults)
+    return attrs.evolve(base, assignor=variant.assignor, static=variant.static, faults=faults,
+                        group_protocol=variant.group_protocol)
 
 
 def jobs(seeds: Iterable[int], scenarios: Sequence[Scenario], variants: Sequence[Variant],
@@ -145,6 +159,7 @@ class Comparison:
 
         groups = [("eager, dynamic", lambda v: v.protocol == "eager" and not v.static),
                   ("cooperative, dynamic", lambda v: v.protocol == "cooperative" and not v.static),
+                  ("KIP-848, dynamic", lambda v: v.protocol == "KIP-848" and not v.static),
                   ("dynamic, every assignor", lambda v: not v.static),
                   ("static, every assignor", lambda v: v.static)]
         return [summarise(label, union(keep)) for label, keep in groups if union(keep)]
@@ -207,10 +222,19 @@ def expectations(comparison: Comparison) -> List[Tuple[str, bool]]:
             b = eager.per_seed(eager.unowned_partition_seconds)
             out.append((f"{scenario.name}: cooperative members leave partitions unowned for less time than "
                         f"eager ones ({a:.2f} against {b:.2f} partition-seconds a seed; KIP-429)", a < b))
+        kip848 = pooled.get("KIP-848, dynamic")
+        if eager and kip848:
+            a = kip848.per_seed(kip848.unowned_partition_seconds)
+            b = eager.per_seed(eager.unowned_partition_seconds)
+            out.append((f"{scenario.name}: KIP-848 members (no group-wide barrier) leave partitions unowned "
+                        f"for less time than eager ones ({a:.2f} against {b:.2f} partition-seconds a seed)",
+                        a < b))
     return out
 
 
-_SHORT = {"range": "range", "roundrobin": "rr", "sticky": "sticky", "cooperative-sticky": "coop"}
+_SHORT = {"range": "range", "roundrobin": "rr", "sticky": "sticky", "cooperative-sticky": "coop",
+          "uniform": "848 unif"}
+_COLOURS = {"eager": "#1f77b4", "cooperative": "#2ca02c", "KIP-848": "#ff7f0e"}
 
 
 def _plot(comparison: Comparison, scenario: Scenario, path: str) -> None:
@@ -220,7 +244,7 @@ def _plot(comparison: Comparison, scenario: Scenario, path: str) -> None:
     summaries = comparison.summaries(scenario.name)
     variants = comparison.variants
     labels = [f"{_SHORT.get(v.assignor, v.assignor)}\n{'static' if v.static else 'dyn'}" for v in variants]
-    colours = ["#1f77b4" if v.protocol == "eager" else "#2ca02c" for v in variants]
+    colours = [_COLOURS[v.protocol] for v in variants]
     hatches = ["//" if v.static else "" for v in variants]
     panels = [("unowned partition-seconds a seed (mean)",
                [s.per_seed(s.unowned_partition_seconds) for s in summaries]),
@@ -248,7 +272,7 @@ def _plot(comparison: Comparison, scenario: Scenario, path: str) -> None:
         for axis in axes:
             axis.set_xticklabels(labels, fontsize=7)
         figure.suptitle(f"scenario {scenario.name}: {len(comparison.seeds)} seeds; blue eager, green "
-                        "cooperative, hatched static", fontsize=10)
+                        "cooperative, orange KIP-848, hatched static", fontsize=10)
         figure.tight_layout()
         figure.savefig(path, dpi=72)
     finally:
@@ -268,10 +292,13 @@ def report_markdown(comparison: Comparison, command: str, notes: str = "") -> st
              f"heartbeat.interval.ms {base.heartbeat_interval_ms}, max.poll.interval.ms "
              f"{base.max_poll_interval_ms}, commit mode {base.commit_mode}.  Every variant of a scenario "
              "replays the very same schedule of each seed (and the same application, producer and network "
-             "streams): see docs/simulator.md, *Comparing configurations*.", "",
+             "streams): see docs/simulator.md, *Comparing configurations*.  The KIP-848 variants "
+             "(group.protocol=consumer) take the same session timeout and heartbeat interval from the "
+             "coordinator's group settings, as Kafka does.", "",
              "Columns: *unowned partition-s*: summed over partitions, the time nobody owned one (so nobody "
              "consumed it); *processed twice*: records processed more than once; *rebalances*: generations "
-             "formed, the first included; *recovery*: for each fault, the time until the group was Stable "
+             "formed, the first included (KIP-848: group epochs members reached, each a new target "
+             "assignment); *recovery*: for each fault, the time until the group was Stable "
              "again (0 when it never stopped being Stable), percentiles over every fault of every seed; "
              "*violated*: seeds with an invariant violated (should be 0).", ""]
     for scenario in comparison.scenarios:

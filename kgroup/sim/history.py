@@ -14,7 +14,8 @@ import attrs
 from kgroup.values import TopicPartition
 
 __all__ = ["Appended", "CommitAnswered", "CommitSent", "CoordinatorMoved", "FaultApplied", "Fetched",
-           "History", "MemberStopped", "OwnershipChanged", "Processed", "Resumed", "Transition"]
+           "History", "MemberFailed", "MemberStopped", "OwnershipChanged", "Processed", "Resumed",
+           "Transition"]
 
 E = TypeVar("E")
 
@@ -112,6 +113,17 @@ class MemberStopped:
     at_ms: int
     member: str
     clean: bool
+
+
+@attrs.frozen
+class MemberFailed:
+    """A member hit an error it cannot recover from (FATAL, e.g. KIP-848's UNRELEASED_INSTANCE_ID for a
+    static member back before its previous process's session expired): the application exits and its
+    supervisor restarts it (a :class:`MemberStopped` follows)."""
+
+    at_ms: int
+    member: str
+    error: str
 
 
 @attrs.frozen

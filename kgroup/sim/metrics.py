@@ -1,6 +1,7 @@
 """Metrics of one run, computed from its :class:`~kgroup.sim.history.History` alone (pure).
 
-- ``rebalances``: generations formed (distinct generation ids members reached);
+- ``rebalances``: generations formed (distinct generation ids, or KIP-848 member epochs, members
+  reached);
 - ``unowned_partition_ms``: summed over the partitions, the time from a partition's first
   appearance in the history (a record appended, or an owner) to the end of the run during which
   no running member owned it ("gaps where nobody consumed"); ``unowned_partition_seconds`` is the
@@ -203,7 +204,7 @@ def run_metrics(history: History, end_ms: Optional[int] = None) -> RunMetrics:
     """The metrics of one run; ``end_ms`` defaults to the last event's time (pass the run's simulated
     time)."""
     end = _end(history, end_ms)
-    generations = {e.generation for e in history.of(OwnershipChanged) if e.generation >= 0}
+    generations = {e.generation for e in history.of(OwnershipChanged) if e.generation > 0}
     faults = sum(not e.fault.startswith("heal ") for e in history.of(FaultApplied))
     return RunMetrics(rebalances=len(generations), unowned_partition_ms=_unowned_ms(history, end),
                       records_processed_twice=_processed_twice(history),

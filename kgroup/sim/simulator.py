@@ -26,16 +26,24 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 import attrs
 
 from kgroup.core.cluster import BrokerState
+from kgroup.core.consumer_group.member import MemberState as CoordinatorMemberState
+from kgroup.core.consumer_group.group import ConsumerGroupState
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
 from kgroup.core.fsm import add_transition_sink, remove_transition_sink
 from kgroup.core.member import GroupMember, MemberConfig, MemberState
+from kgroup.core.member.consumer_protocol import (
+    CLASSIC, CONSUMER, ConsumerGroupMember, ConsumerMemberState, ConsumerProtocolConfig,
+)
+from kgroup.errors import ConfigError
 from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse
 from kgroup.io.runner import MemberRunner
 from kgroup.sim.app import ConsumerApp, Producer, draw_profile
 from kgroup.sim.checker import (
     Overlap, OwnershipChecker, Violation, check_history, check_sticky_moves, coverage, last_acknowledged,
 )
-from kgroup.sim.history import CoordinatorMoved, FaultApplied, History, MemberStopped, Transition
+from kgroup.sim.history import (
+    CoordinatorMoved, FaultApplied, History, MemberFailed, MemberStopped, Transition,
+)
 from kgroup.sim.network import Network, NetworkConfig
 from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.testing.clock import MockClock
@@ -43,13 +51,20 @@ from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.testing.scheduler import HubTimers, Scheduler
 from kgroup.values import TopicPartition
 
-__all__ = ["ASSIGNORS", "ASSIGNOR_MIXES", "SimConfig", "Verdict", "run", "run_seed"]
+__all__ = ["ASSIGNORS", "ASSIGNOR_MIXES", "GROUP_PROTOCOLS", "SERVER_ASSIGNORS", "SimConfig", "Verdict",
+           "run", "run_seed"]
 
 GROUP = "sim"
 TOPIC = "events"
 #: The second topic a ``resubscribe`` fault adds to a member's subscription.
 AUX_TOPIC = "audit"
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+#: The coordinator's assignors of the consumer protocol (KIP-848), named by ``group_remote_assignor``.
+SERVER_ASSIGNORS = ("uniform", "range")
+GROUP_PROTOCOLS = (CLASSIC, CONSUMER)
+#: How long a supervisor (systemd, Kubernetes) waits before it restarts an application that exited on
+#: a fatal error of its member.
+SUPERVISOR_RESTART_MS = 1_000
 #: Groups whose members list different assignors.  ``upgrade``: the rolling upgrade from eager to
 #: cooperative that Kafka documents (KIP-429): members alternate between listing
 #: ``("cooperative-sticky", "range")`` (the first bounce: eager, since range is) and
@@ -57,7 +72,6 @@ ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 ASSIGNOR_MIXES: Dict[str, Tuple[Tuple[str, ...], ...]] = {
     "upgrade": (("cooperative-sticky", "range"), ("cooperative-sticky",)),
 }
-_COORDINATOR = GroupCoordinatorConfig(group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0)
 
 
 @attrs.frozen
@@ -65,8 +79,13 @@ class SimConfig:
     members: int = 5
     partitions: int = 12
     #: One of :data:`ASSIGNORS`, a name of :data:`ASSIGNOR_MIXES`, or ``any`` (one of :data:`ASSIGNORS`
-    #: drawn from the seed's config stream).
+    #: drawn from the seed's config stream); with ``group_protocol="consumer"`` one of
+    #: :data:`SERVER_ASSIGNORS` (or ``any``: one of those).
     assignor: str = "any"
+    #: ``classic`` (JoinGroup/SyncGroup, client-side assignors) or ``consumer`` (KIP-848: members
+    #: heartbeat ConsumerGroupHeartbeat and the coordinator assigns).  With ``consumer``, the session
+    #: timeout and heartbeat interval below are the coordinator's group settings, as in Kafka.
+    group_protocol: str = CLASSIC
     static: bool = False
     #: ``auto``, ``sync``, ``async``, ``mixed`` (each application draws one of those three) or
     #: ``retried`` (see :mod:`kgroup.sim.app`).
@@ -85,6 +104,27 @@ class SimConfig:
     heartbeat_interval_ms: int = 200
     max_poll_interval_ms: int = 3_000
     network: NetworkConfig = NetworkConfig()
+
+    def __attrs_post_init__(self) -> None:
+        if self.group_protocol not in GROUP_PROTOCOLS:
+            raise ConfigError(f"group_protocol must be one of {', '.join(GROUP_PROTOCOLS)}, "
+                              f"got {self.group_protocol!r}")
+        names = SERVER_ASSIGNORS if self.group_protocol == CONSUMER else ASSIGNORS + tuple(ASSIGNOR_MIXES)
+        if self.assignor != "any" and self.assignor not in names:
+            raise ConfigError(f"assignor {self.assignor!r} is not one of {', '.join(names)} (group_protocol "
+                              f"{self.group_protocol!r})")
+
+    @property
+    def consumer_protocol(self) -> bool:
+        return self.group_protocol == CONSUMER
+
+    def coordinator_config(self) -> GroupCoordinatorConfig:
+        """Short timeouts for both protocols: a classic member sends its own session timeout, a
+        consumer group takes the coordinator's (Kafka's group.consumer.session.timeout.ms)."""
+        return GroupCoordinatorConfig(
+            group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0,
+            consumer_group_session_timeout_ms=self.session_timeout_ms,
+            consumer_group_heartbeat_interval_ms=self.heartbeat_interval_ms)
 
     @property
     def settle_bound_ms(self) -> int:
@@ -122,16 +162,22 @@ class Verdict:
         return {v.check for v in self.violations}
 
     def describe(self) -> str:
+        protocol = " (KIP-848)" if self.config.consumer_protocol else ""
         lines = [f"seed {self.seed}: {self.config.members} members, {self.config.partitions} partitions, "
-                 f"{self.assignor}{' static' if self.config.static else ''}, "
+                 f"{self.assignor}{protocol}{' static' if self.config.static else ''}, "
                  f"{len(self.schedule.faults)} faults, "
                  f"{self.simulated_ms} ms simulated: {'OK' if self.ok else 'VIOLATED'}"]
         lines += [f"  ! {v}" for v in self.violations[:20]]
         if self.overlaps:
             longest = max(o.duration_ms for o in self.overlaps)
-            lines.append(f"  {len(self.overlaps)} overlap(s) the classic protocol allows, "
+            lines.append(f"  {len(self.overlaps)} overlap(s) the protocol allows (one owner cut off), "
                          f"longest {longest} ms")
         return "\n".join(lines)
+
+
+#: The state machines whose transitions the history records (coverage), by their state type.
+_MACHINE_KINDS = {MemberState: "member", GroupState: "group", ConsumerMemberState: "member",
+                  ConsumerGroupState: "group", CoordinatorMemberState: "coordinator member"}
 
 
 def _broker_key(node_id: Optional[int]) -> int:
@@ -156,13 +202,14 @@ class _Simulation:
         self.seed = seed
         self.config = config
         self.schedule = schedule
-        self.assignor = (random.Random(f"config-{seed}").choice(ASSIGNORS) if config.assignor == "any"
+        choices = SERVER_ASSIGNORS if config.consumer_protocol else ASSIGNORS
+        self.assignor = (random.Random(f"config-{seed}").choice(choices) if config.assignor == "any"
                          else config.assignor)
         self.static = config.static or config.faults == "static-bounce"
         self.clock = MockClock(0)
         ids = iter(range(10**6))
         self.kafka = InMemoryKafka(config.brokers, offsets_partitions=3, clock=self.clock,
-                                   coordinator_config=_COORDINATOR,
+                                   coordinator_config=config.coordinator_config(),
                                    member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
         self.kafka.create_topic(TOPIC, config.partitions)
         self.kafka.create_topic(AUX_TOPIC, 2)
@@ -183,6 +230,10 @@ class _Simulation:
         self.violations: List[Violation] = []
         self._failovers_seen = 0
         self._acknowledged_at_move: Optional[tuple] = None
+        #: Processes started so far per member name: a restarted KIP-848 member makes a new member id.
+        self._incarnations: Dict[str, int] = {}
+        #: Members whose application exited on a fatal error and waits for its supervisor's restart.
+        self.restarting: set = set()
 
     # -- members --------------------------------------------------------------------------------
 
@@ -190,17 +241,31 @@ class _Simulation:
         config, now = self.config, self.clock()
         profile = draw_profile(random.Random(f"app-{self.seed}-{name}"), config.commit_mode,
                                config.processing_ms_per_record)
-        member = GroupMember(MemberConfig(
-            group_id=GROUP, assignors=self.assignors_of(name), client_id=name,
-            group_instance_id=self.instance_id_of(name),
-            session_timeout_ms=config.session_timeout_ms, heartbeat_interval_ms=config.heartbeat_interval_ms,
-            max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
-            enable_auto_commit=profile.commit_mode == "auto",
-            auto_commit_interval_ms=profile.auto_commit_interval_ms, fetch_committed_on_assignment=True), now)
+        member: Union[GroupMember, ConsumerGroupMember]
+        if config.consumer_protocol:
+            incarnation = self._incarnations[name] = self._incarnations.get(name, 0) + 1
+            # KIP-1082: the process makes its member id; from its own stream, so a seed replays.
+            ids = random.Random(f"member-id-{self.seed}-{name}-{incarnation}")
+            member = ConsumerGroupMember(ConsumerProtocolConfig(
+                group_id=GROUP, group_instance_id=self.instance_id_of(name), client_id=name,
+                max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
+                group_remote_assignor=self.assignor, enable_auto_commit=profile.commit_mode == "auto",
+                auto_commit_interval_ms=profile.auto_commit_interval_ms, fetch_committed_on_assignment=True),
+                now, random_bytes=ids.randbytes)
+        else:
+            member = GroupMember(MemberConfig(
+                group_id=GROUP, assignors=self.assignors_of(name), client_id=name,
+                group_instance_id=self.instance_id_of(name),
+                session_timeout_ms=config.session_timeout_ms,
+                heartbeat_interval_ms=config.heartbeat_interval_ms,
+                max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
+                enable_auto_commit=profile.commit_mode == "auto",
+                auto_commit_interval_ms=profile.auto_commit_interval_ms, fetch_committed_on_assignment=True),
+                now)
         member.subscribe([TOPIC], now)
         member.update_metadata(self.kafka.partitions_per_topic(), now)
         app = ConsumerApp(name, member.config.group_instance_id, member, profile, self.cluster, self.history,
-                          now, reachable=self._reachable)
+                          now, reachable=self._reachable, on_failed=self._member_failed)
         transport = self.network.transport(name, self.kafka.transport(name), self.clock, _broker_key,
                                            observer=app)
         app.runner = MemberRunner(member, transport, self.clock)
@@ -221,6 +286,24 @@ class _Simulation:
         """A static member's group.instance.id: the same across its restarts."""
         return f"i-{name}" if self.static else None
 
+    def _member_failed(self, name: str) -> None:
+        """The application exits on its member's fatal error; its supervisor restarts it a little later
+        (with the same static instance id, as a redeployed process)."""
+        app = self.apps[name]
+        self.history.record(MemberFailed(self.clock(), name, str(app.member.last_error)))
+        self.restarting.add(name)
+
+        def exit_now(now_ms: int) -> None:
+            if self.apps.get(name) is app:
+                self.stop(name, clean=False)
+
+        def restart(now_ms: int) -> None:
+            self.restarting.discard(name)
+            if name not in self.apps:
+                self.start(name)
+        self.scheduler.call_at(self.clock(), exit_now)  # not while the scheduler polls this application
+        self.scheduler.call_at(self.clock() + SUPERVISOR_RESTART_MS, restart)
+
     def _reachable(self, member: str, broker: int) -> bool:
         return not self.network._state(member, broker)[0]
 
@@ -234,7 +317,12 @@ class _Simulation:
         if clean:
             # The application closes its consumer: the member commits (auto), revokes and leaves.
             app.member.close(self.clock(), positions=app.committable())
+            # A KIP-848 member leaves once the application ran its revocation callback.
+            runs_callbacks = isinstance(app.member, ConsumerGroupMember)
             for _ in range(50):
+                if runs_callbacks:
+                    app.member.take_events()
+                    app.member.on_app_poll(self.clock())
                 for _round in range(20):
                     if not runner.step(0):
                         break
@@ -267,7 +355,11 @@ class _Simulation:
         kafka, kind, target = self.kafka, fault.kind, fault.target
         if kind in ("crash", "leave", "bounce"):
             if target in self.apps and len(self.apps) > 1:
-                self.stop(target, clean=kind == "leave")
+                # A KIP-848 static member restarts through close(), which leaves with epoch -2 so the
+                # new process may take its place; killed without it, the new process would get
+                # UNRELEASED_INSTANCE_ID until the session expired (``crash`` shows that).
+                clean = kind == "leave" or (kind == "bounce" and self.config.consumer_protocol)
+                self.stop(target, clean=clean)
                 return lambda: None if target in self.apps else self.start(target)
         elif kind == "join":
             if target not in self.apps and len(self.apps) < self.config.members + 3:
@@ -314,6 +406,8 @@ class _Simulation:
             self.kafka.restart_broker(broker)
 
     def _subscribe(self, app: ConsumerApp, topics: Sequence[str]) -> None:
+        if app.member.failed:
+            return
         app.member.subscribe(list(topics), self.clock())
         app.member.update_metadata(self.kafka.partitions_per_topic(), self.clock())
 
@@ -368,8 +462,8 @@ class _Simulation:
                     f"{moved_ms} ms; the new coordinator serves {committed.get(tp)}"))
 
     def on_transition(self, machine, old, new) -> None:
-        if isinstance(new, (MemberState, GroupState)):
-            kind = "member" if isinstance(new, MemberState) else "group"
+        kind = _MACHINE_KINDS.get(type(new))
+        if kind is not None:
             self.history.record(Transition(self.clock(), kind, machine.name, old.name, new.name))
 
     # -- the end ------------------------------------------------------------------------------------
@@ -389,22 +483,38 @@ class _Simulation:
                 self._subscribe(app, (TOPIC,))
 
     def settled(self) -> bool:
-        """The coordinator says Stable with exactly our members, each Stable in one generation on
-        the current coordinator with no rejoin pending."""
+        """The coordinator says Stable with exactly our members, each Stable in one generation (member
+        epoch) on the current coordinator with no rejoin pending (nothing left to reconcile)."""
         members = [a.member for a in self.apps.values()]
+        if self.restarting:
+            return False
         if not members:
             return True
         node = self.kafka.coordinator_node(GROUP)
-        if not all(m.state is MemberState.STABLE and not m.rejoin_needed and m.coordinator_id == node
-                   for m in members):
+        if not all(m.settled and m.coordinator_id == node for m in members):
             return False
         if len({m.generation.generation_id for m in members}) != 1:
             return False
-        if self.kafka.group_state(GROUP) is not GroupState.STABLE:
+        stable = ConsumerGroupState.STABLE if self.config.consumer_protocol else GroupState.STABLE
+        if self.kafka.group_state(GROUP) is not stable:
             return False
-        described = self.kafka.describe_group(GROUP)
-        return described is not None and {m.member_id for m in described.members} == {
-            m.member_id for m in members}
+        if not self.config.consumer_protocol:
+            described = self.kafka.describe_group(GROUP)
+            return described is not None and {m.member_id for m in described.members} == {
+                m.member_id for m in members}
+        # KIP-848: the coordinator calls a member Stable once it has sent it the assignment; the group
+        # has settled when every member has it too (the heartbeat answer may still be on its way).
+        return self.coordinator_assignments() == {m.member_id: m.assignment for m in members}
+
+    def coordinator_assignments(self) -> Optional[Dict[str, frozenset]]:
+        """KIP-848: each member's assigned partitions as the coordinator has them (None: no group)."""
+        def read(now_ms: int) -> Optional[Dict[str, frozenset]]:
+            coordinator = self.kafka.hosting.coordinator_for(GROUP)
+            group = None if coordinator is None else coordinator.consumer_group(GROUP)
+            if group is None:
+                return None
+            return {member_id: member.assigned_partitions for member_id, member in group.members.items()}
+        return cast(Optional[Dict[str, frozenset]], self.kafka.hub.query(read))
 
     def check_settles(self) -> bool:
         deadline = self.clock() + self.config.settle_bound_ms

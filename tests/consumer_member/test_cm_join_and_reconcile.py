@@ -205,13 +205,42 @@ def test_assignment_arriving_mid_reconciliation_waits_for_the_next_one():
     assert sm.member.assignment == tps("t", 0)
     assert sm.member.state is S.ACKNOWLEDGING
     ack = sm.heartbeat()
-    assert ack.topic_partitions == (TopicPartition("t", 0),)
+    # Kafka's client reports (t-0) here; kgroup also reports t-1, assigned and not yet reconciled, so
+    # that a newer target cannot hand it on before this member revokes it (see the next test).
+    assert ack.topic_partitions == (TopicPartition("t", 0), TopicPartition("t", 1))
     assert sm.member.state is S.RECONCILING  # the newer target is still to do
     sm.poll_until_quiet()
     assert sm.callbacks == [("assigned", [TopicPartition("t", 0)]), ("assigned", [TopicPartition("t", 1)])]
     sm.answer_heartbeat(epoch=2)
     assert sm.heartbeat().topic_partitions == tuple(sorted(tps("t", 0, 1)))
     assert sm.member.state is S.STABLE
+
+
+def test_partitions_received_but_not_reconciled_are_reported_as_owned():
+    """kgroup's departure from Kafka's client, found by the simulator (seed 83 of ``kgroup campaign
+    --group-protocol consumer --assignor range``): a member that joined with nothing is answered t-0
+    while its regular heartbeat reports what it reconciled, nothing.  Were that report "owns
+    nothing", a coordinator whose newer target moves t-0 elsewhere would take it as revoked
+    (``CurrentAssignmentBuilder.ownsRevokedPartitions``) and hand it on while this member starts
+    consuming it."""
+    sm = ScriptedMember()
+    sm.poll()
+    sm.find_coordinator()
+    sm.heartbeat()
+    sm.answer_heartbeat(epoch=9, assignment=(), interval_ms=100)
+    sm.advance(100)
+    regular = sm.heartbeat()  # the empty assignment is not reconciled yet: nothing to report
+    assert regular.topic_partitions is None
+    sm.poll()
+    sm.poll()  # the (empty) assignment is reconciled: the acknowledgement waits for the answer
+    assert sm.member.state is S.ACKNOWLEDGING
+    sm.answer_heartbeat(epoch=9, assignment=tps("t", 0), interval_ms=100)
+    assert sm.member.state is S.RECONCILING and sm.member.assignment == frozenset()
+    sm.advance(100)
+    report = sm.heartbeat()  # the regular heartbeat, t-0's reconciliation not yet begun
+    assert report.topic_partitions == (TopicPartition("t", 0),)  # Kafka's client would send ()
+    sm.poll_until_quiet()
+    assert sm.member.assignment == tps("t", 0)
 
 
 def test_same_assignment_again_is_not_reconciled():

@@ -29,7 +29,7 @@ def _outcome(seed, rebalances, unowned_ms, twice, recovery, violations=()):
 
 def test_every_variant_of_a_seed_replays_one_schedule():
     planned = jobs(range(3), SCENARIOS, default_variants(), BASE)
-    assert len(planned) == 3 * len(SCENARIOS) * 8
+    assert len(planned) == 3 * len(SCENARIOS) * 10
     for scenario in SCENARIOS:
         for seed in range(3):
             schedules = {job[0] for s, _v, job in planned if s is scenario and job[0].seed == seed}
@@ -89,7 +89,7 @@ def test_compare_writes_the_report_with_tables_and_plots(tmp_path, capsys):
     assert "![mixed](mixed.png)" in text and "## Violations\n\nNone." in text
     for name in ("mixed.png", "bounces.png"):
         assert (out / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert "32 runs (2 seeds x 2 scenario(s) x 8 variants)" in capsys.readouterr().out
+    assert "40 runs (2 seeds x 2 scenario(s) x 10 variants)" in capsys.readouterr().out
 
 
 def test_compare_exits_1_when_a_variant_violates_an_invariant(tmp_path, capsys):

@@ -11,7 +11,7 @@ from typing import Iterable, Optional
 
 import attrs
 
-from kgroup.core.fsm import check_table
+from kgroup.core.fsm import check_table, report_transition
 from kgroup.errors import IllegalStateTransition
 from kgroup.values import TopicPartition
 
@@ -51,6 +51,8 @@ check_table(MemberState, LEGAL_PREVIOUS)
 def check_transition(member_id: str, previous: MemberState, target: MemberState) -> None:
     if previous not in LEGAL_PREVIOUS[target]:
         raise IllegalStateTransition(f"consumer group member {member_id}", previous, target)
+    if previous is not target:
+        report_transition(f"consumer group member {member_id}", previous, target)
 
 
 def _tps(value: Iterable[TopicPartition]) -> frozenset[TopicPartition]:

@@ -44,9 +44,13 @@ class SentFields:
 
 
 def build_heartbeat(config: ConsumerProtocolConfig, sent: SentFields, *, member_id: str, member_epoch: int,
-                    subscription: frozenset, assignment: LocalAssignment,
-                    full: bool) -> ConsumerGroupHeartbeatRequest:
-    """The next heartbeat; records in ``sent`` what it carries.  ``full``: send every field (joining)."""
+                    subscription: frozenset, assignment: LocalAssignment, full: bool,
+                    incoming: frozenset = frozenset()) -> ConsumerGroupHeartbeatRequest:
+    """The next heartbeat; records in ``sent`` what it carries.  ``full``: send every field (joining).
+
+    ``incoming``: partitions the coordinator has assigned that the member has not reconciled yet;
+    they are reported as owned with the reconciled ones (see ``ConsumerGroupMember._incoming``).
+    """
     rebalance_timeout_ms = -1
     if full or sent.rebalance_timeout_ms != config.rebalance_timeout_ms:
         rebalance_timeout_ms = sent.rebalance_timeout_ms = config.rebalance_timeout_ms
@@ -63,7 +67,7 @@ def build_heartbeat(config: ConsumerProtocolConfig, sent: SentFields, *, member_
         rack_id = sent.rack_id = config.rack_id
     owned = None
     if full or sent.local_assignment != assignment:
-        owned = tuple(sorted(assignment.partitions))
+        owned = tuple(sorted(assignment.partitions | incoming))
         sent.local_assignment = assignment
     return ConsumerGroupHeartbeatRequest(
         group_id=config.group_id, member_id=member_id, member_epoch=member_epoch,

@@ -344,7 +344,8 @@ class ConsumerGroupMember(ConsumerMemberView):
         request = build_heartbeat(
             self.config, self._sent_fields, member_id=self.member_id,
             member_epoch=self._leave_epoch() if leaving else self.member_epoch,
-            subscription=self._subscription, assignment=self._current, full=state is _S.JOINING)
+            subscription=self._subscription, assignment=self._current, full=state is _S.JOINING,
+            incoming=self._incoming())
         self._schedule.sent(now_ms)
         sent = HeartbeatSent(self._membership, leaving)
         # The leave is its own kind: another heartbeat may follow it before its answer (a stale
@@ -353,6 +354,20 @@ class ConsumerGroupMember(ConsumerMemberView):
         out = self._requests.send(kind, request, self.coordinator_id, self.generation, payload=sent)
         self._heartbeat_generated(now_ms)
         return out
+
+    def _incoming(self) -> frozenset:
+        """Partitions of the last assignment received that the member has not reconciled yet.
+
+        A departure from Kafka's client, which reports only the reconciled assignment: between an
+        answer that adds partitions and the end of their reconciliation, that report omits them,
+        and a coordinator whose newer target takes them away reads the omission as their revocation
+        (``CurrentAssignmentBuilder.ownsRevokedPartitions``) and hands them on while this member is
+        about to start consuming them.  Reporting them as owned makes the coordinator wait for
+        their real revocation (found by the simulator; docs/guide/consumer-protocol.md).
+        """
+        if self._target.is_none:
+            return frozenset()
+        return self._target.partitions - self._current.partitions
 
     def _heartbeat_generated(self, now_ms: int) -> None:
         """Kafka ``onHeartbeatRequestGenerated``: ACKNOWLEDGING and LEAVING end with their heartbeat."""
