@@ -22,9 +22,10 @@ import planted_bugs
 DEFAULT_SEEDS = 150
 CHUNK = 25
 CAMPAIGN_SEEDS = 10_000
-#: Seeds of the 10,000 that fail on a genuine finding not fixed yet (docs/fault_campaign.md): 4976, a static
-#: cooperative member restarting while it owes its follow-up rejoin leaves partitions unowned for good.
-KNOWN_FAILING_SEEDS = (4976,)
+#: Seeds of the 10,000 that fail on a genuine finding not fixed yet (docs/fault_campaign.md).  None since
+#: seed 4976 (a static cooperative member restarting while it owes its follow-up rejoin) was fixed in the
+#: coordinator; ``test_seed_4976_settles`` keeps it.
+KNOWN_FAILING_SEEDS: tuple = ()
 #: Seeds whose applications commit ``retried`` (so a retry can outlive a newer commit).
 UNORDERED_SEEDS = (0, 40, 78)
 
@@ -116,6 +117,14 @@ def test_stale_generation_check_flags_a_commit_made_before_another_member_owned_
         history.record(event)
     violations = check_commit_generations(history)
     assert [v.check for v in violations] == ["stale-generation-commit"] and "@10" in violations[0].message
+
+
+def test_seed_4976_settles():
+    """The static cooperative member restarted while it owed KIP-429's follow-up rejoin: the
+    coordinator rebalances instead of handing the new process its stored assignment, so no partition
+    stays unowned (``_owes_follow_up_rejoin`` in kgroup/core/coordinator/coordinator.py)."""
+    verdict = fc.run_seed(4976)
+    assert verdict.ok, verdict.describe()
 
 
 # -- the long campaign -----------------------------------------------------------------------

@@ -5,7 +5,12 @@ from coord_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.messages import HeartbeatRequest, JoinGroupProtocol, LeaveGroupRequest, MemberIdentity
+from kgroup.core.messages import (
+    HeartbeatRequest, JoinGroupProtocol, LeaveGroupRequest, MemberIdentity, SyncGroupAssignment,
+    SyncGroupRequest,
+)
+from kgroup.values import Assignment, Subscription, TopicPartition
+from kgroup.wire.consumer_protocol import encode_assignment, encode_subscription
 
 E = ErrorCode
 S = GroupState
@@ -128,3 +133,59 @@ def test_static_replacement_fences_the_old_members_parked_join():
     assert d.responses[old_key].error_code is E.FENCED_INSTANCE_ID
     c3.join()
     assert s2.poll_join().generation_id == 2 and c1.poll_join().generation_id == 2
+
+
+def _cooperative(owned) -> tuple:
+    """A cooperative-sticky member's JoinGroup protocols, with real ConsumerProtocol bytes."""
+    subscription = Subscription(("t",), owned_partitions=tuple(TopicPartition("t", p) for p in owned))
+    return (JoinGroupProtocol("cooperative-sticky", encode_subscription(subscription)),)
+
+
+def _stable_cooperative_pair(d: Driver, owned_by_s, assigned_to_s):
+    """A Stable group: leader c1 and static member s, which joined claiming ``owned_by_s`` and was
+    assigned ``assigned_to_s`` (ConsumerProtocol bytes throughout)."""
+    leader = Client(d, "c1", protocols=("cooperative-sticky",))
+    s = Client(d, "s", instance_id="inst-s", protocols=("cooperative-sticky",))
+    leader.protocols, s.protocols = _cooperative(()), _cooperative(owned_by_s)
+    leader.join()
+    s.join()
+    d.fire()
+    leader.poll_join()
+    s.poll_join()
+    assert leader.is_leader
+    d.send(SyncGroupRequest("g", s.generation_id, s.member_id, group_instance_id="inst-s"))
+    rest = tuple(TopicPartition("t", p) for p in range(4) if p not in assigned_to_s)
+    mine = tuple(TopicPartition("t", p) for p in assigned_to_s)
+    d.send(SyncGroupRequest("g", leader.generation_id, leader.member_id, assignments=(
+        SyncGroupAssignment(leader.member_id, encode_assignment(Assignment(rest))),
+        SyncGroupAssignment(s.member_id, encode_assignment(Assignment(mine))))))
+    assert d.coordinator.group_state("g") is S.STABLE
+    return leader, s
+
+
+def test_static_restart_of_a_member_owing_its_cooperative_follow_up_rejoin_rebalances():
+    """kgroup departs from Kafka here (fault campaign seed 4976, docs/fault_campaign.md): s owned
+    t-0..3, was assigned t-0..1 and had to revoke t-2..3 and rejoin (KIP-429's second round), but
+    restarted first.  Kafka hands the new process the stored assignment in Stable and nobody ever
+    rejoins, so t-2..3 stay unowned; kgroup rebalances."""
+    d = Driver(NO_DELAY)
+    leader, s = _stable_cooperative_pair(d, owned_by_s=(0, 1, 2, 3), assigned_to_s=(0, 1))
+    old_id = _restart(s)
+    s.protocols = _cooperative(())  # the new process owns nothing
+    assert d.send(s.join_request())[0] is None  # parked: a rebalance, not the stored assignment
+    assert d.coordinator.group_state("g") is S.PREPARING_REBALANCE
+    leader.protocols = _cooperative((2, 3))
+    leader.join()
+    assert leader.poll_join().generation_id == 2
+    assert old_id not in {m.member_id for m in leader.leader_members}
+
+
+def test_static_restart_of_a_member_that_owed_nothing_keeps_its_assignment():
+    """The same group, but s's last join claimed only what it was assigned: Kafka's KIP-345 path."""
+    d = Driver(NO_DELAY)
+    _leader, s = _stable_cooperative_pair(d, owned_by_s=(0, 1), assigned_to_s=(0, 1))
+    _restart(s)
+    s.protocols = _cooperative(())
+    response = s.join()
+    assert response.error_code is E.NONE and response.generation_id == 1
+    assert d.coordinator.group_state("g") is S.STABLE

@@ -31,12 +31,15 @@ from kgroup.core.coordinator.results import CoordinatorResult, Delivery
 from kgroup.core.coordinator.state import GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
-    UNKNOWN_MEMBER_ID, DeleteGroupsRequest, DescribeGroupsRequest, HeartbeatRequest, HeartbeatResponse,
+    CONSUMER_PROTOCOL_TYPE, UNKNOWN_MEMBER_ID, DeleteGroupsRequest, DescribeGroupsRequest, HeartbeatRequest,
+    HeartbeatResponse,
     JoinGroupMember, JoinGroupRequest, JoinGroupResponse, LeaveGroupMemberResponse, LeaveGroupRequest,
     LeaveGroupResponse, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
     SyncGroupResponse,
 )
 from kgroup.core.timers import KeyedTimers
+from kgroup.errors import InvalidProtocolMetadata
+from kgroup.wire.consumer_protocol import decode_assignment, decode_subscription
 
 E = ErrorCode
 S = GroupState
@@ -497,7 +500,8 @@ class GroupCoordinator:
         if old_sync_key is not None:
             self._deliver(old_sync_key, SyncGroupResponse(E.FENCED_INSTANCE_ID))
         self._schedule_session(new, now_ms)
-        if group.is_(S.STABLE) and group.select_protocol() == group.protocol_name:
+        if (group.is_(S.STABLE) and group.select_protocol() == group.protocol_name
+                and not _owes_follow_up_rejoin(group, old)):
             # A restarted process cannot reproduce its subscription bytes (owned partitions,
             # generation), so only a change of the selected protocol forces a rebalance; the
             # member gets its stored assignment back through SyncGroup.
@@ -844,3 +848,26 @@ class GroupCoordinator:
             return E.UNKNOWN_MEMBER_ID
         self._remove_member(group, member)
         return E.NONE
+
+
+def _owes_follow_up_rejoin(group: Group, member: Member) -> bool:
+    """The replaced incarnation of a static member was told to revoke partitions it owned and had not
+    rejoined since (KIP-429's second round): its last subscription claims partitions its assignment
+    lacks.
+
+    Kafka hands the new process the stored assignment without a rebalance whatever the old one
+    owed; the follow-up JoinGroup lived only in the old process, so the partitions it was revoking
+    then stay unowned for good (kgroup's fault campaign, seed 4976; docs/fault_campaign.md).
+    kgroup rebalances instead.  Metadata that is not ConsumerProtocol owes nothing.
+    """
+    if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return False
+    metadata = next((p.metadata for p in member.protocols if p.name == group.protocol_name), None)
+    if metadata is None:
+        return False
+    try:
+        owned = decode_subscription(metadata).owned_partitions
+        assigned = decode_assignment(member.assignment).partitions if member.assignment else ()
+    except (InvalidProtocolMetadata, ValueError):
+        return False
+    return bool(set(owned) - set(assigned))
