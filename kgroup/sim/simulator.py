@@ -26,16 +26,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 import attrs
 
 from kgroup.core.cluster import BrokerState
-from kgroup.core.consumer_group.member import MemberState as CoordinatorMemberState
 from kgroup.core.consumer_group.group import ConsumerGroupState
+from kgroup.core.consumer_group.member import MemberState as CoordinatorMemberState
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
 from kgroup.core.fsm import add_transition_sink, remove_transition_sink
 from kgroup.core.member import GroupMember, MemberConfig, MemberState
 from kgroup.core.member.consumer_protocol import (
     CLASSIC, CONSUMER, ConsumerGroupMember, ConsumerMemberState, ConsumerProtocolConfig,
 )
-from kgroup.errors import ConfigError
 from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse
+from kgroup.errors import ConfigError
 from kgroup.io.runner import MemberRunner
 from kgroup.sim.app import ConsumerApp, Producer, draw_profile
 from kgroup.sim.checker import (
