@@ -357,8 +357,10 @@ class _Simulation:
             if target in self.apps and len(self.apps) > 1:
                 # A KIP-848 static member restarts through close(), which leaves with epoch -2 so the
                 # new process may take its place; killed without it, the new process would get
-                # UNRELEASED_INSTANCE_ID until the session expired (``crash`` shows that).
-                clean = kind == "leave" or (kind == "bounce" and self.config.consumer_protocol)
+                # UNRELEASED_INSTANCE_ID until the session expired (``crash`` shows that).  Other
+                # bounces restart without a word, as a classic one does.
+                clean = kind == "leave" or (kind == "bounce" and self.config.consumer_protocol
+                                            and self.static)
                 self.stop(target, clean=clean)
                 return lambda: None if target in self.apps else self.start(target)
         elif kind == "join":
