@@ -868,6 +868,6 @@ def _owes_follow_up_rejoin(group: Group, member: Member) -> bool:
     try:
         owned = decode_subscription(metadata).owned_partitions
         assigned = decode_assignment(member.assignment).partitions if member.assignment else ()
-    except (InvalidProtocolMetadata, ValueError):
+    except InvalidProtocolMetadata:  # not ConsumerProtocol bytes: nothing to read, nothing owed
         return False
     return bool(set(owned) - set(assigned))
