@@ -49,8 +49,6 @@ __all__ = ["AppProfile", "COMMIT_MODES", "ConsumerApp", "Producer", "RETRIED", "
 COMMIT_MODES = ("auto", "sync", "async")
 #: Only when asked for (drawing it in ``mixed`` would reshuffle every seed's applications).
 RETRIED = "retried"
-#: How long a blocked synchronous commit waits between looks at its answer.
-SYNC_WAIT_STEP_MS = 5
 #: The states in which an application commits what it processed (classic and KIP-848 members).
 _COMMITS_IN = (MemberState.STABLE, ConsumerMemberState.STABLE)
 
@@ -103,15 +101,23 @@ class ConsumerApp:
         self.sync_token: Optional[int] = None
         self.sync_deadline_ms = 0
         self.next_ms = now_ms
+        self.last_poll_ms = now_ms
         self.paused_until_ms = -1
 
     # -- the scheduler's AppPoller ------------------------------------------------------------
 
     def next_poll_ms(self) -> Optional[int]:
+        if self.sync_token is not None:
+            # A loop blocked in a synchronous commit (as kafka-python's commit_sync, which polls the
+            # network until the answer) wakes when the member has news for it: the commit's answer,
+            # a rebalance or a failure; otherwise at the commit's deadline.
+            woken = self.last_poll_ms + 1 if self.member.has_events() else self.sync_deadline_ms
+            return max(woken, self.paused_until_ms)
         return max(self.next_ms, self.paused_until_ms)
 
     def poll(self, now: int) -> None:
         member = self.member
+        self.last_poll_ms = now
         self._finish_batch(now)
         self._take_events(now)
         if member.failed or member.closed:
@@ -121,12 +127,10 @@ class ConsumerApp:
             self.next_ms = now + self.profile.poll_interval_ms
             return
         if self.sync_token is not None and now < self.sync_deadline_ms:
-            self.next_ms = now + SYNC_WAIT_STEP_MS
-            return
+            return  # still blocked: next_poll_ms() wakes the loop
         self.sync_token = None
         self._maybe_commit(now)
         if self.sync_token is not None:
-            self.next_ms = now + SYNC_WAIT_STEP_MS
             return
         member.on_app_poll(now, self.committable())
         self._take_events(now)
@@ -190,7 +194,7 @@ class ConsumerApp:
             self.commit(positions, now, sync=profile.commit_mode == "sync")
 
     def commit(self, offsets: Dict[TopicPartition, int], now: int, sync: bool) -> None:
-        """Commit ``offsets``: ``sync`` waits for the answer (the next polls only look for it); an
+        """Commit ``offsets``: ``sync`` blocks the loop until the answer, news or the deadline; an
         application of the ``retried`` mode has every commit retried until the same deadline, without
         waiting."""
         self.batches_since_commit = 0
