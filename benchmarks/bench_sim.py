@@ -1,0 +1,34 @@
+"""Simulator throughput at issue 13's shape: 5 members, 12 partitions, 60 simulated seconds a seed.
+
+There is no peer to compare with in the same run (no Kafka client library ships a simulator); the
+figure is seeds a second on one process, ``extra_info["seeds_per_s"]``.  Before/after comparisons of
+a speed-up also need ``python -m benchmarks.sim_digests`` to show nothing simulated changed.
+
+    python -m pytest benchmarks/bench_sim.py --benchmark-enable -m "slow or not slow"
+"""
+import time
+
+import pytest
+
+from kgroup.sim import SimConfig, run
+
+ISSUE_SHAPE = SimConfig(members=5, partitions=12, duration_ms=60_000)
+
+
+def _run_seeds(count: int) -> int:
+    return sum(run(seed, ISSUE_SHAPE).ok for seed in range(count))
+
+
+def _measure(benchmark, count: int) -> None:
+    started = time.perf_counter()
+    assert benchmark.pedantic(_run_seeds, args=(count,), rounds=1, iterations=1) == count
+    benchmark.extra_info["seeds_per_s"] = round(count / (time.perf_counter() - started), 2)
+
+
+def test_sim_one_seed_of_the_issue_shape(benchmark):
+    _measure(benchmark, 1)
+
+
+@pytest.mark.slow
+def test_sim_twenty_seeds_of_the_issue_shape(benchmark):
+    _measure(benchmark, 20)
