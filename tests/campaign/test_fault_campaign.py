@@ -140,6 +140,7 @@ def test_ten_thousand_seeds(capsys):
         print(f"\nfault campaign: {CAMPAIGN_SEEDS} seeds in {elapsed:.0f} s "
               f"({CAMPAIGN_SEEDS / elapsed:.1f} seeds/s on {result.workers} processes), "
               f"{len(failed)} with violations")
+        print("coverage: " + ", ".join(f"{key} {count}" for key, count in sorted(result.coverage().items())))
     # Exactly the known seeds fail: a fix or a new failure both show here.
     assert tuple(seed for seed, _, _ in failed) == KNOWN_FAILING_SEEDS, "\n".join(
         f"seed {seed}: {s.describe()}\n  {o.violations[:3]}" for seed, s, o in failed[:10])
