@@ -1,6 +1,6 @@
 """The ``kgroup`` command line: ``kgroup serve`` starts the in-memory cluster on Kafka's wire protocol;
 ``kgroup simulate``, ``kgroup campaign`` and ``kgroup compare`` run the deterministic simulator
-(docs/simulator.md)."""
+(docs/simulator.md); ``kgroup demo`` is the README's main job (``python -m kgroup.demo``)."""
 from __future__ import annotations
 
 import argparse
@@ -35,6 +35,11 @@ def _serve(args: argparse.Namespace) -> int:
         stop.wait()
     print("kgroup: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from kgroup import demo
+    return demo.main(sys.stdout)
 
 
 def _sim_config(args: argparse.Namespace):
@@ -260,6 +265,14 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--show", type=int, default=5, help="violating runs to print (default 5)")
     _sim_arguments(compare, group=False)
     compare.set_defaults(run=_compare)
+
+    from kgroup import demo
+    summary, _, details = (demo.__doc__ or "").partition("\n\n")
+    demo_command = commands.add_parser("demo", help="assign a realistic group with every strategy, then "
+                                       "fail over its coordinator (the README's main job)",
+                                       description=summary, epilog=details,
+                                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    demo_command.set_defaults(run=_demo)
     return parser
 
 

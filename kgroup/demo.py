@@ -1,6 +1,6 @@
 """The main job for now: assign a realistic group with every strategy.
 
-Run ``python -m kgroup.demo``.  Twelve consumers on three racks (four of
+Run ``python -m kgroup.demo`` or ``kgroup demo``.  Twelve consumers on three racks (four of
 them static, two with a different subscription) share four topics; each
 strategy assigns them fresh, then one consumer leaves and one joins.  For
 each strategy it prints per-member partition counts, balance, how many

@@ -89,6 +89,19 @@ def test_runs_as_a_module():
     assert all(f"[{s}]" in result.stdout for s in demo.STRATEGIES)
 
 
+def test_runs_as_the_kgroup_demo_subcommand(capsys):
+    """Issue 13's CLI: ``kgroup demo`` beside simulate, campaign, compare and serve."""
+    from kgroup.cli import main
+
+    assert main(["demo"]) == 0
+    printed = capsys.readouterr().out
+    assert all(f"[{s}]" in printed for s in demo.STRATEGIES) and "[in-memory cluster]" in printed
+    with pytest.raises(SystemExit) as help_exit:
+        main(["demo", "--help"])
+    assert help_exit.value.code == 0
+    assert "every strategy" in capsys.readouterr().out
+
+
 def test_failover_section_shows_the_group_surviving_its_coordinator(output):
     from kgroup.demo_failover import run_failover
 
