@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kgroup.assignors.server_base import AssignmentMember, ServerAssignor, partitions_of
+from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
 from kgroup.values import TopicPartition
 
 __all__ = ["UniformAssignor"]
@@ -41,22 +41,32 @@ def _assign_homogeneous(members: Mapping[str, AssignmentMember],
                         partitions_per_topic: Mapping[str, int]) -> dict[str, frozenset[TopicPartition]]:
     member_ids = sorted(members)
     topics = members[member_ids[0]].subscribed_topics
-    all_partitions = partitions_of(topics, partitions_per_topic)
-    valid = set(all_partitions)
-    min_quota, extra = divmod(len(all_partitions), len(member_ids))
+    # No list of every partition up front: at KIP-848's scale (a million partitions) building one
+    # TopicPartition each cost more than the assignment itself when members keep what they own.
+    counts = {topic: partitions_per_topic[topic] for topic in sorted(topics) if topic in partitions_per_topic}
+    min_quota, extra = divmod(sum(counts.values()), len(member_ids))
     assignment: dict[str, list[TopicPartition]] = {}
     taken: set[TopicPartition] = set()
-    # Stickiness within the quota: a member keeps up to min_quota (min_quota + 1 while extras last).
+    # Stickiness within the quota: a member keeps up to min_quota (min_quota + 1 while extras last),
+    # its lowest partitions first.
     for member_id in member_ids:
-        kept = [tp for tp in sorted(members[member_id].current_partitions) if tp in valid and tp not in taken]
+        kept = [tp for tp in members[member_id].current_partitions
+                if 0 <= tp.partition < counts.get(tp.topic, 0) and tp not in taken]
         quota = min_quota
         if len(kept) > min_quota and extra > 0:
             quota += 1
             extra -= 1
-        kept = kept[:quota]
+        if len(kept) == quota + 1:
+            kept.remove(max(kept))  # one too many (a member joined): no need to sort them all
+        elif len(kept) > quota:
+            kept.sort()
+            del kept[quota:]
         assignment[member_id] = kept
         taken.update(kept)
-    unassigned = [tp for tp in all_partitions if tp not in taken]
+    # Plain (topic, partition) tuples hash and compare like TopicPartition: only the unassigned ones
+    # are built.
+    unassigned = [TopicPartition(topic, p) for topic, count in counts.items() for p in range(count)
+                  if (topic, p) not in taken]
     unassigned.reverse()  # pop() hands them out in partition order
     # Fill every member up to min_quota, then hand the remaining extras out one each.
     for member_id in member_ids:

@@ -195,6 +195,29 @@ def test_uniform_reassignment_when_one_member_added():
     assert len(result["B"] & members["B"].current_partitions) == 2
 
 
+def test_uniform_member_over_quota_keeps_its_lowest_partitions():
+    """kgroup's own rule for which partitions an over-quota member keeps (Kafka keeps whichever its
+    hash set yields first): the lowest, both when it gives up one (no sort) and when it gives up
+    several (sorted).  Current partitions of a topic that shrank, of a topic nobody subscribes or
+    with a negative number are dropped, never kept."""
+    topics = {"t1": 4, "t2": 4}
+    one_too_many = {"A": spec("A", ["t1", "t2"], {"t1": [3, 1, 0], "t2": [2, 9, -1], "t3": [0]}),
+                    "B": spec("B", ["t1", "t2"], {"t1": [2], "t2": [0, 1]}),
+                    "C": spec("C", ["t1", "t2"], {"t2": [3]})}
+    result = uniform(one_too_many, topics)
+    assert_valid(result, one_too_many, topics)
+    # 8 partitions, 3 members: quotas 3, 3, 2.  A owns t1-0, t1-1, t1-3, t2-2 and gives up its highest.
+    assert result["A"] == tps({"t1": [0, 1, 3]})
+    assert result["B"] == tps({"t1": [2], "t2": [0, 1]})
+    assert result["C"] == tps({"t2": [2, 3]})
+
+    several_too_many = {"A": spec("A", ["t1", "t2"], {"t1": [3, 2, 1, 0], "t2": [3, 1, 0]}),
+                        "B": spec("B", ["t1", "t2"]), "C": spec("C", ["t1", "t2"])}
+    result = uniform(several_too_many, topics)
+    assert_valid(result, several_too_many, topics)
+    assert result["A"] == tps({"t1": [0, 1, 2]})
+
+
 def test_uniform_reassignment_when_one_member_removed():
     """OptimizedUniformAssignmentBuilderTest.
     testReassignmentWhenOneMemberRemovedAfterInitialAssignmentWithThreeMembersTwoTopics."""
