@@ -1,11 +1,13 @@
 """KIP-848's server-side ``uniform`` assignor vs kgroup's client-side ``sticky``, same input, same run.
 
-Two scenarios per size, identical subscriptions:
+Two scenarios per size, identical subscriptions, and one at the target size with differing ones:
 
 * **fresh**: nobody owns anything yet;
 * **join**: one member joins a group that holds the ``uniform`` fresh assignment (both sides
   start from that same assignment: ``uniform`` reads it as each member's current target
-  partitions, ``sticky`` as each member's owned partitions of generation 1).
+  partitions, ``sticky`` as each member's owned partitions of generation 1);
+* **mixed**: fresh, member ``i`` subscribing to every topic ``t`` with ``(t + i) % 3 != 0`` (three
+  overlapping subscriptions: ``uniform``'s heterogeneous path, ``sticky``'s general one).
 
 Only the ``assign`` call is timed (inputs are built beforehand, garbage collected before each
 case).  1,000 members x 10,000 partitions runs in the default test run (once per case, timing
@@ -35,7 +37,7 @@ TARGET = Size(1000, 10, 1000)
 #: KIP-848's scale claim: 2,000 members x 1,000,000 partitions (100 topics x 10,000).
 LARGE = Size(2000, 100, 10_000)
 SIDES = ("uniform", "sticky")
-SCENARIOS = ("fresh", "join")
+SCENARIOS = ("fresh", "join", "mixed")
 NEWCOMER = "consumer-99999"
 
 Assigned = dict[str, frozenset[TopicPartition]]
@@ -61,14 +63,16 @@ def _call(side: str, scenario: str, size: Size) -> Callable[[], Assigned]:
     previous: Mapping[str, frozenset[TopicPartition]] = (
         _uniform_fresh(size) if scenario == "join" else {})
     ids = members + ((NEWCOMER,) if scenario == "join" else ())
+    topics_of = {m: _mixed_topics(topics, index) if scenario == "mixed" else topics
+                 for index, m in enumerate(ids)}
     if side == "uniform":
         uniform = UniformAssignor()
-        assignment_members = {m: AssignmentMember(m, topics, previous.get(m, frozenset())) for m in ids}
+        assignment_members = {m: AssignmentMember(m, topics_of[m], previous.get(m, frozenset())) for m in ids}
         return lambda: uniform.assign(assignment_members, partitions_per_topic)
     sticky = StickyAssignor()
     subscriptions = {
         m: Subscription(topics, owned_partitions=sorted(previous[m]), generation_id=1) if m in previous
-        else Subscription(topics) for m in ids}
+        else Subscription(topics_of[m]) for m in ids}
 
     def assign_sticky() -> Assigned:
         return {m: frozenset(a.partitions)
@@ -76,12 +80,22 @@ def _call(side: str, scenario: str, size: Size) -> Callable[[], Assigned]:
     return assign_sticky
 
 
+def _mixed_topics(topics: tuple[str, ...], member_index: int) -> tuple[str, ...]:
+    """Two thirds of the topics, three overlapping subscriptions across the group."""
+    return tuple(topic for t, topic in enumerate(topics) if (t + member_index) % 3 != 0)
+
+
 def _check(result: Assigned, scenario: str, size: Size) -> None:
-    """Every partition once, balanced; after a join only the newcomer's share moved."""
+    """Every partition once, balanced, each to a subscriber; after a join only the newcomer's share
+    moved."""
     assert sum(len(p) for p in result.values()) == size.partitions
     assert len(frozenset().union(*result.values())) == size.partitions
     sizes = [len(p) for p in result.values()]
     assert max(sizes) - min(sizes) <= 1
+    if scenario == "mixed":
+        _, topics, members = _group(size)
+        for index, member in enumerate(members):
+            assert {tp.topic for tp in result[member]} <= set(_mixed_topics(topics, index))
     if scenario == "join":
         previous = _uniform_fresh(size)
         moved = sum(len(previous[m] - result[m]) for m in previous)
@@ -109,7 +123,7 @@ def _rounds(size: Size) -> int:
 
 def _cases():
     for size, marks in ((TARGET, ()), (LARGE, (pytest.mark.slow,))):
-        for scenario in SCENARIOS:
+        for scenario in SCENARIOS if size == TARGET else ("fresh", "join"):
             for side in SIDES:
                 yield pytest.param(side, scenario, size, id=f"{side}-{scenario}-{size.label}", marks=marks)
 

@@ -218,6 +218,19 @@ def test_uniform_member_over_quota_keeps_its_lowest_partitions():
     assert result["A"] == tps({"t1": [0, 1, 2]})
 
 
+def test_uniform_heterogeneous_hands_each_partition_to_the_least_loaded_subscriber():
+    """kgroup's tie rule on the heterogeneous path (Kafka's order among equals is its own): topics
+    with fewer subscribers first, each partition to the least loaded subscriber, the lowest member
+    id among equals."""
+    topics = {"t1": 2, "t2": 4}
+    members = {"A": spec("A", ["t1", "t2"]), "B": spec("B", ["t2"]), "C": spec("C", ["t1", "t2"])}
+    result = uniform(members, topics)
+    assert_valid(result, members, topics)
+    # t1 (2 subscribers): A, C.  t2: B (0), A (1, 1, 1: lowest id), B (2, 1, 1), C (2, 2, 1).
+    assert result == {"A": tps({"t1": [0], "t2": [1]}), "B": tps({"t2": [0, 2]}),
+                      "C": tps({"t1": [1], "t2": [3]})}
+
+
 def test_uniform_reassignment_when_one_member_removed():
     """OptimizedUniformAssignmentBuilderTest.
     testReassignmentWhenOneMemberRemovedAfterInitialAssignmentWithThreeMembersTwoTopics."""
