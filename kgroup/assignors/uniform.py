@@ -128,9 +128,9 @@ def _balance(assignment: dict[str, set[TopicPartition]], owner: dict[TopicPartit
              subscribers: Mapping[str, list[str]]) -> None:
     """Move partitions from a member to a subscribed one with two or more fewer, until none can move.
 
-    Each round, the most loaded member that can give does: the partition (lowest first) whose topic
-    has the least loaded subscriber goes to that subscriber (the first in member-id order).  One move
-    a round, as the gaps change with every move.
+    Each round, the most loaded member that can give does: of its partitions, the one whose topic's
+    least loaded subscriber is lightest (the lowest such partition on a tie) goes to that subscriber
+    (the first in member-id order on a tie).  One move a round, as the gaps change with every move.
     """
     while True:
         loads = {member_id: len(owned) for member_id, owned in assignment.items()}
