@@ -3,20 +3,19 @@
     python -m benchmarks.sim_digests record /tmp/before.json   # before a change
     python -m benchmarks.sim_digests check /tmp/before.json    # after it: exit 1 on any difference
 
-A digest covers the history's text, the violations, the coverage, the overlaps (sorted: their order
-follows frozenset iteration), the simulated time, the assignor and the schedule.  The set mixes the
-test configuration, static members, static bounces, the issue's throughput shape, KIP-848 members and
-issue 9's fault campaign.  ``tests/sim/test_history_digest.py`` pins four of these in the test run.
+A digest is ``Verdict.digest()``: the history's text, the violations, the coverage, the overlaps, the
+simulated time, the assignor and the schedule.  The set mixes the test configuration, static
+members, static bounces, the issue's throughput shape, KIP-848 members and issue 9's fault campaign.
+``tests/sim/test_history_digest.py`` pins four of these in the test run.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from typing import Dict, List, Tuple
 
-from kgroup.sim import SimConfig, Verdict, run
+from kgroup.sim import SimConfig, run
 from kgroup.testing.fault_campaign import run_seed as run_campaign_seed
 
 SMALL = SimConfig(members=3, partitions=6, duration_ms=10_000, max_faults=5)
@@ -45,20 +44,10 @@ def _config(kind: str) -> SimConfig:
     raise ValueError(kind)
 
 
-def digest_of(verdict: Verdict) -> str:
-    text = "\n".join([
-        verdict.history.format(),
-        repr(sorted(str(v) for v in verdict.violations)),
-        repr(sorted(verdict.coverage.items())),
-        repr(sorted((str(o.partition), o.members, o.start_ms, o.end_ms) for o in verdict.overlaps)),
-        str(verdict.simulated_ms), verdict.assignor, verdict.schedule.to_text()])
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
 def _one(case: Tuple[str, int]) -> str:
     kind, seed = case
     verdict = run_campaign_seed(seed) if kind == "fault-campaign" else run(seed, _config(kind))
-    return digest_of(verdict)
+    return verdict.digest()
 
 
 def digests() -> Dict[str, str]:

@@ -20,6 +20,8 @@ checks (:mod:`kgroup.sim.checker`) at the end, and the live-group checks here.
 """
 from __future__ import annotations
 
+import hashlib
+
 import random
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
@@ -160,6 +162,18 @@ class Verdict:
 
     def checks_failed(self) -> set:
         return {v.check for v in self.violations}
+
+    def digest(self) -> str:
+        """SHA-256 of everything the run produced: the history's text, the violations, the coverage,
+        the overlaps (sorted: their order follows frozenset iteration), the simulated time, the
+        assignor and the schedule.  Two runs with one digest simulated the same thing."""
+        text = "\n".join([
+            self.history.format(),
+            repr(sorted(str(v) for v in self.violations)),
+            repr(sorted(self.coverage.items())),
+            repr(sorted((str(o.partition), o.members, o.start_ms, o.end_ms) for o in self.overlaps)),
+            str(self.simulated_ms), self.assignor, self.schedule.to_text()])
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def describe(self) -> str:
         protocol = " (KIP-848)" if self.config.consumer_protocol else ""
