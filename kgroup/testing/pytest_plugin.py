@@ -34,6 +34,10 @@ def pytest_configure(config) -> None:
         "kafka_broker(brokers=1, mock_clock=False, **ServerConfig fields): "
         "configure the kafka_broker fixture",
     )
+    config.addinivalue_line(
+        "markers",
+        "kafka: runs against Apache Kafka itself (the apache_kafka fixtures; Java 17 and Maven needed)",
+    )
 
 
 @pytest.fixture
@@ -70,3 +74,54 @@ def kafka_broker(request):
     options.setdefault("coordinator", GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0))
     with KafkaServer(clock=clock, **options) as server:
         yield server
+
+
+# -- Apache Kafka itself (the reference tier) ------------------------------------------------------
+
+#: Fixtures that start Apache Kafka; a test using one is marked ``kafka`` (select: -m kafka).
+APACHE_KAFKA_FIXTURES = ("apache_kafka", "apache_kafka_single")
+_started_apache_kafka: list = []
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if set(getattr(item, "fixturenames", ())) & set(APACHE_KAFKA_FIXTURES):
+            item.add_marker(pytest.mark.kafka)
+
+
+def _apache_kafka_cluster(nodes: int):
+    from kgroup.testing.apache_kafka import ApacheKafkaCluster
+
+    cluster = ApacheKafkaCluster(nodes=nodes)
+    cluster.start()
+    _started_apache_kafka.append(cluster)
+    return cluster
+
+
+@pytest.fixture(scope="session")
+def apache_kafka():
+    """Apache Kafka (:data:`kgroup.testing.apache_kafka.KAFKA_VERSION`), 3 KRaft nodes, shared by the
+    session.  A test that kills or stops a node restarts it before it ends."""
+    cluster = _apache_kafka_cluster(3)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture(scope="session")
+def apache_kafka_single():
+    """Apache Kafka, 1 KRaft node (leaders and coordinators deterministic), shared by the session."""
+    cluster = _apache_kafka_cluster(1)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    for cluster in _started_apache_kafka:
+        terminalreporter.write_line(
+            f"Apache Kafka {cluster.version}: {len(cluster.node_ids)} node(s) answered Metadata "
+            f"{cluster.start_time_s:.1f} s after their JVMs started ({cluster.total_start_time_s:.1f} s "
+            f"with jar fetch and storage format)")
