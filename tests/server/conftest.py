@@ -732,13 +732,14 @@ class ClientMatrix:
     def start(self, kind: str, topic: str, group: str, *, strategy: str = "range",
               instance_id: Optional[str] = None, session_timeout_ms: int = SESSION_TIMEOUT_MS,
               max_records: int = 5, batch_sleep_ms: int = 20, commit_every: int = 3,
-              name: Optional[str] = None, group_protocol: str = "classic") -> Member:
+              name: Optional[str] = None, group_protocol: str = "classic",
+              remote_assignor: Optional[str] = None) -> Member:
         name = name or f"m{len(self.members)}-{kind}"
         config = dict(kind=kind, bootstrap=self.bootstrap, topic=topic, group=group, client_id=name,
                       strategy=strategy, instance_id=instance_id, session_timeout_ms=session_timeout_ms,
                       heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS, max_records=max_records,
                       batch_sleep_ms=batch_sleep_ms, commit_every=commit_every,
-                      group_protocol=group_protocol)
+                      group_protocol=group_protocol, remote_assignor=remote_assignor)
         member = Member(self.ledger, name, config, self._log_dir)
         self.members.append(member)
         return member
@@ -921,3 +922,131 @@ def broker_client_matrix(kafka_broker, tmp_path):
         yield matrix
     finally:
         matrix.stop_all()
+
+
+# -- the same members on Apache Kafka itself (the reference tier) ---------------------------------
+
+
+class ApacheKafkaView:
+    """What the client-matrix tests read from the broker, asked of real Kafka over the wire.
+
+    Stands in for the :class:`KafkaServer` a :class:`ClientMatrix` usually inspects: the group's
+    state and members come from DescribeGroups on its coordinator (Kafka does not expose a classic
+    group's generation, so tests on Kafka count rebalances from the members' listeners), end
+    offsets from ListOffsets, the coordinator from FindCoordinator.
+    """
+
+    def __init__(self, kafka: Any) -> None:
+        self.kafka = kafka
+
+    @property
+    def live_bootstrap_servers(self) -> str:
+        return ",".join(self.kafka.address(node) for node in self.kafka.alive_node_ids())
+
+    def _ask(self, request: Any, node_id: Optional[int] = None) -> Any:
+        from kgroup.testing.raw_kafka_connection import send_raw_request
+        nodes = [node_id] if node_id is not None else self.kafka.alive_node_ids()
+        last: Optional[Exception] = None
+        for node in nodes:
+            try:
+                return send_raw_request(self.kafka.address(node), request, timeout_s=5.0)
+            except OSError as error:
+                last = error
+        raise AssertionError(f"no Kafka node answered {type(request).__name__}: {last!r}")
+
+    def coordinator_node(self, group_id: str) -> Optional[int]:
+        answer = self._ask(FindCoordinatorRequest[4](key_type=0, coordinator_keys=[group_id]))
+        coordinator = answer.coordinators[0]
+        return None if coordinator.error_code else coordinator.node_id
+
+    def describe(self, group_id: str) -> Optional[Any]:
+        node = self.coordinator_node(group_id)
+        if node is None or node not in self.kafka.alive_node_ids():
+            return None
+        try:
+            request = DescribeGroupsRequest[5](groups=[group_id], include_authorized_operations=False)
+            described = self._ask(request, node).groups[0]
+        except AssertionError:
+            return None
+        return None if described.error_code else described
+
+    def group_state(self, group_id: str) -> Optional[str]:
+        """The classic group's state, or the consumer group's (KIP-848: Kafka describes a consumer group
+        only through ConsumerGroupDescribe; DescribeGroups answers it as Dead)."""
+        described = self.describe(group_id)
+        if described is not None and described.group_state != "Dead":
+            return described.group_state
+        from kgroup.server.consumer_group_api import ConsumerGroupDescribeRequest
+        node = self.coordinator_node(group_id)
+        if node is None or node not in self.kafka.alive_node_ids():
+            return None
+        try:
+            answer = self._ask(ConsumerGroupDescribeRequest[0](group_ids=[group_id],
+                                                               include_authorized_operations=False), node)
+        except AssertionError:
+            return None
+        group = answer.groups[0]
+        return None if group.error_code else group.group_state
+
+    def kill_broker(self, node_id: int) -> None:
+        self.kafka.kill(node_id)
+
+
+class ApacheKafkaClientMatrix(ClientMatrix):
+    """A :class:`ClientMatrix` whose members run against the session's 3-node Apache Kafka."""
+
+    def __init__(self, kafka: Any, log_dir: Path) -> None:
+        super().__init__(ApacheKafkaView(kafka), log_dir)  # type: ignore[arg-type]
+        self.kafka = kafka
+
+    def group(self, group_id: str) -> Optional[dict]:
+        described = self.server.describe(group_id)  # type: ignore[attr-defined]
+        if described is None:
+            return None
+        members = {m.member_id: (m.group_instance_id, m.client_id) for m in described.members}
+        return {"generation": None, "state": described.group_state, "leader": (None, None),
+                "members": members}
+
+    def committed(self, group_id: str, topic: str) -> Dict[int, int]:
+        """As :meth:`ClientMatrix.committed`, retried while Kafka's coordinator moves or loads the group
+        (NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS are retriable: a client retries them)."""
+        import kafka.errors
+        answer: List[Dict[int, int]] = []
+
+        def read() -> bool:
+            try:
+                answer.append(ClientMatrix.committed(self, group_id, topic))
+                return True
+            except (kafka.errors.NotCoordinatorError, kafka.errors.CoordinatorLoadInProgressError,
+                    kafka.errors.CoordinatorNotAvailableError):
+                return False
+        wait_until(read, f"Kafka to answer OffsetFetch for {group_id}")
+        return answer[-1]
+
+    def end_offsets(self, topic: str) -> Dict[int, int]:
+        import kafka
+        consumer = kafka.KafkaConsumer(bootstrap_servers=self.bootstrap)
+        try:
+            partitions = [kafka.TopicPartition(topic, p) for p in range(PARTITIONS)]
+            return {tp.partition: offset for tp, offset in consumer.end_offsets(partitions).items()}
+        finally:
+            consumer.close()
+
+    def rounds_since(self, members: Iterable[Member], since: float) -> int:
+        """Rebalances the members' listeners took part in since ``since``: the most "assigned" callbacks
+        any one member saw (the cooperative listener is called after every rebalance, KIP-429)."""
+        return max((sum(1 for e in m.listener_events() if e["e"] == "assigned" and e["t"] > since)
+                    for m in members), default=0)
+
+
+@pytest.fixture
+def kafka_client_matrix(apache_kafka, tmp_path):
+    """An :class:`ApacheKafkaClientMatrix` on the session's Apache Kafka; every node is up again after."""
+    matrix = ApacheKafkaClientMatrix(apache_kafka, tmp_path)
+    try:
+        yield matrix
+    finally:
+        matrix.stop_all()
+        for node in apache_kafka.node_ids:
+            if node not in apache_kafka.alive_node_ids():
+                apache_kafka.restart(node)
