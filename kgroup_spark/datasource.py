@@ -10,7 +10,9 @@ group (see :mod:`kgroup_spark.reader`).
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator
+import os
+import sys
+from typing import Any, Iterator, Optional
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -65,7 +67,7 @@ class KgroupBatchReader(DataSourceReader):
         return [InputPartition(plan) for plan in plans]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        return read_slot(partition.value)
+        return _read_partition(partition)
 
 
 class KgroupStreamReader(DataSourceStreamReader):
@@ -96,7 +98,7 @@ class KgroupStreamReader(DataSourceStreamReader):
         return [InputPartition(plan) for plan in plans]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        return read_slot(partition.value)
+        return _read_partition(partition)
 
     def commit(self, end: dict) -> None:
         acknowledged = self._ready().acknowledge(offsets_from_json(end))
@@ -107,6 +109,34 @@ class KgroupStreamReader(DataSourceStreamReader):
         self.planner.close()
 
 
+def _read_partition(partition: Optional[InputPartition]) -> Iterator[tuple]:
+    # A plan with nothing to read (``startingOffsets=latest``, or no new records) has no partitions;
+    # Spark then calls read() once with None.
+    if partition is None:
+        return iter(())
+    return read_slot(partition.value)
+
+
 def register(spark: Any) -> None:
-    """Register the ``kgroup`` format with a SparkSession."""
+    """Register the ``kgroup`` format with a SparkSession.
+
+    Spark starts its Python workers with ``PYSPARK_PYTHON`` (else ``python3`` from PATH), which from a
+    virtual environment that is not activated is another interpreter, without kgroup or kafka-python.
+    When the user has chosen none (neither ``PYSPARK_PYTHON`` nor ``spark.pyspark.python``), the
+    workers get the driver's own interpreter, as the user ran it.
+    """
+    _use_the_drivers_python_for_workers(spark.sparkContext)
     spark.dataSource.register(KgroupDataSource)
+
+
+def _use_the_drivers_python_for_workers(context: Any) -> None:
+    if os.environ.get("PYSPARK_PYTHON"):
+        return
+    chosen = context.getConf().get("spark.pyspark.python")
+    if chosen:
+        context.pythonExec = chosen
+        return
+    if context.pythonExec != sys.executable:
+        log.info("kgroup: Spark's Python workers run %s (the driver's interpreter; was %s)",
+                 sys.executable, context.pythonExec)
+        context.pythonExec = sys.executable

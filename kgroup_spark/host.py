@@ -37,8 +37,11 @@ class GroupHost:
         self._lock = threading.Lock()
 
     def start(self) -> "GroupHost":
+        """Start the server; return once its coordinators answer (a first ListGroups gets no
+        COORDINATOR_LOAD_IN_PROGRESS)."""
         self.server.start()
         self.server.observe_groups(self._observe)
+        self.server.wait_coordinators_loaded()
         return self
 
     def stop(self) -> None:

@@ -67,8 +67,22 @@ class ReaderOptions:
         return f"{group_id}-reader-{slot}" if self.static else None
 
 
+#: Spark hands a Python data source its options with lower-cased keys (its CaseInsensitiveMap), so
+#: keys are matched case-insensitively, as Spark's own sources do: ``startingOffsets`` arrives as
+#: ``startingoffsets``.  The lower-case spelling is the canonical one here.
+_CANONICAL_KEYS = {key.lower(): key for key in _OWN_OPTIONS}
+
+
 def parse_options(options: Mapping[str, str]) -> ReaderOptions:
-    given = {str(k): str(v) for k, v in dict(options).items() if k != "path"}
+    given: dict[str, str] = {}
+    for raw_key, value in dict(options).items():
+        key = str(raw_key)
+        if key.lower() == "path":
+            continue
+        canonical = _CANONICAL_KEYS.get(key.lower(), key.lower())
+        if canonical in given:
+            raise SourceOptionError(f"option {key!r} is given twice (option keys are case-insensitive)")
+        given[canonical] = str(value)
     unknown = sorted(k for k in given if k not in _OWN_OPTIONS and not k.startswith(SOURCE_OPTION_PREFIXES))
     if unknown:
         raise SourceOptionError(

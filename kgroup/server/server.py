@@ -18,6 +18,7 @@ import asyncio
 import logging
 import socket
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar, cast
 
 import attrs
@@ -243,6 +244,14 @@ class KafkaServer:
             response = coordinator.handle(None, request, self._clock()).deliveries[0].response
             return cast(ConsumerGroupDescribeResponse, response).groups[0]
         return self._call(work)
+
+    def wait_coordinators_loaded(self, timeout_s: float = 30.0) -> None:
+        """Return once every group coordinator has loaded (no request gets COORDINATOR_LOAD_IN_PROGRESS)."""
+        deadline = time.monotonic() + timeout_s
+        while not self._call(lambda: self._hosting().all_coordinators_loaded()):
+            if time.monotonic() > deadline:
+                raise KGroupError(f"the group coordinators did not load within {timeout_s} s")
+            time.sleep(0.01)
 
     def partition_leader(self, topic: str, partition: int) -> Optional[int]:
         return self._call(lambda: self._hosting().cluster.partition(topic, partition).leader)

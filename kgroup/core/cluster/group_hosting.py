@@ -129,6 +129,11 @@ class GroupHosting:
         """The loaded coordinator of ``group_id`` (None while loading or leaderless)."""
         return self._slots[self.partition_for(group_id)].coordinator
 
+    def all_coordinators_loaded(self) -> bool:
+        """Every ``__consumer_offsets`` partition has a leader whose coordinator has loaded it: any
+        group request is then answered by a coordinator, none with COORDINATOR_LOAD_IN_PROGRESS."""
+        return all(slot.leader is not None and slot.coordinator is not None for slot in self._slots)
+
     def group_state(self, group_id: str):
         """The group's state (a classic GroupState or a KIP-848 ConsumerGroupState), None if unknown."""
         coordinator = self.coordinator_for(group_id)
