@@ -195,6 +195,12 @@ class ConsumerGroup:
         """Offsets a group of the other type left under this group id (the id changed type)."""
         self._offsets.update(offsets)
 
+    def delete_offset(self, topic_partition: TopicPartition) -> Optional[OffsetTombstone]:
+        """OffsetDelete: forget one committed offset; the tombstone to write (None if none was stored)."""
+        if self._offsets.pop(topic_partition, None) is None:
+            return None
+        return OffsetTombstone(self._group_id, topic_partition)
+
     def delete(self) -> list[Record]:
         if self._members:
             raise GroupInvariantViolation(self._group_id, "a group with members cannot be deleted")
