@@ -270,3 +270,20 @@ def test_create_topics_checks_the_name_before_the_configs(engine):
         for name in ("foo", "bad name")]))
     assert {r.name: r.error_code for r in answer.topics} == {"foo": E.TOPIC_ALREADY_EXISTS,
                                                              "bad name": E.INVALID_TOPIC_EXCEPTION}
+
+
+# -- ConsumerGroupHeartbeat: blank ids ---------------------------------------------------------------
+
+
+def test_consumer_group_heartbeat_with_a_blank_group_id_is_invalid(engine):
+    """GroupMetadataManagerTest.testConsumerHeartbeatRequestValidation over the wire: a GroupId of
+    spaces is INVALID_REQUEST ("GroupId can't be empty.") and creates no group (kgroup created one)."""
+    from kafka.protocol.admin import ListGroupsRequest
+    from kgroup.server.consumer_group_api import ConsumerGroupHeartbeatRequest
+    for group_id, instance_id in (("   ", None), (GROUP, "  ")):
+        answer = engine.call(ConsumerGroupHeartbeatRequest(
+            version=1, group_id=group_id, member_id="m-1", member_epoch=0, instance_id=instance_id,
+            rebalance_timeout_ms=10_000, subscribed_topic_names=["foo"], topic_partitions=[]))
+        assert answer.error_code == E.INVALID_REQUEST
+        assert answer.error_message in ("GroupId can't be empty.", "InstanceId can't be empty.")
+    assert engine.call(ListGroupsRequest(version=5, states_filter=[], types_filter=[])).groups == []
