@@ -44,26 +44,27 @@ def wire_items() -> None:
     import kafka
     from kafka.protocol.admin import CreateTopicsRequest
     from kafka.protocol.consumer import OffsetCommitRequest
-    from kafka.protocol.metadata import MetadataRequest
+    from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
     from kafka.structs import OffsetAndMetadata, TopicPartition
 
     from kgroup.core.coordinator import GroupCoordinatorConfig
     from kgroup.server import KafkaServer
 
-    with KafkaServer(brokers=1, coordinator=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0)) as server:
+    config = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0)
+    with KafkaServer(brokers=1, coordinator=config) as server:
         server.create_topic("t", partitions=2)
         bootstrap = server.bootstrap_servers
         time.sleep(1.0)  # the coordinators load their __consumer_offsets partitions (100 ms by default)
         admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
         try:
             commit_topic = OffsetCommitRequest.OffsetCommitRequestTopic
-            commit = OffsetCommitRequest(version=8, group_id="g", generation_id_or_member_epoch=-1, member_id="",
-                                         group_instance_id=None, topics=[
-                                             commit_topic(version=8, name=name, partitions=[
-                                                 commit_topic.OffsetCommitRequestPartition(
-                                                     version=8, partition_index=p, committed_offset=5,
-                                                     committed_metadata="")])
-                                             for name, p in (("missing", 0), ("t", 7), ("t", 0))])
+            commit_partition = commit_topic.OffsetCommitRequestPartition
+            commit = OffsetCommitRequest(
+                version=8, group_id="g", generation_id_or_member_epoch=-1, member_id="",
+                group_instance_id=None, topics=[commit_topic(version=8, name=name, partitions=[
+                    commit_partition(version=8, partition_index=p, committed_offset=5,
+                                     committed_metadata="")])
+                    for name, p in (("missing", 0), ("t", 7), ("t", 0))])
             _line("7", "OffsetCommit v8 missing-0 / t-7 / t-0", lambda: [
                 (t.name, p.partition_index, p.error_code) for t in _raw(bootstrap, commit).topics
                 for p in t.partitions])
@@ -74,26 +75,30 @@ def wire_items() -> None:
 
             creatable = CreateTopicsRequest.CreatableTopic
             for validate_only in (False, True):
-                create = CreateTopicsRequest(version=7, timeout_ms=5_000, validate_only=validate_only, topics=[
-                    creatable(version=7, name="dummy", num_partitions=1, replication_factor=1, assignments=[],
-                              configs=[creatable.CreatableTopicConfig(version=7, name="dummy.doesntexist",
-                                                                      value="x")])])
+                config_entry = creatable.CreatableTopicConfig(version=7, name="dummy.doesntexist", value="x")
+                topic = creatable(version=7, name="dummy", num_partitions=1, replication_factor=1,
+                                  assignments=[], configs=[config_entry])
+                create = CreateTopicsRequest(version=7, timeout_ms=5_000, validate_only=validate_only,
+                                             topics=[topic])
                 _line("8", f"CreateTopics dummy.doesntexist=x validate_only={validate_only}", lambda: [
                     (r.error_code, r.error_message) for r in _raw(bootstrap, create).topics])
             _line("8", "topic 'dummy' exists afterwards", lambda: "dummy" in admin.list_topics())
 
-            metadata = MetadataRequest(version=10, topics=[MetadataRequest.MetadataRequestTopic(version=10, name="t")],
-                                       allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
-                                       include_topic_authorized_operations=True)
-            _line("9", "Metadata v10 topic / cluster authorized operations (bits)", lambda: (
-                lambda r: (r.topics[0].authorized_operations, r.authorized_operations))(_raw(bootstrap, metadata)))
+            metadata = MetadataRequest(
+                version=10, topics=[MetadataRequest.MetadataRequestTopic(version=10, name="t")],
+                allow_auto_topic_creation=False, include_cluster_authorized_operations=True,
+                include_topic_authorized_operations=True)
+
+            def operations():
+                answer = _raw(bootstrap, metadata)
+                return answer.topics[0].authorized_operations, answer.authorized_operations
+            _line("9", "Metadata v10 topic / cluster authorized operations (bits)", operations)
             _line("9", "admin.describe_topics(['t']) authorized_operations",
                   lambda: admin.describe_topics(["t"])[0].get("authorized_operations"))
 
-            _line("10", "ApiVersions lists OffsetDelete (47)", lambda: any(
-                k.api_key == 47 for k in _raw(bootstrap, __import__("kafka.protocol.metadata", fromlist=["x"])
-                                              .ApiVersionsRequest(version=3, client_software_name="p",
-                                                                  client_software_version="1")).api_keys))
+            versions = ApiVersionsRequest(version=3, client_software_name="p", client_software_version="1")
+            _line("10", "ApiVersions lists OffsetDelete (47)",
+                  lambda: any(k.api_key == 47 for k in _raw(bootstrap, versions).api_keys))
             _line("10", "admin.delete_group_offsets(g2: t-1, missing-0)", lambda: {
                 f"{tp.topic}-{tp.partition}": error.__name__ for tp, error in admin.delete_group_offsets(
                     "g2", [TopicPartition("t", 1), TopicPartition("missing", 0)]).items()})
@@ -126,7 +131,8 @@ def coordinator_items() -> None:
         return coordinator.handle(1, request, 0)
 
     config = GroupCoordinatorConfig(consumer_group_assignors=("failing",))
-    coordinator = GroupCoordinator(config, topic_metadata={"foo": 3}.get, server_assignors={"failing": Failing()})
+    coordinator = GroupCoordinator(config, topic_metadata={"foo": 3}.get,
+                                   server_assignors={"failing": Failing()})
 
     def assignor_raises():
         try:
@@ -145,19 +151,21 @@ def coordinator_items() -> None:
                 f"{len(later.records)}; invariants {invariants}")
     _line("11", "a server assignor that raises on a join", assignor_raises)
 
-    for label, fields in (("GroupId '   '", dict(group_id="   ")), ("InstanceId '  '", dict(instance_id="  ")),
-                          ("RackId ' '", dict(rack_id=" ")), ("MemberId '  '", dict(member_id="  "))):
+    blank_ids = (("GroupId '   '", dict(group_id="   ")), ("InstanceId '  '", dict(instance_id="  ")),
+                 ("RackId ' '", dict(rack_id=" ")), ("MemberId '  '", dict(member_id="  ")))
+    for label, fields in blank_ids:
         fresh = GroupCoordinator(topic_metadata={"foo": 3}.get)
         _line("12", f"join with {label}", lambda fresh=fresh, fields=fields: (
             lambda r: f"{r.deliveries[0].response.error_code.name}; groups {fresh.group_ids()!r}")(
                 join(fresh, **fields)))
 
+    foo0 = frozenset({TopicPartition("foo", 0)})
     unknown = ConsumerGroupMember("m1", member_epoch=10, previous_member_epoch=9, state=MemberState.UNKNOWN,
                                   subscribed_topic_names=("foo",), rebalance_timeout_ms=5000,
-                                  assigned_partitions=frozenset({TopicPartition("foo", 0)}))
+                                  assigned_partitions=foo0)
     loaded = GroupCoordinator.load([ConsumerGroupMetadataRecord("g", 11, 11, (("foo", 3),)),
                                     ConsumerGroupMemberRecord("g", unknown),
-                                    ConsumerGroupTargetAssignmentRecord("g", "m1", frozenset({TopicPartition("foo", 0)}))],
+                                    ConsumerGroupTargetAssignmentRecord("g", "m1", foo0)],
                                    0, topic_metadata={"foo": 3}.get)
 
     def unknown_state():
