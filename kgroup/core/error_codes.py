@@ -47,6 +47,7 @@ class ErrorCode(enum.IntEnum):
     MEMBER_ID_REQUIRED = 79
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
+    GROUP_SUBSCRIBED_TO_TOPIC = 86
     UNSTABLE_OFFSET_COMMIT = 88
     # KIP-848 (the consumer group protocol).
     FENCED_MEMBER_EPOCH = 110

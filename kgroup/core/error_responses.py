@@ -24,6 +24,7 @@ _FROM_REQUEST: dict[type, Callable[[Any, ErrorCode], object]] = {
     m.OffsetCommitRequest: lambda req, code: m.OffsetCommitResponse(
         tuple(m.PartitionError(c.topic_partition, code) for c in req.offsets)),
     m.OffsetFetchRequest: lambda req, code: m.OffsetFetchResponse(code),
+    m.OffsetDeleteRequest: lambda req, code: m.OffsetDeleteResponse(code),
     m.FindCoordinatorRequest: lambda req, code: m.FindCoordinatorResponse(code),
     m.DescribeGroupsRequest: lambda req, code: m.DescribeGroupsResponse(
         tuple(m.DescribedGroup(code, gid, "") for gid in req.groups)),
@@ -54,6 +55,7 @@ _FROM_RESPONSE: dict[type, Callable[[Any, ErrorCode], object]] = {
     m.OffsetCommitResponse: lambda resp, code: m.OffsetCommitResponse(
         tuple(m.PartitionError(p.topic_partition, code) for p in resp.partitions)),
     m.OffsetFetchResponse: lambda resp, code: m.OffsetFetchResponse(code),
+    m.OffsetDeleteResponse: lambda resp, code: m.OffsetDeleteResponse(code),
     m.DescribeGroupsResponse: lambda resp, code: m.DescribeGroupsResponse(
         tuple(m.DescribedGroup(code, g.group_id, "") for g in resp.groups)),
     m.ListGroupsResponse: lambda resp, code: m.ListGroupsResponse(code),

@@ -2,7 +2,7 @@
 
 Fields follow Kafka's messages (JoinGroup v0-v9, SyncGroup v0-v5,
 Heartbeat v0-v4, LeaveGroup v0-v5, OffsetCommit, OffsetFetch,
-FindCoordinator, DescribeGroups, ListGroups, DeleteGroups) with Kafka's
+OffsetDelete, FindCoordinator, DescribeGroups, ListGroups, DeleteGroups) with Kafka's
 field names in snake_case.  Request-header data the coordinator needs
 (``client_id``, ``client_host``, ``api_version``) travel on the request.
 These values are what every transport (in-process, kafka-python's network
@@ -217,6 +217,22 @@ class OffsetFetchResponse:
     partitions: tuple[PartitionOffset, ...] = attrs.field(default=(), converter=_tuple)
 
 
+@attrs.frozen
+class OffsetDeleteRequest:
+    """OffsetDelete (api key 47): forget the group's committed offsets of these partitions."""
+
+    group_id: str
+    partitions: tuple[TopicPartition, ...] = attrs.field(converter=_tuple)
+
+
+@attrs.frozen
+class OffsetDeleteResponse:
+    """A group-level error (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...) answers no partitions."""
+
+    error_code: ErrorCode
+    partitions: tuple[PartitionError, ...] = attrs.field(default=(), converter=_tuple)
+
+
 # -- Coordinator discovery ---------------------------------------------------
 
 
@@ -327,6 +343,8 @@ def error_response(request: object, code: ErrorCode) -> Optional[object]:
         return OffsetCommitResponse(tuple(PartitionError(c.topic_partition, code) for c in request.offsets))
     if isinstance(request, OffsetFetchRequest):
         return OffsetFetchResponse(code)
+    if isinstance(request, OffsetDeleteRequest):
+        return OffsetDeleteResponse(code)
     if isinstance(request, FindCoordinatorRequest):
         return FindCoordinatorResponse(code)
     if isinstance(request, DescribeGroupsRequest):

@@ -24,7 +24,9 @@ from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC
 from kgroup.core.cluster.partition import Partition
 from kgroup.core.cluster.state_machine import ClusterStateMachine
 from kgroup.errors import ClusterError, ConfigError
+from kgroup.server.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, bit_set
 from kgroup.server.config import ServerConfig
+from kgroup.server.topic_configs import topic_config_error
 from kgroup.server.record_log import BatchSlice, InvalidRecords, StoredBatch, parse_batches
 from kgroup.server.wire_errors import WireError
 
@@ -80,6 +82,19 @@ def _epoch_end_offset(log: Any, requested: int) -> Tuple[int, int]:
     return (floor[-1] if floor else requested), higher[1]
 
 
+def _set_authorized_operations(response: Any, request: Any, version: int) -> None:
+    """KafkaApis.handleTopicMetadataRequest without an authorizer: every operation of a topic (v8+)
+    and of the cluster (v8-v10, moved to DescribeCluster by KIP-700), when asked for."""
+    if version < 8:
+        return
+    if request.include_topic_authorized_operations:
+        for topic in response.topics:
+            if topic.error_code != E.UNKNOWN_TOPIC_ID:
+                topic.authorized_operations = bit_set(TOPIC_OPERATIONS)
+    if version <= 10 and request.include_cluster_authorized_operations:
+        response.authorized_operations = bit_set(CLUSTER_OPERATIONS)
+
+
 class DataPlane:
     def __init__(self, cluster: ClusterStateMachine, config: ServerConfig) -> None:
         self.cluster = cluster
@@ -102,6 +117,11 @@ class DataPlane:
     def topic_name(self, topic_id: uuid.UUID) -> Optional[str]:
         """The name of the topic with ``topic_id`` (None for an id no live topic has)."""
         return self._topic_by_id(topic_id)
+
+    def has_partition(self, topic: str, partition: int) -> bool:
+        """Whether the cluster has this partition (KafkaApis' metadataCache.getPartitionInfo)."""
+        partitions = self.cluster.topics.get(topic)
+        return partitions is not None and 0 <= partition < len(partitions)
 
     def _topic_by_id(self, topic_id: uuid.UUID) -> Optional[str]:
         for name in self.cluster.topics:
@@ -173,10 +193,12 @@ class DataPlane:
                 version=version, error_code=E.NONE, name=name, topic_id=self.topic_id(name),
                 is_internal=name == GROUP_METADATA_TOPIC,
                 partitions=[self._partition_metadata(p, version) for p in self.cluster.topics[name]]))
-        return MetadataResponse(
+        response = MetadataResponse(
             version=version, throttle_time_ms=0, brokers=brokers, cluster_id=self.config.cluster_id,
             controller_id=self.cluster.controller_id if self.cluster.controller_id is not None else -1,
             topics=topics, error_code=0)
+        _set_authorized_operations(response, request, version)
+        return response
 
     def _partition_metadata(self, p: Partition, version: int) -> Any:
         live = set(self.cluster.live_brokers())
@@ -489,7 +511,13 @@ class DataPlane:
             assignments = [list(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
             partitions = t.num_partitions if t.num_partitions > 0 else self.config.default_partitions
             rf = t.replication_factor if t.replication_factor > 0 else None
-            if assignments and (t.num_partitions != -1 or t.replication_factor != -1):
+            message = None
+            # ReplicationControlManager.createTopics: configs are checked after the name and before
+            # anything else (kgroup.server.topic_configs).
+            config_error = topic_config_error((c.name, c.value) for c in t.configs)
+            if config_error is not None and self._creatable(t.name):
+                code, message = E.INVALID_CONFIG, config_error
+            elif assignments and (t.num_partitions != -1 or t.replication_factor != -1):
                 code = E.INVALID_REQUEST  # Kafka: assignments exclude explicit counts
             elif sorted(a.partition_index for a in t.assignments) != list(range(len(assignments))):
                 code = E.INVALID_REPLICA_ASSIGNMENT  # Kafka: "a consecutive 0-based integer sequence"
@@ -501,7 +529,7 @@ class DataPlane:
                 code = self.create_topic(t.name, partitions, rf, assignments or None,
                                          validate_only=bool(request.validate_only))
             created_now = code is E.NONE and t.name in self.cluster.topics
-            result = result_cls(version=version, name=t.name, error_code=code, error_message=None,
+            result = result_cls(version=version, name=t.name, error_code=code, error_message=message,
                                 topic_id=self.topic_id(t.name) if created_now else _NIL_UUID,
                                 num_partitions=-1, replication_factor=-1, configs=[])
             if created_now:
@@ -510,6 +538,11 @@ class DataPlane:
                 result.replication_factor = len(created[0].assigned)
             results.append(result)
         return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=results)
+
+    def _creatable(self, name: str) -> bool:
+        """A legal name no topic has yet (the checks Kafka makes before it looks at configs)."""
+        legal = bool(_LEGAL_TOPIC_NAME.match(name)) and name not in (".", "..")
+        return legal and name not in self.cluster.topics
 
     def _requested_partitions(self, topics: Any) -> int:
         """Partitions a CreateTopics request asks for in all (Kafka's validateTotalNumberOfPartitions)."""

@@ -7,6 +7,9 @@ FindCoordinator v4's key batches), so the coordinator only ever sees one shape p
 
 The KIP-848 APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe) carry topic ids; a
 :class:`TopicIds` (the server's data plane) maps them to the names the coordinator uses and back.
+It also says which partitions exist: as Kafka's KafkaApis does before it calls the coordinator,
+OffsetCommit and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for a partition of a topic that does
+not exist (or beyond its partition count) and hand the coordinator only the others.
 """
 from __future__ import annotations
 
@@ -17,8 +20,8 @@ from typing import Any, Callable, Dict, List, Optional, Protocol
 from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import (
-    HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, OffsetCommitResponse, OffsetFetchResponse,
-    SyncGroupResponse,
+    HeartbeatResponse, JoinGroupResponse, LeaveGroupResponse, OffsetCommitResponse, OffsetDeleteResponse,
+    OffsetFetchResponse, SyncGroupResponse,
 )
 from kafka.protocol.metadata import FindCoordinatorResponse
 
@@ -26,21 +29,25 @@ from kgroup.core import consumer_group_messages as cg
 from kgroup.core import messages as m
 from kgroup.server.consumer_group_api import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
 from kgroup.core.error_codes import ErrorCode
+from kgroup.server.acl_operations import GROUP_OPERATIONS, NOT_REQUESTED, bit_set
 from kgroup.values import TopicPartition
 
 __all__ = ["GROUP_APIS", "TopicIds", "NO_TOPIC_IDS", "to_core", "to_struct"]
 
 
 class TopicIds(Protocol):
-    """Topic name <-> topic id, as the cluster knows them."""
+    """Topic name <-> topic id, and which partitions exist, as the cluster knows them."""
 
     def topic_id(self, name: str) -> uuid.UUID: ...
 
     def topic_name(self, topic_id: uuid.UUID) -> Optional[str]: ...
 
+    def has_partition(self, topic: str, partition: int) -> bool: ...
+
 
 class _NoTopicIds:
-    """For answers that carry no partitions (error answers): every id is unknown."""
+    """For error answers: every id is unknown, and every partition a request names is answered
+    (with the error) as it stands."""
 
     def topic_id(self, name: str) -> uuid.UUID:
         return uuid.UUID(int=0)
@@ -48,14 +55,17 @@ class _NoTopicIds:
     def topic_name(self, topic_id: uuid.UUID) -> Optional[str]:
         return None
 
+    def has_partition(self, topic: str, partition: int) -> bool:
+        return True
+
 
 NO_TOPIC_IDS: TopicIds = _NoTopicIds()
 
 #: The group APIs whose requests the in-memory coordinators answer (each yields one or more core requests).
 GROUP_APIS = frozenset({
     ApiKey.FindCoordinator, ApiKey.JoinGroup, ApiKey.SyncGroup, ApiKey.Heartbeat, ApiKey.LeaveGroup,
-    ApiKey.OffsetCommit, ApiKey.OffsetFetch, ApiKey.DescribeGroups, ApiKey.ListGroups, ApiKey.DeleteGroups,
-    ApiKey.ConsumerGroupHeartbeat, ApiKey.ConsumerGroupDescribe,
+    ApiKey.OffsetCommit, ApiKey.OffsetFetch, ApiKey.OffsetDelete, ApiKey.DescribeGroups, ApiKey.ListGroups,
+    ApiKey.DeleteGroups, ApiKey.ConsumerGroupHeartbeat, ApiKey.ConsumerGroupDescribe,
 })
 
 
@@ -99,16 +109,27 @@ def _leave(req, version: int) -> List[object]:
     return [m.LeaveGroupRequest(req.group_id, members)]
 
 
-def _offset_commit(req, version: int) -> List[object]:
+def _offset_commit(req, version: int, topics: TopicIds) -> List[object]:
     offsets = [
         m.PartitionOffsetCommit(
             TopicPartition(t.name, p.partition_index),
             m.OffsetAndMetadata(p.committed_offset, _metadata(p.committed_metadata),
                                 p.committed_leader_epoch if version >= 6 else -1))
-        for t in req.topics for p in t.partitions
+        for t in req.topics for p in t.partitions if topics.has_partition(t.name, p.partition_index)
     ]
+    if not offsets:
+        # KafkaApis.handleOffsetCommitRequest: nothing left to commit, the coordinator is not asked.
+        return []
     return [m.OffsetCommitRequest(req.group_id, offsets, req.generation_id_or_member_epoch, req.member_id,
                                   req.group_instance_id if version >= 7 else None, api_version=version)]
+
+
+def _offset_delete(req, version: int, topics: TopicIds) -> List[object]:
+    # KafkaApis.handleOffsetDeleteRequest asks the coordinator even when no partition is left, so
+    # a missing group still answers GROUP_ID_NOT_FOUND.
+    return [m.OffsetDeleteRequest(req.group_id, [
+        TopicPartition(t.name, p.partition_index)
+        for t in req.topics for p in t.partitions if topics.has_partition(t.name, p.partition_index)])]
 
 
 def _offset_fetch(req, version: int) -> List[object]:
@@ -139,7 +160,6 @@ _TO_CORE: Dict[ApiKey, Callable[[Any, int], List[object]]] = {
     ApiKey.SyncGroup: _sync,
     ApiKey.Heartbeat: _heartbeat,
     ApiKey.LeaveGroup: _leave,
-    ApiKey.OffsetCommit: _offset_commit,
     ApiKey.OffsetFetch: _offset_fetch,
     ApiKey.FindCoordinator: _find_coordinator,
     ApiKey.DescribeGroups: lambda req, version: [m.DescribeGroupsRequest(tuple(req.groups))],
@@ -167,10 +187,19 @@ def _consumer_group_heartbeat(req, version: int, topics: TopicIds) -> List[objec
         server_assignor=req.server_assignor, topic_partitions=owned, api_version=version)]
 
 
+_TO_CORE_WITH_TOPICS: Dict[ApiKey, Callable[[Any, int, TopicIds], List[object]]] = {
+    ApiKey.ConsumerGroupHeartbeat: _consumer_group_heartbeat,
+    ApiKey.OffsetCommit: _offset_commit,
+    ApiKey.OffsetDelete: _offset_delete,
+}
+
+
 def to_core(api_key: ApiKey, request, version: int, topics: TopicIds = NO_TOPIC_IDS) -> List[object]:
-    """The core request values a group API request stands for (several for batched versions)."""
-    if api_key is ApiKey.ConsumerGroupHeartbeat:
-        return _consumer_group_heartbeat(request, version, topics)
+    """The core request values a group API request stands for (several for batched versions; none
+    when the broker answers it alone, as an OffsetCommit of partitions that do not exist)."""
+    with_topics = _TO_CORE_WITH_TOPICS.get(api_key)
+    if with_topics is not None:
+        return with_topics(request, version, topics)
     return _TO_CORE[api_key](request, version)
 
 
@@ -215,17 +244,44 @@ def _leave_response(parts: List[Any], version: int, request) -> Any:
                         error_code=int(x.error_code)) for x in resp.members] if version >= 3 else [])
 
 
-def _offset_commit_response(parts: List[Any], version: int, request) -> Any:
-    (resp,) = parts
+def _partition_errors(request, answered, topics: TopicIds) -> Dict[str, List[tuple]]:
+    """(partition, error code) by topic, in request order: the coordinator's answers (``answered``,
+    topic-partition -> code) and UNKNOWN_TOPIC_OR_PARTITION for what the broker kept from it."""
+    grouped: Dict[str, List[tuple]] = collections.defaultdict(list)
+    unknown = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    for t in request.topics:
+        for p in t.partitions:
+            code = answered.get(TopicPartition(t.name, p.partition_index))
+            if code is None and not topics.has_partition(t.name, p.partition_index):
+                code = unknown
+            if code is not None:
+                grouped[t.name].append((p.partition_index, code))
+    return grouped
+
+
+def _offset_commit_response(parts: List[Any], version: int, request, topics: TopicIds) -> Any:
+    answered = {p.topic_partition: int(p.error_code) for resp in parts for p in resp.partitions}
     topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
     partition_cls = topic_cls.OffsetCommitResponsePartition
-    grouped: Dict[str, list] = collections.defaultdict(list)
-    for p in resp.partitions:
-        grouped[p.topic_partition.topic].append(
-            partition_cls(version=version, partition_index=p.topic_partition.partition,
-                          error_code=int(p.error_code)))
     return OffsetCommitResponse(version=version, throttle_time_ms=0, topics=[
-        topic_cls(version=version, name=name, partitions=ps) for name, ps in grouped.items()])
+        topic_cls(version=version, name=name, partitions=[
+            partition_cls(version=version, partition_index=index, error_code=code) for index, code in ps])
+        for name, ps in _partition_errors(request, answered, topics).items()])
+
+
+def _offset_delete_response(parts: List[Any], version: int, request, topics: TopicIds) -> Any:
+    (resp,) = parts
+    if resp.error_code is not ErrorCode.NONE:
+        # OffsetDeleteResponse.Builder.merge: a group-level error replaces every partition's answer.
+        return OffsetDeleteResponse(version=version, throttle_time_ms=0, error_code=int(resp.error_code),
+                                    topics=[])
+    topic_cls = OffsetDeleteResponse.OffsetDeleteResponseTopic
+    partition_cls = topic_cls.OffsetDeleteResponsePartition
+    answered = {p.topic_partition: int(p.error_code) for p in resp.partitions}
+    return OffsetDeleteResponse(version=version, throttle_time_ms=0, error_code=0, topics=[
+        topic_cls(version=version, name=name, partitions=[
+            partition_cls(version=version, partition_index=index, error_code=code) for index, code in ps])
+        for name, ps in _partition_errors(request, answered, topics).items()])
 
 
 def _fetched_partitions(resp) -> Dict[str, list]:
@@ -298,12 +354,21 @@ def _find_coordinator_response(parts: List[Any], version: int, request) -> Any:
                                    error_message=None, node_id=resp.node_id, host=resp.host, port=resp.port)
 
 
+def _group_operations(request, error_code: ErrorCode, default: int = NOT_REQUESTED) -> int:
+    """KafkaApis (describe groups): every group operation for a group described without error, when asked."""
+    if getattr(request, "include_authorized_operations", False) and error_code is ErrorCode.NONE:
+        return GROUP_OPERATIONS
+    return default
+
+
 def _describe_groups_response(parts: List[Any], version: int, request) -> Any:
     (resp,) = parts
     group_cls = DescribeGroupsResponse.DescribedGroup
     member_cls = group_cls.DescribedGroupMember
     return DescribeGroupsResponse(version=version, throttle_time_ms=0, groups=[
         group_cls(version=version, error_code=int(g.error_code), group_id=g.group_id,
+                  authorized_operations=(bit_set(_group_operations(request, g.error_code))
+                                         if version >= 3 else None),
                   group_state=g.group_state, protocol_type=g.protocol_type, protocol_data=g.protocol_data,
                   members=[
                       member_cls(version=version, member_id=x.member_id,
@@ -371,7 +436,8 @@ def _consumer_group_describe_response(parts: List[Any], version: int, request, t
         group_cls(version=version, error_code=int(g.error_code), error_message=g.error_message,
                   group_id=g.group_id, group_state=g.group_state, group_epoch=g.group_epoch,
                   assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name,
-                  authorized_operations=g.authorized_operations, members=[
+                  authorized_operations=_group_operations(request, g.error_code, g.authorized_operations),
+                  members=[
                       member_cls(version=version, member_id=x.member_id, instance_id=x.instance_id,
                                  rack_id=x.rack_id, member_epoch=x.member_epoch, client_id=x.client_id,
                                  client_host=x.client_host,
@@ -387,6 +453,8 @@ def _consumer_group_describe_response(parts: List[Any], version: int, request, t
 _TO_STRUCT_WITH_TOPICS: Dict[ApiKey, Callable[[List[Any], int, Any, TopicIds], Any]] = {
     ApiKey.ConsumerGroupHeartbeat: _consumer_group_heartbeat_response,
     ApiKey.ConsumerGroupDescribe: _consumer_group_describe_response,
+    ApiKey.OffsetCommit: _offset_commit_response,
+    ApiKey.OffsetDelete: _offset_delete_response,
 }
 
 
@@ -395,7 +463,6 @@ _TO_STRUCT: Dict[ApiKey, Callable[[List[Any], int, Any], Any]] = {
     ApiKey.SyncGroup: _sync_response,
     ApiKey.Heartbeat: _heartbeat_response,
     ApiKey.LeaveGroup: _leave_response,
-    ApiKey.OffsetCommit: _offset_commit_response,
     ApiKey.OffsetFetch: _offset_fetch_response,
     ApiKey.FindCoordinator: _find_coordinator_response,
     ApiKey.DescribeGroups: _describe_groups_response,

@@ -22,7 +22,8 @@ from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
     FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest,
-    OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, SyncGroupRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
+    SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
@@ -53,6 +54,8 @@ SUPPORTED_VERSIONS: Dict[ApiKey, Tuple[int, int]] = {
     ApiKey.InitProducerId: (0, 4),
     ApiKey.CreatePartitions: (0, 3),
     ApiKey.DeleteGroups: (0, 2),
+    # Kafka 4 serves OffsetDelete v0 only (non-flexible).
+    ApiKey.OffsetDelete: (0, 0),
     ApiKey.ConsumerGroupHeartbeat: (0, 1),
     ApiKey.ConsumerGroupDescribe: (0, 1),
 }
@@ -79,6 +82,7 @@ REQUEST_CLASSES: Dict[ApiKey, Type[ApiMessage]] = {
     ApiKey.InitProducerId: InitProducerIdRequest,
     ApiKey.CreatePartitions: CreatePartitionsRequest,
     ApiKey.DeleteGroups: DeleteGroupsRequest,
+    ApiKey.OffsetDelete: OffsetDeleteRequest,
     ApiKey.ConsumerGroupHeartbeat: ConsumerGroupHeartbeatRequest,
     ApiKey.ConsumerGroupDescribe: ConsumerGroupDescribeRequest,
 }

@@ -6,7 +6,7 @@ Every step checks the coordinator's invariants, and most tests end by reloading 
 """
 from __future__ import annotations
 
-from cg_harness import GROUP, PREPARED_CONFIG, Driver, group_records, ok, tps
+from cg_harness import GROUP, PREPARED_CONFIG, Driver, PreparedAssignor, group_records, ok, tps
 
 from kgroup.core.consumer_group.group import ConsumerGroupState
 from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
@@ -359,3 +359,153 @@ def test_session_timeout_expiration_static_member():
     ok(d.heartbeat("s1", -2, instance_id="i1"))
     d.advance(45_001)
     assert not d.group().members and d.group().static_members == {}
+
+
+# -- issue 23: a heartbeat is all or nothing; blank ids; replay without a header ---------------------
+
+
+class _FailingAssignor(PreparedAssignor):
+    """Kafka's test mocks the assignor to throw PartitionAssignorException("Assignment failed.")."""
+
+    def assign(self, members, partitions_per_topic):
+        raise RuntimeError("Assignment failed.")
+
+
+def test_partition_assignor_exception_on_regular_heartbeat():
+    """testPartitionAssignorExceptionOnRegularHeartbeat: a joining member whose target assignment fails is
+    answered UNKNOWN_SERVER_ERROR and nothing changes: no group, no member, no epoch, no timer, no record
+    (kgroup used to add the member, bump the epoch, leave the group Assigning with no session timer and
+    write the records at the next call)."""
+    d = Driver({"foo": 6, "bar": 3}, PREPARED_CONFIG)
+    d._assignors["prepared"] = _FailingAssignor()
+    failed = d.join("m1", ["foo", "bar"], server_assignor="prepared")
+    assert failed.error_code is E.UNKNOWN_SERVER_ERROR
+    assert failed.error_message == "Failed to compute a new target assignment for epoch 1: Assignment failed."
+    assert d.coordinator.consumer_group(GROUP) is None and d.coordinator.group_ids() == []
+    assert d.records == [] and d.coordinator.next_deadline_ms() is None
+    d.advance(60_000)  # the next call writes nothing left over either
+    assert d.records == []
+
+
+def test_partition_assignor_exception_leaves_an_existing_group_unchanged():
+    """testPartitionAssignorExceptionOnRegularHeartbeat on a populated group: a new member's join fails
+    and the group keeps its epochs, members, targets and timers (assert_invariants runs after each call)."""
+    d = two_member_group()
+    before, written = d.coordinator.persisted_view(), len(d.records)
+    d.advance(1_000)
+    deadline = d.coordinator.next_deadline_ms()  # the members' session timers, armed at load (time 0)
+    d._assignors["prepared"] = _FailingAssignor()
+    assert d.join("m3", ["foo"]).error_code is E.UNKNOWN_SERVER_ERROR
+    assert d.heartbeat("m1", 10, subscribed_topic_names=("foo",)).error_code is E.UNKNOWN_SERVER_ERROR
+    assert d.coordinator.persisted_view() == before and len(d.records) == written
+    assert (d.group().group_epoch, d.group().state) == (10, S.STABLE)
+    assert d.coordinator.next_deadline_ms() == deadline  # a refused heartbeat is not a heartbeat
+    d.assert_replays()
+
+
+def test_consumer_heartbeat_request_validation_trims_ids():
+    """testConsumerHeartbeatRequestValidation (Kafka 4): GroupId, InstanceId, RackId and MemberId are
+    checked trimmed (throwIfEmptyString), with Kafka's messages.  (kgroup took "   " as a group id.)"""
+    d = Driver({"foo": 1})
+    join = dict(member_epoch=0, rebalance_timeout_ms=5000, subscribed_topic_names=("foo",),
+                topic_partitions=())
+    cases = [
+        (dict(group_id="   ", member_id="m", **join), "GroupId can't be empty."),
+        (dict(group_id="\t\n", member_id="m", **join), "GroupId can't be empty."),
+        (dict(group_id=GROUP, member_id="m", instance_id="  ", **join), "InstanceId can't be empty."),
+        (dict(group_id=GROUP, member_id="m", rack_id=" ", **join), "RackId can't be empty."),
+        (dict(group_id=GROUP, member_id="  ", **join), "MemberId can't be empty."),          # v1
+        (dict(group_id=GROUP, member_id=" ", member_epoch=1), "MemberId can't be empty."),
+        (dict(group_id=GROUP, member_id=" ", member_epoch=-1, api_version=0), "MemberId can't be empty."),
+        (dict(group_id=GROUP, member_id="m", member_epoch=0, api_version=0),
+         "RebalanceTimeoutMs must be provided in first request."),
+        (dict(group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=5000),
+         "TopicPartitions must be empty when (re-)joining."),
+        (dict(group_id=GROUP, member_id="m", member_epoch=0, rebalance_timeout_ms=5000, topic_partitions=()),
+         "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."),
+        (dict(group_id=GROUP, member_id="m", member_epoch=-2), "InstanceId can't be null."),
+        (dict(group_id=GROUP, member_id="m", member_epoch=-3), "MemberEpoch is invalid."),
+    ]
+    for fields, message in cases:
+        response = d.call(ConsumerGroupHeartbeatRequest(**fields))
+        assert (response.error_code, response.error_message) == (E.INVALID_REQUEST, message), fields
+    assert d.coordinator.group_ids() == [] and d.records == []
+    # Java's trim removes control characters and spaces only: a no-break space is an id.
+    ok(d.join("m", ["foo"], group_id="\u00a0"))
+
+
+def test_member_joins_with_an_empty_subscription():
+    """Kafka 4's throwIfConsumerGroupHeartbeatRequestIsInvalid accepts an empty topic list ("they are not
+    subscribed to any topics, but they are part of the group"); only a null list and regex are refused."""
+    d = Driver({"foo": 2})
+    response = ok(d.join("m", []))
+    assert response.member_epoch == 1 and response.assignment == ()
+    assert d.group().members["m"].subscribed_topic_names == ()
+    d.assert_replays()
+
+
+def test_member_in_unknown_state_is_fenced_and_nothing_changes():
+    """CurrentAssignmentBuilderTest.testUnknownState through the coordinator: a member in the UNKNOWN state
+    (a newer coordinator's record) that may own partitions gets FENCED_MEMBER_EPOCH, and the heartbeat
+    aborts: the member stays, the group epoch is not bumped, no record is written (kgroup removed the
+    member and bumped the epoch).  It is reconciled from scratch once it reports owning nothing."""
+    unknown = ConsumerGroupMember("m1", member_epoch=10, previous_member_epoch=9, state=M.UNKNOWN,
+                                  subscribed_topic_names=("foo",), rebalance_timeout_ms=5000,
+                                  server_assignor="prepared", assigned_partitions=tps({"foo": [0, 1]}))
+    records = group_records(GROUP, 11, [unknown], {"m1": tps({"foo": [0, 1, 2]})}, metadata={"foo": 3})
+    d = Driver({"foo": 3}, PREPARED_CONFIG, records)
+    before, written = d.coordinator.persisted_view(), len(d.records)
+    fenced = d.heartbeat("m1", 10, topic_partitions=tps({"foo": [0, 1]}))
+    assert fenced.error_code is E.FENCED_MEMBER_EPOCH
+    assert d.heartbeat("m1", 10).error_code is E.FENCED_MEMBER_EPOCH   # ownership not reported
+    assert d.coordinator.persisted_view() == before and len(d.records) == written
+    assert d.group().members["m1"].state is M.UNKNOWN and d.group().group_epoch == 11
+    reconciled = ok(d.heartbeat("m1", 10, topic_partitions=()))
+    assert reconciled.member_epoch == 11 and reconciled.assignment == tuple(sorted(tps({"foo": [0, 1, 2]})))
+    d.assert_replays()
+
+
+def test_replay_consumer_group_member_metadata():
+    """testReplayConsumerGroupMemberMetadata: a member record of a group whose metadata record was not
+    seen creates the group and the member (kgroup dropped it)."""
+    from kgroup.core.coordinator import GroupCoordinator
+    from kgroup.core.coordinator.records import ConsumerGroupMemberRecord
+    member = ConsumerGroupMember("member", client_id="clientid", client_host="clienthost",
+                                 server_assignor="range", rack_id="rackid", subscribed_topic_names=("foo",))
+    loaded = GroupCoordinator.load([ConsumerGroupMemberRecord("foo", member)], 0)
+    group = loaded.consumer_group("foo")
+    assert group is not None and group.members["member"] == member
+    loaded.assert_invariants()
+
+
+def test_replay_consumer_group_target_assignment_member():
+    """testReplayConsumerGroupTargetAssignmentMember: a target-assignment record alone creates the group."""
+    from kgroup.core.coordinator import GroupCoordinator
+    from kgroup.core.coordinator.records import ConsumerGroupTargetAssignmentRecord
+    record = ConsumerGroupTargetAssignmentRecord("foo", "m1", tps({"t": [0, 1, 2]}))
+    loaded = GroupCoordinator.load([record], 0)
+    group = loaded.consumer_group("foo")
+    assert group is not None and group.target_of("m1") == tps({"t": [0, 1, 2]})
+
+
+def test_replay_consumer_group_current_member_assignment():
+    """testReplayConsumerGroupCurrentMemberAssignment (kgroup's member record carries the current
+    assignment too): the group and the member are created, UNRELEASED_PARTITIONS at epoch 10."""
+    from kgroup.core.coordinator import GroupCoordinator
+    from kgroup.core.coordinator.records import ConsumerGroupMemberRecord
+    member = ConsumerGroupMember("member", member_epoch=10, previous_member_epoch=9,
+                                 state=M.UNRELEASED_PARTITIONS, assigned_partitions=tps({"t": [0, 1, 2]}))
+    loaded = GroupCoordinator.load([ConsumerGroupMemberRecord("bar", member)], 0)
+    group = loaded.consumer_group("bar")
+    assert group is not None and group.members["member"] == member
+    assert {group.partition_owner(tp) for tp in tps({"t": [0, 1, 2]})} == {"member"}
+    loaded.assert_invariants()
+
+
+def test_replay_tombstones_of_groups_that_do_not_exist_create_nothing():
+    """testReplayConsumerGroupMemberMetadataTombstone / TargetAssignmentMemberTombstone /
+    CurrentMemberAssignmentTombstone: a tombstone alone is a no-op."""
+    from kgroup.core.coordinator import GroupCoordinator
+    from kgroup.core.coordinator.records import ConsumerGroupMemberTombstone
+    loaded = GroupCoordinator.load([ConsumerGroupMemberTombstone("bar", "m1")], 0)
+    assert loaded.consumer_group("bar") is None and loaded.group_ids() == []

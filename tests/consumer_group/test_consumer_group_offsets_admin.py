@@ -144,3 +144,34 @@ def test_list_describe_and_delete_both_group_types():
     assert d.call(DeleteGroupsRequest((GROUP,))).results[0].error_code is E.NONE
     assert d.coordinator.consumer_group(GROUP) is None
     d.assert_replays()
+
+
+def _delete_offsets(d: Driver, *tps_: TopicPartition):
+    from kgroup.core.messages import OffsetDeleteRequest
+    response = d.call(OffsetDeleteRequest(GROUP, tps_))
+    return response.error_code, [(p.topic_partition, p.error_code) for p in response.partitions]
+
+
+def test_consumer_group_offset_delete():
+    """OffsetMetadataManagerTest.testConsumerGroupOffsetDelete: an empty consumer group's offset goes,
+    with a tombstone that a coordinator taking over replays."""
+    d = Driver({"foo": 2, "bar": 1})
+    ok(d.join("m", ["foo"]))
+    ok(d.heartbeat("m", -1))
+    assert commit(d, "", -1, offset=7) is E.NONE
+    assert _delete_offsets(d, FOO0) == (E.NONE, [(FOO0, E.NONE)])
+    assert FOO0 not in d.group().offsets
+    d.assert_replays()
+
+
+def test_consumer_group_offset_delete_with_errors():
+    """OffsetMetadataManagerTest.testConsumerGroupOffsetDeleteWithErrors: a topic a member subscribes to
+    is refused with GROUP_SUBSCRIBED_TO_TOPIC (the group may have members: ConsumerGroup.validateOffsetDelete
+    accepts any state); another topic's offset, stored or not, is deleted."""
+    d = Driver({"foo": 2, "bar": 1})
+    ok(d.join("m", ["foo"]))
+    assert commit(d, "m", 1) is E.NONE
+    bar0 = TopicPartition("bar", 0)
+    assert _delete_offsets(d, bar0, FOO0) == (E.NONE, [(bar0, E.NONE), (FOO0, E.GROUP_SUBSCRIBED_TO_TOPIC)])
+    assert d.group().offsets[FOO0].offset == 5
+    assert _delete_offsets(Driver({"foo": 1}), FOO0) == (E.GROUP_ID_NOT_FOUND, [])  # no such group

@@ -41,7 +41,8 @@ from kafka.protocol.admin import (
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import (
     FetchRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, ListOffsetsRequest,
-    OffsetCommitRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest, SyncGroupRequest,
+    OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, OffsetForLeaderEpochRequest,
+    SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
@@ -368,6 +369,10 @@ def _valid_requests(served: bool = True) -> List[Tuple[ApiKey, int, Any]]:
         topics=lambda v: [CreatePartitionsRequest.CreatePartitionsTopic(version=v, name="t", count=4,
                                                                         assignments=None)])
     add(ApiKey.DeleteGroups, DeleteGroupsRequest, groups_names=["g", "zz"])
+    delete_topic = OffsetDeleteRequest.OffsetDeleteRequestTopic
+    add(ApiKey.OffsetDelete, OffsetDeleteRequest, group_id="g", topics=lambda v: [
+        delete_topic(version=v, name="t", partitions=[
+            delete_topic.OffsetDeleteRequestPartition(version=v, partition_index=i) for i in (0, 9)])])
     epoch_topic = OffsetForLeaderEpochRequest.OffsetForLeaderTopic
     add(ApiKey.OffsetForLeaderEpoch, OffsetForLeaderEpochRequest, replica_id=-1, topics=lambda v: [
         epoch_topic(version=v, topic="t", partitions=[

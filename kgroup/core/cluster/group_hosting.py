@@ -43,7 +43,8 @@ __all__ = ["BrokerUnreachable", "GroupHosting", "GroupHostingConfig"]
 E = ErrorCode
 
 _SINGLE_GROUP_REQUESTS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest,
-                          m.OffsetCommitRequest, m.OffsetFetchRequest, cg.ConsumerGroupHeartbeatRequest)
+                          m.OffsetCommitRequest, m.OffsetFetchRequest, m.OffsetDeleteRequest,
+                          cg.ConsumerGroupHeartbeatRequest)
 _MULTI_GROUP_REQUESTS = (m.DescribeGroupsRequest, m.DeleteGroupsRequest, cg.ConsumerGroupDescribeRequest)
 
 

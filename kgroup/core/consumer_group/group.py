@@ -127,6 +127,16 @@ class ConsumerGroup:
     def subscribed_topics(self) -> frozenset[str]:
         return frozenset(self._subscriber_counts)
 
+    def subscribed_topics_with(self, removed: tuple[str, ...], added: tuple[str, ...]) -> frozenset[str]:
+        """The subscribed topics once one member's subscription ``removed`` becomes ``added`` (the group
+        does not change)."""
+        if removed == added:
+            return frozenset(self._subscriber_counts)
+        counts = collections.Counter(self._subscriber_counts)
+        counts.subtract(removed)
+        counts.update(added)
+        return frozenset(topic for topic, count in counts.items() if count > 0)
+
     def preferred_assignor(self, default: str) -> str:
         """Kafka's preferredServerAssignor: the name most members ask for, else the default."""
         if not self._assignor_counts:
@@ -194,6 +204,12 @@ class ConsumerGroup:
     def take_offsets(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
         """Offsets a group of the other type left under this group id (the id changed type)."""
         self._offsets.update(offsets)
+
+    def delete_offset(self, topic_partition: TopicPartition) -> Optional[OffsetTombstone]:
+        """OffsetDelete: forget one committed offset; the tombstone to write (None if none was stored)."""
+        if self._offsets.pop(topic_partition, None) is None:
+            return None
+        return OffsetTombstone(self._group_id, topic_partition)
 
     def delete(self) -> list[Record]:
         if self._members:

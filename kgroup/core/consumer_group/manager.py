@@ -4,21 +4,26 @@ The consumer-group part of Kafka's GroupMetadataManager (consumerGroupHeartbeat,
 consumerGroupLeave, consumerGroupFenceMember, the two member timers) and of
 ConsumerGroup's offset validation.  The coordinator owns it and gives it a
 narrow view: the consumer groups (which it may add to), the classic groups (a
-group id keeps its type), the topic metadata, timers and a record sink.  A
-request is fully validated before anything changes, so an error answer never
-leaves half a change behind.
+group id keeps its type), the topic metadata, timers and a record sink.
+
+A heartbeat is all or nothing, as in Kafka (whose handler builds every record
+first and applies them only when the whole heartbeat succeeded): the request is
+validated, then everything that can still refuse it (the server assignor, a
+fencing reconciliation) is computed from the unchanged group, and only then
+does the group change.  An error answer never leaves half a change behind.
 """
 from __future__ import annotations
 
+import collections
 import uuid
-from typing import AbstractSet, Callable, Hashable, Mapping, Optional
+from typing import AbstractSet, Callable, Hashable, Iterable, Mapping, Optional
 
 import attrs
 
 from kgroup.assignors import get_server_assignor
 from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
-from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
+from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState, check_transition
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
 from kgroup.core.consumer_group_messages import (
     JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -35,6 +40,8 @@ from kgroup.values import TopicPartition
 __all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key"]
 
 E = ErrorCode
+#: The characters Java's String.trim() removes from both ends.
+_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
 
 #: topic name -> partition count, or None when the topic does not exist.
 TopicMetadata = Callable[[str], Optional[int]]
@@ -59,6 +66,28 @@ class _Refused(Exception):
 
 def _is_subset(owned: Optional[AbstractSet[TopicPartition]], assigned: AbstractSet[TopicPartition]) -> bool:
     return owned is not None and owned <= assigned
+
+
+def _is_blank(value: str) -> bool:
+    """Java's ``value.trim().isEmpty()``: trim drops every character up to U+0020, nothing else."""
+    return not value.strip(_JAVA_TRIMMED)
+
+
+def _members_after(group: ConsumerGroup, updated: ConsumerGroupMember,
+                   replaced: Optional[str]) -> list[ConsumerGroupMember]:
+    """The group's members once ``updated`` is stored (replacing static member ``replaced``), in the order
+    the group will hold them: a member whose value changes moves to the end, as the group's dict does."""
+    if group.members.get(updated.member_id) == updated:
+        return list(group.members.values())
+    return [m for m in group.members.values() if m.member_id not in (updated.member_id, replaced)] + [updated]
+
+
+def _preferred(assignor_names: list[str], default: str) -> str:
+    """Kafka's preferredServerAssignor over these names (ConsumerGroup.preferred_assignor's rule)."""
+    if not assignor_names:
+        return default
+    counts = collections.Counter(assignor_names)
+    return max(sorted(counts), key=lambda name: counts[name])
 
 
 class ConsumerGroupManager:
@@ -100,40 +129,39 @@ class ConsumerGroupManager:
             return ConsumerGroupHeartbeatResponse(refused.code, refused.message)
 
     def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (4.x): ids are checked trimmed, so a
+        blank one counts as empty."""
         def invalid(message: str) -> _Refused:
             return _Refused(E.INVALID_REQUEST, message)
 
-        if not req.group_id:
-            raise invalid("GroupId can't be empty.")
-        if req.instance_id == "":
-            raise invalid("InstanceId can't be empty.")
-        if req.rack_id == "":
-            raise invalid("RackId can't be empty.")
-        if req.subscribed_topic_regex:
-            # Kafka 4 reads an empty regex as "no regex" (librdkafka sends one with a topic list).
-            raise invalid("SubscribedTopicRegex is not supported by kgroup's coordinator.")
-        if req.api_version >= 1 and not req.member_id:
+        epoch = req.member_epoch
+        member_id_required = req.api_version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH
+        if member_id_required and _is_blank(req.member_id):
             # KIP-1082: from v1 the client generates its member id.
             raise invalid("MemberId can't be empty.")
-        epoch = req.member_epoch
-        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if not req.member_id:
-                raise invalid("MemberId can't be empty.")
-        elif epoch == JOIN_GROUP_MEMBER_EPOCH:
+        if _is_blank(req.group_id):
+            raise invalid("GroupId can't be empty.")
+        if req.instance_id is not None and _is_blank(req.instance_id):
+            raise invalid("InstanceId can't be empty.")
+        if req.rack_id is not None and _is_blank(req.rack_id):
+            raise invalid("RackId can't be empty.")
+        if epoch == JOIN_GROUP_MEMBER_EPOCH:
             if req.rebalance_timeout_ms == -1:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if req.topic_partitions is None or req.topic_partitions:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not req.subscribed_topic_names:
-                raise invalid("SubscribedTopicNames must be set in first request.")
+            # An empty list joins with no subscription (the member is in the group, assigned nothing).
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
+                              "(re-)joining.")
         elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if not req.member_id:
-                raise invalid("MemberId can't be empty.")
             if req.instance_id is None:
                 raise invalid("InstanceId can't be null.")
-        else:
+        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise invalid("MemberEpoch is invalid.")
+        if req.subscribed_topic_regex:
+            # Kafka 4 reads an empty regex as "no regex" (librdkafka sends one with a topic list).
+            raise invalid("SubscribedTopicRegex is not supported by kgroup's coordinator.")
         assignors = self.config.consumer_group_assignors
         if req.server_assignor is not None and req.server_assignor not in assignors:
             raise _Refused(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
@@ -222,15 +250,7 @@ class ConsumerGroupManager:
                 member = existing
                 self._check_epoch(member, req.member_epoch, owned)
 
-        # Validated: from here on the group changes.
-        if is_new_group:
-            offsets = self._release_empty_classic_group(req.group_id)
-            self._groups[req.group_id] = group
-            group.take_offsets(offsets)
-            group.set_epochs(0, {})
-        if replaced is not None:
-            self._cancel_timers(group.group_id, replaced)
-            group.replace_static_member(replaced, member)
+        # Everything that can still refuse the heartbeat runs on the unchanged group.
         updated = attrs.evolve(
             member,
             instance_id=instance_id if instance_id is not None else member.instance_id,
@@ -243,26 +263,51 @@ class ConsumerGroupManager:
                                     else member.subscribed_topic_names),
             client_id=req.client_id, client_host=req.client_host,
         )
-        bump_group_epoch = (updated.subscribed_topic_names != member.subscribed_topic_names
-                            or member.member_id not in group.members)
-        group.update_member(updated)
+        in_group = member.member_id in group.members or replaced is not None
+        bump_group_epoch = not in_group or updated.subscribed_topic_names != member.subscribed_topic_names
         # Kafka refreshes the subscription metadata when a subscription changes or its refresh
         # deadline passes; here it is recomputed on every heartbeat, so a topic created, deleted or
         # grown bumps the group epoch at the next heartbeat of any member.
-        metadata = self._subscription_metadata(group)
+        metadata = self._metadata_of(group.subscribed_topics_with(
+            member.subscribed_topic_names if in_group else (), updated.subscribed_topic_names))
+        group_epoch = group.group_epoch
         if bump_group_epoch or metadata != group.subscription_metadata:
-            group.set_epochs(group.group_epoch + 1, metadata)
-        if group.group_epoch > group.assignment_epoch:
-            self._update_target_assignment(group)
-        current = group.members[member_id]
+            group_epoch += 1
+
+        def current_target(mid: str) -> frozenset[TopicPartition]:
+            # A new incarnation of a static member takes over the replaced one's target.
+            return group.target_of(replaced if mid == member_id and replaced is not None else mid)
+
+        new_target: Optional[dict[str, frozenset[TopicPartition]]] = None
+        if group_epoch > group.assignment_epoch:
+            new_target = self._target_assignment(_members_after(group, updated, replaced), current_target,
+                                                 metadata, group_epoch)
+            target_epoch, target = group_epoch, new_target[member_id]
+        else:
+            target_epoch, target = group.assignment_epoch, current_target(member_id)
         try:
-            reconciled = (current if current.is_reconciled_to(group.assignment_epoch) else
-                          reconcile(current, group.assignment_epoch, group.target_of(member_id),
-                                    group.partition_epoch, owned))
+            reconciled = updated if updated.is_reconciled_to(target_epoch) else reconcile(
+                updated, target_epoch, target, group.partition_epoch, owned, report=False)
         except FencedMemberEpoch as fenced:
-            self._fence(group, current)
-            return ConsumerGroupHeartbeatResponse(E.FENCED_MEMBER_EPOCH, str(fenced))
-        if reconciled != current:
+            # Kafka's CurrentAssignmentBuilder throws: the heartbeat fails and nothing changes.
+            raise _Refused(E.FENCED_MEMBER_EPOCH, str(fenced)) from None
+
+        # Accepted: from here on the group changes.
+        if is_new_group:
+            offsets = self._release_empty_classic_group(req.group_id)
+            self._groups[req.group_id] = group
+            group.take_offsets(offsets)
+            group.set_epochs(0, {})
+        if replaced is not None:
+            self._cancel_timers(group.group_id, replaced)
+            group.replace_static_member(replaced, member)
+        group.update_member(updated)
+        if group_epoch != group.group_epoch:
+            group.set_epochs(group_epoch, metadata)
+        if new_target is not None:
+            group.set_target_assignment(group_epoch, new_target)
+        if reconciled != updated:
+            check_transition(member_id, updated.state, reconciled.state)  # reported now that it happens
             group.update_member(reconciled)
             self._after_reconciliation(group, reconciled, now_ms)
         self._schedule(session_timer_key(group.group_id, member_id),
@@ -285,25 +330,42 @@ class ConsumerGroupManager:
         elif self._rebalance_epochs.pop(key, None) is not None:
             self._cancel(rebalance_timer_key(*key))
 
-    def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, int]:
+    def _metadata_of(self, topics: Iterable[str]) -> dict[str, int]:
+        """The partition count of each of ``topics`` that exists (the group's subscription metadata)."""
         metadata = {}
-        for topic in group.subscribed_topics():
+        for topic in topics:
             partitions = self._topic_metadata(topic)
             if partitions is not None:
                 metadata[topic] = partitions
         return metadata
 
-    def _update_target_assignment(self, group: ConsumerGroup) -> None:
-        """Kafka's TargetAssignmentBuilder: the assignor maps members' subscriptions to the new target."""
-        name = group.preferred_assignor(self.config.consumer_group_assignors[0])
-        assignor = self._server_assignors.get(name) or get_server_assignor(name)
+    def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, int]:
+        return self._metadata_of(group.subscribed_topics())
+
+    def _target_assignment(self, members: list[ConsumerGroupMember],
+                           current_target: Callable[[str], frozenset[TopicPartition]],
+                           metadata: Mapping[str, int],
+                           group_epoch: int) -> dict[str, frozenset[TopicPartition]]:
+        """Kafka's TargetAssignmentBuilder: the assignor maps ``members``' subscriptions to the new target.
+
+        An assignor that raises refuses the heartbeat with UNKNOWN_SERVER_ERROR
+        (GroupMetadataManager.updateTargetAssignment turns PartitionAssignorException into
+        UnknownServerException); nothing has changed yet.
+        """
+        assignors = [m.server_assignor for m in members if m.server_assignor is not None]
+        name = _preferred(assignors, self.config.consumer_group_assignors[0])
         specs = {
-            m.member_id: AssignmentMember(m.member_id, m.subscribed_topic_names, group.target_of(m.member_id),
+            m.member_id: AssignmentMember(m.member_id, m.subscribed_topic_names, current_target(m.member_id),
                                           m.instance_id, m.rack_id)
-            for m in group.members.values()
+            for m in members
         }
-        result = assignor.assign(specs, group.subscription_metadata)
-        group.set_target_assignment(group.group_epoch, {mid: result.get(mid, frozenset()) for mid in specs})
+        try:
+            assignor = self._server_assignors.get(name) or get_server_assignor(name)
+            result = assignor.assign(specs, metadata)
+        except Exception as error:  # any assignor failure, as Kafka's PartitionAssignorException
+            raise _Refused(E.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch "
+                                                   f"{group_epoch}: {error}") from error
+        return {mid: result.get(mid, frozenset()) for mid in specs}
 
     # -- leaving and fencing -------------------------------------------------------------
 

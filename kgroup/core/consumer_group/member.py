@@ -48,10 +48,10 @@ LEGAL_PREVIOUS: dict[MemberState, frozenset] = {
 check_table(MemberState, LEGAL_PREVIOUS)
 
 
-def check_transition(member_id: str, previous: MemberState, target: MemberState) -> None:
+def check_transition(member_id: str, previous: MemberState, target: MemberState, report: bool = True) -> None:
     if previous not in LEGAL_PREVIOUS[target]:
         raise IllegalStateTransition(f"consumer group member {member_id}", previous, target)
-    if previous is not target:
+    if report and previous is not target:
         report_transition(f"consumer group member {member_id}", previous, target)
 
 

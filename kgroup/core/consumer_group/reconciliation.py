@@ -37,8 +37,11 @@ def _owns_any(owned: Optional[AbstractSet[TopicPartition]], partitions: Abstract
 
 def reconcile(member: ConsumerGroupMember, target_epoch: int, target: AbstractSet[TopicPartition],
               partition_epoch: PartitionEpoch,
-              owned: Optional[AbstractSet[TopicPartition]]) -> ConsumerGroupMember:
-    """The member after one reconciliation step; ``owned`` is what its heartbeat reported (None: not sent)."""
+              owned: Optional[AbstractSet[TopicPartition]], report: bool = True) -> ConsumerGroupMember:
+    """The member after one reconciliation step; ``owned`` is what its heartbeat reported (None: not sent).
+
+    ``report=False`` checks the step without reporting it to the transition sinks: for a caller that
+    computes the step before deciding to apply it (and reports it with ``check_transition`` then)."""
     state = member.state
     if state is M.STABLE:
         if member.member_epoch == target_epoch:
@@ -56,7 +59,7 @@ def reconcile(member: ConsumerGroupMember, target_epoch: int, target: AbstractSe
                 f"member {member.member_id} is in an unknown state; "
                 "it must abandon its partitions and rejoin")
         updated = _next(member, target_epoch, target_epoch, target, partition_epoch, owned)
-    check_transition(member.member_id, state, updated.state)
+    check_transition(member.member_id, state, updated.state, report=report)
     return updated
 
 

@@ -34,8 +34,8 @@ from kgroup.core.messages import (
     CONSUMER_PROTOCOL_TYPE, UNKNOWN_MEMBER_ID, DeleteGroupsRequest, DescribeGroupsRequest, HeartbeatRequest,
     HeartbeatResponse,
     JoinGroupMember, JoinGroupRequest, JoinGroupResponse, LeaveGroupMemberResponse, LeaveGroupRequest,
-    LeaveGroupResponse, ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
-    SyncGroupResponse,
+    LeaveGroupResponse, ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+    SyncGroupRequest, SyncGroupResponse,
 )
 from kgroup.core.timers import KeyedTimers
 from kgroup.errors import InvalidProtocolMetadata
@@ -112,6 +112,7 @@ class GroupCoordinator:
             LeaveGroupRequest: self._leave,
             OffsetCommitRequest: self._offset_commit,
             OffsetFetchRequest: self._offset_fetch,
+            OffsetDeleteRequest: self._offset_delete,
             DescribeGroupsRequest: self._describe,
             ListGroupsRequest: self._list,
             DeleteGroupsRequest: self._delete,
@@ -376,13 +377,16 @@ class GroupCoordinator:
     def _consumer_group_describe(self, key: Hashable, req: ConsumerGroupDescribeRequest, now_ms: int) -> None:
         self._deliver(key, self._consumer.describe(req))
 
-    # -- OffsetCommit / OffsetFetch / admin (owned handlers) ---------------------
+    # -- OffsetCommit / OffsetFetch / OffsetDelete / admin (owned handlers) ------
 
     def _offset_commit(self, key: Hashable, req: OffsetCommitRequest, now_ms: int) -> None:
         self._deliver(key, self._offsets.commit(req, now_ms))
 
     def _offset_fetch(self, key: Hashable, req: OffsetFetchRequest, now_ms: int) -> None:
         self._deliver(key, self._offsets.fetch(req))
+
+    def _offset_delete(self, key: Hashable, req: OffsetDeleteRequest, now_ms: int) -> None:
+        self._deliver(key, self._offsets.delete(req))
 
     def _describe(self, key: Hashable, req: DescribeGroupsRequest, now_ms: int) -> None:
         self._deliver(key, self._admin.describe(req))

@@ -587,6 +587,12 @@ class Group:
         """Offsets a consumer group left under this id (the id changed type); already in the log."""
         self._offsets.update(offsets)
 
+    def delete_offset(self, topic_partition: TopicPartition) -> Optional[OffsetTombstone]:
+        """OffsetDelete: forget one committed offset; the tombstone to write (None if none was stored)."""
+        if self._offsets.pop(topic_partition, None) is None:
+            return None
+        return OffsetTombstone(self._group_id, topic_partition)
+
     # -- persistence -----------------------------------------------------------
 
     def restore(self, header: GroupMetadataRecord, member_records: Mapping[str, MemberMetadataRecord],

@@ -1,4 +1,5 @@
-"""OffsetCommit / OffsetFetch (Kafka's OffsetMetadataManager) for classic and KIP-848 consumer groups.
+"""OffsetCommit / OffsetFetch / OffsetDelete (Kafka's OffsetMetadataManager) for classic and KIP-848
+consumer groups.
 
 An object the coordinator owns, with a narrow view of it: the groups it may read, a way to
 create a group for a simple (generation -1) commit, a hook that restarts a member's session
@@ -6,6 +7,8 @@ when its commit is accepted, and a sink for the records it produces.  Commits ar
 against member, generation and state as Kafka 4.x does for classic groups; every stored offset
 is also emitted as a record.  A consumer group checks the member epoch instead (OffsetCommit /
 OffsetFetch v9, STALE_MEMBER_EPOCH), and a commit does not count as a heartbeat there.
+OffsetDelete refuses the partitions of topics the group is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC)
+and, for a classic group of another protocol type, any group with members (NON_EMPTY_GROUP).
 """
 from __future__ import annotations
 
@@ -18,9 +21,11 @@ from kgroup.core.coordinator.records import Record
 from kgroup.core.coordinator.state import GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, PartitionError,
-    PartitionOffset,
+    CONSUMER_PROTOCOL_TYPE, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
+    OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, PartitionError, PartitionOffset,
 )
+from kgroup.errors import InvalidProtocolMetadata
+from kgroup.wire.consumer_protocol import decode_subscription
 
 E = ErrorCode
 S = GroupState
@@ -102,3 +107,57 @@ class OffsetHandler:
         else:
             partitions = tuple(PartitionOffset(tp, offsets.get(tp)) for tp in req.partitions)
         return OffsetFetchResponse(E.NONE, partitions)
+
+    def delete(self, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
+        """Kafka's OffsetMetadataManager.deleteOffsets (the group checks are validateOffsetDelete)."""
+        if not req.group_id:
+            return OffsetDeleteResponse(E.INVALID_GROUP_ID)  # GroupCoordinatorService.isGroupIdNotEmpty
+        group: Union[Group, ConsumerGroup]
+        consumer_group = self._consumer_group(req.group_id)
+        if consumer_group is not None:
+            # ConsumerGroup.validateOffsetDelete accepts any state: only subscribed topics are refused.
+            subscribed: Callable[[str], bool] = consumer_group.subscribed_topics().__contains__
+            group = consumer_group
+        else:
+            classic = self._groups.get(req.group_id)
+            if classic is None or classic.is_(S.DEAD):
+                return OffsetDeleteResponse(E.GROUP_ID_NOT_FOUND)
+            if not classic.is_(S.EMPTY) and classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+                # ClassicGroup.validateOffsetDelete: members of another protocol keep their offsets.
+                return OffsetDeleteResponse(E.NON_EMPTY_GROUP)
+            subscribed = _classic_subscription(classic)
+            group = classic
+        answers = []
+        for tp in req.partitions:
+            if subscribed(tp.topic):
+                answers.append(PartitionError(tp, E.GROUP_SUBSCRIBED_TO_TOPIC))
+                continue
+            tombstone = group.delete_offset(tp)
+            if tombstone is not None:
+                self._emit(tombstone)
+            answers.append(PartitionError(tp, E.NONE))
+        return OffsetDeleteResponse(E.NONE, tuple(answers))
+
+
+def _classic_subscription(group: Group) -> Callable[[str], bool]:
+    """Kafka's ClassicGroup.isSubscribedToTopic: the topics the members' ConsumerProtocol subscriptions
+    name; when they cannot be read (another protocol type, no protocol selected yet, bytes that do not
+    parse), a "consumer" group counts as subscribed to everything and any other group to nothing.
+
+    Kafka reads the subscriptions when a generation starts; kgroup reads the members' current ones,
+    which differs only while a rebalance is collecting new subscriptions (then it refuses more).
+    """
+    uses_consumer_protocol = group.protocol_type == CONSUMER_PROTOCOL_TYPE
+    if not uses_consumer_protocol:
+        return lambda topic: False
+    topics: set[str] = set()
+    if group.members:
+        protocol = group.protocol_name
+        if protocol is None:
+            return lambda topic: True
+        try:
+            for member in group.members.values():
+                topics.update(decode_subscription(member.metadata_for(protocol)).topics)
+        except InvalidProtocolMetadata:
+            return lambda topic: True
+    return topics.__contains__

@@ -187,6 +187,12 @@ def replay(records: Iterable[Record]) -> PersistedView:
         else:
             raise TypeError(f"not a coordinator record: {record!r}")
     groups = {gid: PersistedGroup(header, members.get(gid, {})) for gid, header in headers.items()}
+    # A member or target record of a consumer group whose header was not seen creates the group at
+    # epoch 0, as Kafka's GroupMetadataManager.replay does (getOrMaybeCreatePersistedConsumerGroup);
+    # a tombstone alone creates nothing, and a classic header keeps the id classic.
+    for gid in [*consumer_members, *targets]:
+        if gid not in consumer_headers and gid not in headers:
+            consumer_headers[gid] = ConsumerGroupMetadataRecord(gid, 0, 0, ())
     consumer_groups = {
         gid: PersistedConsumerGroup(header, consumer_members.get(gid, {}), targets.get(gid, {}))
         for gid, header in consumer_headers.items()

@@ -353,3 +353,96 @@ def test_testCompleteHeartbeatWithMemberAlreadyRemoved():
     assert ctx.coordinator.session_deadline_ms(GROUP, r.leader_id) is None
     ctx.sleep(1)
     assert r.leader_id not in ctx.group(GROUP).members
+
+
+# -- OffsetDelete (GroupCoordinator.handleDeleteOffsets; OffsetMetadataManager.deleteOffsets in 4.x) --
+
+
+def _commit_topics(ctx: Ctx, joined, *topics: str) -> None:
+    from kgroup.core.messages import OffsetAndMetadata, OffsetCommitRequest, PartitionOffsetCommit
+    from kgroup.values import TopicPartition
+    commits = tuple(PartitionOffsetCommit(TopicPartition(t, 0), OffsetAndMetadata(37)) for t in topics)
+    response = ctx.call(OffsetCommitRequest(GROUP, commits, generation_id=joined.generation_id,
+                                            member_id=joined.member_id))
+    assert [p.error_code for p in response.partitions] == [E.NONE] * len(topics)
+
+
+def _delete_offsets(ctx: Ctx, *topics: str):
+    from kgroup.core.messages import OffsetDeleteRequest
+    from kgroup.values import TopicPartition
+    response = ctx.call(OffsetDeleteRequest(GROUP, tuple(TopicPartition(t, 0) for t in topics)))
+    return response.error_code, {p.topic_partition.topic: p.error_code for p in response.partitions}
+
+
+def _committed(ctx: Ctx, *topics: str) -> dict:
+    from kgroup.core.messages import OffsetFetchRequest
+    from kgroup.values import TopicPartition
+    fetched = ctx.call(OffsetFetchRequest(GROUP, tuple(TopicPartition(t, 0) for t in topics)))
+    return {p.topic_partition.topic: (p.committed.offset if p.committed else -1) for p in fetched.partitions}
+
+
+def test_testDeleteOffsetOfNonExistingGroup():
+    assert _delete_offsets(_ctx(), "foo") == (E.GROUP_ID_NOT_FOUND, {})
+
+
+def test_testDeleteOffsetOfNonEmptyNonConsumerGroup():
+    ctx = _ctx()
+    _dynamic_join(ctx, protocol_type="My Protocol")
+    assert _delete_offsets(ctx, "foo") == (E.NON_EMPTY_GROUP, {})
+
+
+def test_testDeleteOffsetOfEmptyNonConsumerGroup():
+    ctx = _ctx()
+    joined = _stable_single_member(ctx, protocol_type="My Protocol")
+    _commit_topics(ctx, joined, "foo", "bar")
+    ctx.leave((joined.member_id, None), group_id=GROUP)
+    assert ctx.state(GROUP) is S.EMPTY
+    assert _delete_offsets(ctx, "foo") == (E.NONE, {"foo": E.NONE})
+    assert _committed(ctx, "foo", "bar") == {"foo": -1, "bar": 37}
+
+
+def test_testDeleteOffsetOfConsumerGroupWithUnparsableProtocol():
+    """The members' metadata is not ConsumerProtocol bytes: the group counts as subscribed to everything."""
+    ctx = _ctx()
+    joined = _stable_single_member(ctx)
+    _commit_topics(ctx, joined, "foo")
+    assert _delete_offsets(ctx, "foo") == (E.NONE, {"foo": E.GROUP_SUBSCRIBED_TO_TOPIC})
+    assert _committed(ctx, "foo") == {"foo": 37}
+
+
+def test_testDeleteOffsetOfDeadConsumerGroup():
+    ctx = _ctx()
+    ctx.create_group(GROUP)
+    assert ctx.delete(GROUP) == [E.NONE]
+    assert _delete_offsets(ctx, "foo") == (E.GROUP_ID_NOT_FOUND, {})
+
+
+def test_testDeleteOffsetOfEmptyConsumerGroup():
+    ctx = _ctx()
+    joined = _stable_single_member(ctx)
+    _commit_topics(ctx, joined, "foo", "bar")
+    ctx.leave((joined.member_id, None), group_id=GROUP)
+    assert ctx.state(GROUP) is S.EMPTY
+    before = len(ctx.records)
+    assert _delete_offsets(ctx, "foo") == (E.NONE, {"foo": E.NONE})
+    assert _committed(ctx, "foo", "bar") == {"foo": -1, "bar": 37}
+    from kgroup.core.coordinator.records import OffsetTombstone
+    from kgroup.values import TopicPartition
+    assert ctx.records[before:] == [OffsetTombstone(GROUP, TopicPartition("foo", 0))]
+
+
+def test_testDeleteOffsetOfStableConsumerGroup():
+    from kgroup.core.messages import JoinGroupProtocol
+    from kgroup.values import Subscription
+    from kgroup.wire.consumer_protocol import encode_subscription
+    ctx = _ctx()
+    protocols = (JoinGroupProtocol("protocol", encode_subscription(Subscription(["bar"]))),)
+    joined = _stable_single_member(ctx, protocols=protocols)
+    _commit_topics(ctx, joined, "foo", "bar")
+    assert ctx.state(GROUP) is S.STABLE
+    assert _delete_offsets(ctx, "foo", "bar") == (E.NONE, {"foo": E.NONE, "bar": E.GROUP_SUBSCRIBED_TO_TOPIC})
+    assert _committed(ctx, "foo", "bar") == {"foo": -1, "bar": 37}
+    # What a coordinator that takes the group over loads: the deleted offset stays deleted.
+    from kgroup.core.coordinator import GroupCoordinator
+    loaded = GroupCoordinator.load(ctx.records, ctx.now_ms, ctx.config)
+    assert loaded.persisted_view().offsets == ctx.coordinator.persisted_view().offsets
