@@ -7,8 +7,9 @@ Usage: ``python client_worker.py CONFIG_JSON`` (not a test module; spawned by th
 ``session_timeout_ms``, ``heartbeat_interval_ms``, ``max_records``, ``batch_sleep_ms`` and
 ``commit_every`` (commit after that many non-empty batches, or when a poll comes back empty), and
 optionally ``group_protocol`` (``classic``, the default, or ``consumer`` for KIP-848: the session
-timeout, heartbeat interval and strategy are then the broker's, so they are not passed; an optional
-``remote_assignor`` names the server assignor, KIP-848's ``group.remote.assignor``).
+timeout, heartbeat interval and strategy are then the broker's, so they are not passed, and
+``server_assignor``, when not null, names the broker's assignor: KIP-848's ``group.remote.assignor``).
+``java/JavaClientWorker.java`` is this worker for Apache Kafka's Java consumer (kind ``java``).
 
 The worker subscribes, polls, commits synchronously the positions of the records it has
 handed out (only for partitions it owns), and prints one JSON object per line on stdout,
@@ -176,8 +177,8 @@ def run_kafka_python(config: dict, stdin: Stdin) -> None:
     if config.get("group_protocol", "classic") == "consumer":
         # KIP-848: the broker owns these; kgroup.KafkaConsumer refuses them, as the Java client does.
         group_settings = dict(group_protocol="consumer")
-        if config.get("remote_assignor"):
-            group_settings["group_remote_assignor"] = config["remote_assignor"]
+        if config.get("server_assignor") is not None:
+            group_settings["group_remote_assignor"] = config["server_assignor"]
     consumer = KafkaConsumer(
         bootstrap_servers=config["bootstrap"], group_id=config["group"], client_id=config["client_id"],
         group_instance_id=config["instance_id"], max_poll_interval_ms=60_000,
@@ -243,8 +244,8 @@ def run_confluent(config: dict, stdin: Stdin) -> None:
         for name in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
             del settings[name]
         settings["group.protocol"] = "consumer"
-        if config.get("remote_assignor"):
-            settings["group.remote.assignor"] = config["remote_assignor"]
+        if config.get("server_assignor") is not None:
+            settings["group.remote.assignor"] = config["server_assignor"]
     if config["instance_id"] is not None:
         settings["group.instance.id"] = config["instance_id"]
     consumer = confluent_kafka.Consumer(settings)

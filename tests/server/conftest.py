@@ -11,7 +11,8 @@
 * ``client_matrix``: a 3-broker wire server and group members in child processes.
 
 For the client matrix, every member runs ``client_worker.py`` in its own process (any client: kafka-python,
-kgroup's ``KafkaConsumer``, confluent-kafka, aiokafka), so a crash is a real SIGKILL: the
+kgroup's ``KafkaConsumer``, confluent-kafka, aiokafka; or ``java/JavaClientWorker.java``, Apache Kafka's
+own ``KafkaConsumer``, compiled on first use), so a crash is a real SIGKILL: the
 kernel closes its sockets and no LeaveGroup is ever sent.  The worker prints what its
 rebalance listener saw, every record it handed out and every commit that succeeded, with
 CLOCK_MONOTONIC timestamps (comparable across processes); :class:`Ledger` collects them and
@@ -20,13 +21,18 @@ checks the delivery and ownership properties the tests assert.
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import functools
+import hashlib
 import json
 import os
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -408,6 +414,11 @@ def valid_frames(valid_requests) -> List[Tuple[ApiKey, int, bytes]]:
 
 WORKER = Path(__file__).with_name("client_worker.py")
 REPO = Path(kgroup.__file__).resolve().parents[1]
+#: The Java twin of client_worker.py (Apache Kafka's own KafkaConsumer), compiled at test time.
+JAVA_WORKER_SOURCE = Path(__file__).parent / "java" / "JavaClientWorker.java"
+#: kafka-clients and its runtime dependencies (compression codecs, SLF4J) among Kafka's fetched jars:
+#: the Java worker's classpath, without the broker's jars.
+JAVA_CLIENT_JARS = ("kafka-clients-", "zstd-jni-", "lz4-java-", "snappy-java-", "slf4j-api-", "slf4j-simple-")
 
 #: Kafka's group.min.session.timeout.ms (the coordinator enforces it): the crash tests wait this long.
 SESSION_TIMEOUT_MS = 6000
@@ -443,10 +454,11 @@ def record(i: int, source: str) -> Tuple[str, str, List[List[str]]]:
 def produce(kind: str, bootstrap: str, topic: str, first: int, count: int) -> None:
     """Produce records ``first .. first+count-1`` with ``kind``'s own producer, acks=all, and wait for them.
 
-    kgroup has no producer of its own: its cells produce with kafka-python's.
+    kgroup has no producer of its own: its cells produce with kafka-python's, and so do the java
+    cells (their worker is a consumer only: a JVM per produce call would cost seconds).
     """
     records = [record(i, kind) for i in range(first, first + count)]
-    if kind in ("kafka-python", "kgroup"):
+    if kind in ("kafka-python", "kgroup", "java"):
         import kafka
         producer = kafka.KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5)
         try:
@@ -488,8 +500,8 @@ def produce(kind: str, bootstrap: str, topic: str, first: int, count: int) -> No
 
 
 def create_topic(kind: str, bootstrap: str, topic: str, partitions: int = PARTITIONS) -> None:
-    """CreateTopics through ``kind``'s own admin client (kafka-python's for kgroup), replication 3."""
-    if kind in ("kafka-python", "kgroup"):
+    """CreateTopics through ``kind``'s own admin client (kafka-python's for kgroup and java), RF 3."""
+    if kind in ("kafka-python", "kgroup", "java"):
         import kafka
         from kafka.admin import NewTopic
         admin = kafka.KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -516,6 +528,65 @@ def create_topic(kind: str, bootstrap: str, topic: str, partitions: int = PARTIT
         asyncio.run(run())
     else:
         raise ValueError(kind)
+
+
+# -- the Java worker -------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def java_worker_classpath() -> str:
+    """Compile JavaClientWorker.java once per (source, Kafka version); the classpath that runs it.
+
+    The classes go to ``<kgroup cache>/java-client-worker/<version>-<source hash>`` (a fresh machine
+    builds them on its first java cell, about 2 s; later sessions reuse them).  Kafka's jars come from
+    :func:`kgroup.testing.apache_kafka.kafka_jars` (Maven Central, cached).  A file lock lets several
+    pytest processes share the build.
+    """
+    from kgroup.testing.apache_kafka import KAFKA_VERSION, KafkaUnavailableError, cache_root, kafka_jars
+
+    jars = [jar for jar in kafka_jars(KAFKA_VERSION) if jar.name.startswith(JAVA_CLIENT_JARS)]
+    source = JAVA_WORKER_SOURCE.read_bytes()
+    digest = hashlib.sha256(source + KAFKA_VERSION.encode()).hexdigest()[:16]
+    root = cache_root() / "java-client-worker"
+    classes = root / f"{KAFKA_VERSION}-{digest}"
+    classpath = os.pathsep.join([str(classes)] + [str(jar) for jar in jars])
+    if (classes / "JavaClientWorker.class").exists():
+        return classpath
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (classes / "JavaClientWorker.class").exists():
+            return classpath
+        javac = shutil.which("javac")
+        if javac is None:
+            raise KafkaUnavailableError("no javac on PATH: the java cells compile their worker (Java 17+)")
+        staging = Path(tempfile.mkdtemp(prefix="build-", dir=root))
+        built = subprocess.run([javac, "-encoding", "UTF-8", "-Xlint:all", "-Werror", "-d", str(staging),
+                                "-cp", os.pathsep.join(str(jar) for jar in jars), str(JAVA_WORKER_SOURCE)],
+                               capture_output=True, text=True, timeout=300)
+        if built.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise KafkaUnavailableError(f"javac failed on {JAVA_WORKER_SOURCE.name}:\n{built.stderr[-3000:]}")
+        staging.rename(classes)
+    return classpath
+
+
+#: MATRIX_WORKER_LOG (a Python level name) as an slf4j-simple level.
+_SLF4J_LEVELS = {"DEBUG": "debug", "INFO": "info", "WARNING": "warn", "WARN": "warn", "ERROR": "error"}
+
+
+def worker_command(kind: str, config: dict) -> List[str]:
+    """The command line of one member: client_worker.py, or the Java worker for ``java``."""
+    if kind != "java":
+        return [sys.executable, str(WORKER), json.dumps(config)]
+    from kgroup.testing.apache_kafka import java_binary
+
+    level = _SLF4J_LEVELS.get(os.environ.get("MATRIX_WORKER_LOG", "WARNING").upper(), "warn")
+    # A small serial-GC heap and C1 only: the JVM starts faster on two busy cores and a member's
+    # traffic is light.
+    return [java_binary(), "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            f"-Dorg.slf4j.simpleLogger.defaultLogLevel={level}", "-cp", java_worker_classpath(),
+            "JavaClientWorker", json.dumps(config)]
 
 
 # -- what the members saw -------------------------------------------------------------------------
@@ -635,9 +706,11 @@ class Member:
         self.kind = config["kind"]
         self.client_id = config["client_id"]
         self.stderr_path = log_dir / f"{name}.stderr"
+        #: Before the process exists: every timestamp it prints must come later (one shared clock).
+        self.started_at = time.monotonic()
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
         with open(self.stderr_path, "wb") as stderr:
-            self.proc = subprocess.Popen([sys.executable, str(WORKER), json.dumps(config)],
+            self.proc = subprocess.Popen(worker_command(self.kind, config),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                          env=env, text=True)
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -734,17 +807,31 @@ class ClientMatrix:
     def assert_every_record_consumed(self) -> None:
         self.ledger.assert_every_record_consumed(len(self.sources), self.sources)
 
+    def assert_one_clock(self) -> None:
+        """Every member's timestamps fall between its start and now: the workers (Python's
+        time.monotonic(), Java's System.nanoTime()) and the test read the same CLOCK_MONOTONIC,
+        which the ownership and commit checks compare across processes."""
+        now = time.monotonic()
+        for member in self.members:
+            times = [e["t"] for e in self.ledger.events(member.name)]
+            assert times, f"{member.name} printed nothing"
+            assert member.started_at <= min(times) and max(times) <= now, (
+                f"{member.name}'s clock is not the test's: started at {member.started_at:.3f}, "
+                f"printed {min(times):.3f}..{max(times):.3f}, now {now:.3f}")
+
     def start(self, kind: str, topic: str, group: str, *, strategy: str = "range",
               instance_id: Optional[str] = None, session_timeout_ms: int = SESSION_TIMEOUT_MS,
               max_records: int = 5, batch_sleep_ms: int = 20, commit_every: int = 3,
               name: Optional[str] = None, group_protocol: str = "classic",
-              remote_assignor: Optional[str] = None) -> Member:
+              server_assignor: Optional[str] = None) -> Member:
+        """One member of ``kind`` (``kafka-python``, ``kgroup``, ``confluent``, ``aiokafka``, ``java``);
+        ``server_assignor`` is KIP-848's ``group.remote.assignor`` (with ``group_protocol="consumer"``)."""
         name = name or f"m{len(self.members)}-{kind}"
         config = dict(kind=kind, bootstrap=self.bootstrap, topic=topic, group=group, client_id=name,
                       strategy=strategy, instance_id=instance_id, session_timeout_ms=session_timeout_ms,
                       heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS, max_records=max_records,
                       batch_sleep_ms=batch_sleep_ms, commit_every=commit_every,
-                      group_protocol=group_protocol, remote_assignor=remote_assignor)
+                      group_protocol=group_protocol, server_assignor=server_assignor)
         member = Member(self.ledger, name, config, self._log_dir)
         self.members.append(member)
         return member

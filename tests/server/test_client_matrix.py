@@ -1,9 +1,11 @@
 """The client compatibility matrix: stock clients and kgroup's drop-in in consumer groups on the wire server.
 
 Each cell runs real consumers - kafka-python 3.0, kgroup's ``KafkaConsumer`` (a drop-in for
-kafka-python's), confluent-kafka 2.16 (librdkafka, classic group protocol) and aiokafka 0.14 -
-as child processes (``client_worker.py``, driven by the ``client_matrix`` fixture in
-``conftest.py``) against a 3-broker :class:`kgroup.server.KafkaServer`.  A crash is a SIGKILL:
+kafka-python's), confluent-kafka 2.16 (librdkafka, classic group protocol), aiokafka 0.14 and
+Apache Kafka's own Java ``KafkaConsumer`` (kafka-clients of the pinned reference version,
+``kgroup.testing.apache_kafka.KAFKA_VERSION``) - as child processes (``client_worker.py`` or
+``java/JavaClientWorker.java``, driven by the ``client_matrix`` fixture in ``conftest.py``)
+against a 3-broker :class:`kgroup.server.KafkaServer`.  A crash is a SIGKILL:
 the kernel closes the member's sockets and no LeaveGroup is sent, so the coordinator only
 learns of it when the session times out (6 s, Kafka's group.min.session.timeout.ms).
 
@@ -17,9 +19,13 @@ from __future__ import annotations
 
 import pytest
 
+from kgroup.core.coordinator import GroupCoordinatorConfig
+
 KINDS = ("kafka-python", "kgroup", "confluent", "aiokafka")
 #: kgroup's KafkaConsumer, stock kafka-python and confluent-kafka in one group.
 MIXED = ("kgroup", "kafka-python", "confluent")
+#: Apache Kafka's Java consumer with stock kafka-python and confluent-kafka in one group.
+MIXED_JAVA = ("java", "kafka-python", "confluent")
 #: A static member's session timeout: a bounce (process exit and restart, a few seconds on a busy
 #: machine) must fit in it with room to spare.
 STATIC_SESSION_TIMEOUT_MS = 30_000
@@ -31,6 +37,11 @@ AIOKAFKA_NOT_COOPERATIVE = (
 
 def _cells(kinds):
     return [pytest.param((kind,) * 3, id=kind) for kind in kinds] + [pytest.param(MIXED, id="mixed")]
+
+
+#: The Java cells (a JVM per member, a second or two each on two cores): three Java members, and
+#: Java in a mixed group.
+JAVA_CELLS = [pytest.param(("java",) * 3, id="java"), pytest.param(MIXED_JAVA, id="mixed-java")]
 
 
 def _revoked_count(members, since):
@@ -48,6 +59,7 @@ def _finish(matrix, group, topic, members, request):
     for member in members:
         if member.alive:
             member.close()
+    matrix.assert_one_clock()
     matrix.assert_every_record_consumed()
     duplicates = matrix.ledger.assert_duplicates_only_uncommitted()
     matrix.ledger.assert_no_partition_owned_twice()
@@ -56,7 +68,7 @@ def _finish(matrix, group, topic, members, request):
     request.node.user_properties += [("redelivered", duplicates), ("lost_joins", matrix.lost_joins(0.0))]
 
 
-@pytest.mark.parametrize("kinds", _cells(KINDS))
+@pytest.mark.parametrize("kinds", _cells(KINDS) + JAVA_CELLS)
 def test_a_member_leaves_and_one_crashes_the_rest_take_over(client_matrix, kinds, request):
     """Three members consume with commits; one leaves (LeaveGroup), one is SIGKILLed mid-stream.
 
@@ -94,7 +106,7 @@ def test_a_member_leaves_and_one_crashes_the_rest_take_over(client_matrix, kinds
     _finish(m, group, topic, members, request)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", KINDS + ("java",))
 def test_static_member_bounce_within_session_timeout_is_no_rebalance(client_matrix, kind, request):
     """Static members (group.instance.id): a follower and then the leader restart; no new generation.
 
@@ -146,7 +158,7 @@ def test_static_member_bounce_within_session_timeout_is_no_rebalance(client_matr
     _finish(m, group, topic, members, request)
 
 
-@pytest.mark.parametrize("kinds", _cells(KINDS))
+@pytest.mark.parametrize("kinds", _cells(KINDS) + JAVA_CELLS)
 def test_cooperative_sticky_converges_in_two_rounds(client_matrix, kinds, request):
     """Members join one by one, then one leaves, with cooperative-sticky (KIP-429).
 
@@ -234,3 +246,60 @@ def test_coordinator_broker_killed_mid_stream(client_matrix, kind, request):
     # Kafka's test_broker_failure: "Broker failure should not cause a rebalance".
     assert m.wait_quiet(group) - generation <= m.lost_joins(killed_at)
     _finish(m, group, topic, members, request)
+
+
+#: KIP-848 groups: a short broker heartbeat interval (Kafka's group.consumer.heartbeat.interval.ms)
+#: so each handover takes a few hundred ms; the session stays far above a busy machine's pauses.
+CONSUMER_PROTOCOL = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0,
+                                           consumer_group_heartbeat_interval_ms=200,
+                                           consumer_group_session_timeout_ms=10_000)
+
+
+def _contiguous(partitions) -> bool:
+    return not partitions or max(partitions) - min(partitions) + 1 == len(partitions)
+
+
+@pytest.mark.kafka_broker(brokers=3, coordinator=CONSUMER_PROTOCOL)
+@pytest.mark.parametrize("assignor, kinds", [
+    pytest.param("uniform", ("java",) * 3, id="uniform-java"),
+    pytest.param("range", ("java", "confluent", "kgroup"), id="range-mixed-java"),
+])
+def test_consumer_protocol_members_join_and_leave(kafka_broker, broker_client_matrix, assignor, kinds,
+                                                  request):
+    """``group.protocol=consumer`` (KIP-848): members join one by one, then the first leaves.
+
+    Every member asks for the server assignor ``assignor`` (``group.remote.assignor``) and the
+    coordinator uses it (ConsumerGroupDescribe's assignor name); ``range`` hands each member one
+    contiguous range (Kafka's server-side ``RangeAssignor``).  The handovers are KIP-848's
+    incremental ones (revoke, then assign), so the listeners never show a partition owned twice;
+    the delivery checks are the classic cells' (``_finish``).
+    """
+    m = broker_client_matrix
+    topic, group = "orders", "billing"
+    m.create_topic(kinds[0], topic)
+    m.produce(kinds[0], topic, 0, 300)
+    members = []
+    for kind in kinds:
+        members.append(m.start(kind, topic, group, group_protocol="consumer", server_assignor=assignor))
+        m.wait_settled(group, members, f"{len(members)} members to share the partitions")
+        if len(members) == 1:
+            # Every partition committed before the first handover: confluent-kafka 2.16 can rewind a
+            # partition it started from auto.offset.reset (see test_kip848_confluent_scenario).
+            m.wait_caught_up(topic, group)
+        described = kafka_broker.describe_consumer_group(group)
+        assert described.assignor_name == assignor
+        if assignor == "range":
+            assert all(_contiguous(x.owned) for x in members), [sorted(x.owned) for x in members]
+    m.produce(kinds[0], topic, 300, 300)
+    for member in members:  # every client spoke KIP-848, none fell back to the classic protocol
+        assert m.server.trace("ConsumerGroupHeartbeat", client_id=member.client_id), member.name
+        assert not m.server.trace("JoinGroup", client_id=member.client_id), member.name
+    leaver = members.pop(0)
+    leaver.close()
+    # close() leaves with a heartbeat at epoch -1 and waits for its answer: the coordinator has
+    # already removed the member (it does not wait for the session to expire).
+    remaining = {x.client_id for x in kafka_broker.describe_consumer_group(group).members}
+    assert remaining == {x.client_id for x in members}
+    m.wait_settled(group, members, "the others to take the leaver's partitions")
+    m.wait_consumed(600, group_id=group)
+    _finish(m, group, topic, members + [leaver], request)

@@ -186,7 +186,7 @@ def test_on_kafka_kip848_members_with_a_server_assignor(kafka_client_matrix, ass
     m.create_topic("kgroup", topic)
     m.produce("kgroup", topic, 0, 300)
     leaver, survivor, crasher = members = [
-        m.start("kgroup", topic, group, group_protocol="consumer", remote_assignor=assignor)
+        m.start("kgroup", topic, group, group_protocol="consumer", server_assignor=assignor)
         for _ in range(3)]
     m.wait_settled(group, members, "three KIP-848 members to share the partitions")
     if assignor == "range":
