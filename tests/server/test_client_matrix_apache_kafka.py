@@ -19,7 +19,6 @@ import uuid
 
 import pytest
 
-KGROUP3 = ("kgroup", "kgroup", "kgroup")
 #: kgroup's KafkaConsumer, stock kafka-python and confluent-kafka (librdkafka) in one group.
 MIXED = ("kgroup", "kafka-python", "confluent")
 #: A static member's session timeout: a bounce (process exit and restart) fits in it with room to spare.
@@ -43,7 +42,12 @@ def _finish(m, group, topic, members, request):
     request.node.user_properties += [("redelivered", duplicates)]
 
 
-@pytest.mark.parametrize("kinds", [pytest.param(KGROUP3, id="kgroup"), pytest.param(MIXED, id="mixed")])
+#: Every client of the matrix on Kafka too: a difference between kgroup's broker and Kafka shows per client.
+ALL_KINDS = ("kgroup", "kafka-python", "confluent", "aiokafka", "java")
+
+
+@pytest.mark.parametrize("kinds", [pytest.param((kind,) * 3, id=kind) for kind in ALL_KINDS]
+                         + [pytest.param(MIXED, id="mixed")])
 def test_on_kafka_a_member_leaves_and_one_crashes(kafka_client_matrix, kinds, request):
     """Three members over 1,000 keyed records with commits; one leaves, one is SIGKILLed mid-stream.
 
