@@ -282,10 +282,21 @@ class ConsumerCoordinator:
 
     def _feed_metadata(self) -> None:
         counts = {}
+        unknown = False
         for topic in self._subscription.group_subscription():
             partitions = self._cluster.partitions_for_topic(topic)
             if partitions:
                 counts[topic] = len(partitions)
+            else:
+                unknown = True
+        if unknown and not self._closed and not self._cluster.need_update:
+            # A subscribed topic the metadata does not know yet (just created, not yet on the broker
+            # that answered): ask again after retry.backoff.ms, as Java's consumer keeps asking while
+            # a topic is unknown.  kafka-python clears its update flag with any answer, even one to a
+            # request sent before set_topics() added the topic; a leader that assigned without the
+            # topic then waited for metadata.max.age.ms (5 min), its group Stable with nothing
+            # assigned (seen on Apache Kafka 4.4.0, 3 nodes, the topic created just before).
+            self._cluster.request_update()
         with self._runner.foreground() as member:
             member.update_metadata(counts, self._runner.clock())
 
