@@ -141,9 +141,14 @@ def _free_ports(count: int) -> List[int]:
             sock.close()
 
 
-def _cluster_id() -> str:
-    # Kafka's Uuid.toString(): 16 random bytes, URL-safe base64 without padding.
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+def cluster_id() -> str:
+    """A Kafka cluster id as ``Uuid.randomUuid()`` makes one: 16 random bytes in URL-safe base64 without
+    padding, never starting with ``-`` (Kafka draws again: such an id reads as an option on a command
+    line, and StorageTool's ``-t`` refused one, 1 start in 64)."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not candidate.startswith("-"):
+            return candidate
 
 
 def node_properties(node_id: int, broker_port: int, controller_port: int, voters: str, node_count: int,
@@ -274,13 +279,13 @@ class ApacheKafkaCluster:
         began = time.monotonic()
         self._classpath = os.pathsep.join(str(jar) for jar in kafka_jars(self.version))
         voters = ",".join(f"{node.node_id}@127.0.0.1:{node.controller_port}" for node in self._nodes)
-        cluster_id = _cluster_id()
+        new_cluster_id = cluster_id()
         for node in self._nodes:
             node.folder.mkdir(parents=True, exist_ok=True)
             properties = node_properties(node.node_id, node.broker_port, node.controller_port, voters,
                                          len(self._nodes), node.folder / "data", self.overrides)
             node.properties_path.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
-        self._format(self._nodes, cluster_id)
+        self._format(self._nodes, new_cluster_id)
         jvm_started = time.monotonic()
         try:
             for node in self._nodes:
@@ -299,11 +304,11 @@ class ApacheKafkaCluster:
                 "-Djava.awt.headless=true", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                 "-cp", self._classpath, main_class, *arguments]
 
-    def _format(self, nodes: Sequence[_Node], cluster_id: str) -> None:
+    def _format(self, nodes: Sequence[_Node], new_cluster_id: str) -> None:
         """Kafka's StorageTool on every node at once (one JVM start each, about a second)."""
         formatting = [(node, subprocess.Popen(
-            self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(node.properties_path),
-                       "--ignore-formatted"),
+            self._java("kafka.tools.StorageTool", "format", "-t", new_cluster_id,
+                       "-c", str(node.properties_path), "--ignore-formatted"),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
             for node in nodes]
         for node, process in formatting:
