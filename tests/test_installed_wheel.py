@@ -34,7 +34,8 @@ def _data_files(root: Path) -> List[str]:
     """Every file of the packages that is not Python source, as a path inside the wheel."""
     return sorted(path.relative_to(root).as_posix() for package in PACKAGES
                   for path in (root / package).rglob("*")
-                  if path.is_file() and path.suffix not in (".py", ".pyc") and "__pycache__" not in path.parts)
+                  if path.is_file() and path.suffix not in (".py", ".pyc")
+                  and "__pycache__" not in path.parts)
 
 
 def _user_environment(venv: Path) -> Dict[str, str]:
