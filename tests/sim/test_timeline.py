@@ -26,8 +26,42 @@ def test_simulate_writes_the_timeline(tmp_path, capsys):
     page = tmp_path / "seed2.html"
     quick = ["--members", "2", "--partitions", "3", "--duration-ms", "4000", "--faults", "none"]
     assert main(["simulate", "--seed", "2", *quick, "--timeline", str(page)]) == 0
-    assert page.read_text().count('<tr class="partition">') == 3 and "timeline:" in capsys.readouterr().out
-    assert main(["simulate", "--seed", "2", *quick, "--timeline", str(tmp_path / "x.txt")]) == 2
+    assert page.read_text().count('<tr class="partition">') == 3
+    assert f"timeline: {page}" in capsys.readouterr().out
+
+
+QUICK = ["--members", "2", "--partitions", "3", "--duration-ms", "4000", "--faults", "none"]
+
+
+def test_simulate_says_that_no_timeline_was_written_and_how_to_get_one(capsys):
+    assert main(["simulate", "--seed", "2", *QUICK]) == 0
+    assert "timeline: none written (--timeline run.png draws one, --timeline run.html a page)" in (
+        capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("where, problem", [
+    ("missing/run.png", "no folder"), ("file/run.png", "no folder"), ("run.svg", "must end in .png or .html"),
+    ("folder.png", "is a folder")])
+def test_the_timeline_path_is_checked_before_the_run(tmp_path, capsys, where, problem):
+    (tmp_path / "file").write_text("not a folder")
+    (tmp_path / "folder.png").mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["simulate", "--seed", "2", *QUICK, "--timeline", str(tmp_path / where)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing ran
+    assert f"error: argument --timeline: {tmp_path / where}" in captured.err and problem in captured.err
+
+
+@pytest.mark.parametrize("where", ["file", "file/report"])
+def test_the_comparison_folder_is_checked_before_the_runs(tmp_path, capsys, where):
+    (tmp_path / "file").write_text("not a folder")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["compare", "--seeds", "1", "--out", str(tmp_path / where)])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "error: argument --out: " in captured.err
+    assert f"{tmp_path / 'file'} is a file, not a folder" in captured.err
 
 
 def _crowded_history(partitions=12, members=5, faults=8):
