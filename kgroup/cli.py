@@ -247,8 +247,12 @@ class _ProgressBar:
     def __init__(self, unit: str) -> None:
         self.unit = unit
         self.bar: Any = None
+        # tqdm would stay quiet off a terminal too (disable=None), but still start its monitor thread.
+        self.on_terminal = _isatty(sys.stderr)
 
     def __call__(self, done: int, total: int, failed: int) -> None:
+        if not self.on_terminal:
+            return
         if self.bar is None:
             from tqdm import tqdm
 
@@ -267,6 +271,13 @@ class _ProgressBar:
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
 
 
 def _terminal_columns() -> int:

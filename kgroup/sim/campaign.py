@@ -137,23 +137,28 @@ def _ignore_interrupts() -> None:
 
 
 def _pool(workers: int) -> Pool:
-    """A pool whose workers ignore SIGINT.  SIGINT stays blocked while they are forked, so one that
-    arrives before a worker's initializer has run is held back (and then ignored) in the worker and
-    delivered to this process afterwards."""
-    if threading.current_thread() is not threading.main_thread():
+    """A pool whose workers ignore SIGINT.
+
+    While the workers are forked, SIGINT is blocked in this thread, so each worker starts with it held
+    back until its initializer ignores it; and a Ctrl-C that meanwhile reaches another thread of this
+    process (a library's, such as tqdm's monitor) is only recorded, then raised once the pool exists,
+    so that the caller's handler can stop a whole pool, never half of one."""
+    if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
         return multiprocessing.Pool(workers, initializer=_ignore_interrupts)
+    interrupted: List[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         pool = multiprocessing.Pool(workers, initializer=_ignore_interrupts)
-    except BaseException:
+    finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        raise
-    try:
-        # A Ctrl-C held back meanwhile is raised here, by the unblocking: the pool must not outlive it.
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    except KeyboardInterrupt:
-        pool.terminate()
-        raise
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if interrupted and callable(previous):
+        try:
+            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+        except BaseException:
+            pool.terminate()
+            raise
     return pool
 
 

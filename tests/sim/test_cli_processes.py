@@ -7,6 +7,7 @@ the same way.  Progress is drawn only on a terminal: a pseudo-terminal stands in
 from __future__ import annotations
 
 import fcntl
+import multiprocessing
 import os
 import pty
 import re
@@ -16,6 +17,7 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 from typing import List, Optional, Tuple
@@ -209,3 +211,39 @@ def test_a_campaign_prints_no_progress_when_stderr_is_not_a_terminal():
         assert stderr == b""
     finally:
         _kill_group(process.pid)
+
+
+def test_a_ctrl_c_that_another_thread_takes_while_the_pool_starts_stops_the_whole_pool(monkeypatch):
+    """The race behind orphaned workers: SIGINT is blocked in the main thread while the pool forks, but
+    the kernel hands it to any thread that does not block it (tqdm's monitor thread did), and Python
+    then raised KeyboardInterrupt in the main thread inside Pool(): the pool was never terminated and
+    its worker handler forked new workers while the process exited."""
+    from kgroup.sim import campaign
+
+    go, sent = threading.Event(), threading.Event()
+
+    def ctrl_c() -> None:  # this thread was started before the pool, so SIGINT is not blocked in it
+        if go.wait(LIMIT_S):
+            os.kill(os.getpid(), signal.SIGINT)
+            sent.set()
+
+    helper = threading.Thread(target=ctrl_c, daemon=True)
+    helper.start()
+    real_pool = multiprocessing.Pool
+    pools = []
+
+    def pool_hit_while_starting(*args, **kwargs):
+        pool = real_pool(*args, **kwargs)
+        pools.append(pool)
+        go.set()
+        assert sent.wait(LIMIT_S)
+        sum(range(1000))  # bytecodes, where Python runs its signal handlers
+        return pool
+
+    monkeypatch.setattr(campaign.multiprocessing, "Pool", pool_hit_while_starting)
+    with pytest.raises(KeyboardInterrupt):
+        campaign._pool(2)
+    helper.join(LIMIT_S)
+    [pool] = pools
+    workers = list(pool._pool)  # type: ignore[attr-defined]
+    assert workers and not any(worker.is_alive() for worker in workers)
