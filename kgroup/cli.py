@@ -306,7 +306,7 @@ def _compare(args: argparse.Namespace) -> int:
         print(f"kgroup: interrupted after {len(interrupted.result.outcomes)} of {interrupted.planned} runs; "
               f"no report written", file=sys.stderr)
         return EXIT_INTERRUPTED
-    command = "kgroup compare " + shlex.join(args.argv)
+    command = "kgroup compare " + shlex.join(_in_report_folder(args.argv, args.out))
     path = write_report(comparison, args.out, command, notes)
     result = comparison.result
     print(f"{len(result.outcomes)} runs ({len(comparison.seeds)} seeds x {len(scenarios)} scenario(s) x "
@@ -318,6 +318,29 @@ def _compare(args: argparse.Namespace) -> int:
         for violation in outcome.violations[:3]:
             print(f"  ! {violation}")
     return 1 if failed else 0
+
+
+def _in_report_folder(argv: List[str], out: str) -> List[str]:
+    """``compare``'s arguments as they read when run in the report's folder (the report quotes them):
+    ``--out .`` and ``--notes`` relative to that folder, wherever the command was run from."""
+    paths = {"--out": lambda _: ".", "--notes": lambda path: os.path.relpath(path, out)}
+    result: List[str] = []
+    pending = None
+    for token in argv:
+        if pending is not None:
+            result.append(paths[pending](token))
+            pending = None
+        elif token in paths:
+            result.append(token)
+            pending = token
+        elif token.split("=", 1)[0] in paths:
+            option, value = token.split("=", 1)
+            result.append(f"{option}={paths[option](value)}")
+        else:
+            result.append(token)
+    if not any(token.split("=", 1)[0] == "--out" for token in result):
+        result += ["--out", "."]
+    return result
 
 
 def _scenario_names(text: str) -> List[str]:
