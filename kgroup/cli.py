@@ -4,13 +4,90 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import shlex
 import signal
+import socket
 import sys
 import threading
-from typing import List, Optional
+from typing import Any, Callable, List, Optional
 
-__all__ = ["main"]
+__all__ = ["main", "non_negative_int", "port_number", "positive_int"]
+
+#: The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+EXIT_INTERRUPTED = 128 + signal.SIGINT
+
+
+# -- argument types: a bad value fails at parse time, naming the option (argparse's exit code 2) ------
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
+        return value
+    parse.__name__ = "positive_int" if minimum == 1 else "non_negative_int"
+    return parse
+
+
+#: An option's count that must be 1 or more (members, partitions, seeds, workers...).
+positive_int = _int_at_least(1)
+#: An option's count or time that may be 0 (faults, milliseconds).
+non_negative_int = _int_at_least(0)
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 0 (any free one) to 65535."""
+    value = non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port, 0 to 65535, got {value}")
+    return value
+
+
+def _existing_file(text: str) -> str:
+    """A file to read (a pipe too: ``--schedule /dev/stdin``)."""
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    if not os.access(text, os.R_OK):
+        raise argparse.ArgumentTypeError(f"{text}: not readable")
+    return text
+
+
+def _writable_folder_for(path: str) -> None:
+    """Raise unless ``path`` can be created: its nearest existing ancestor is a folder this process may
+    write in (checked before a run, not after it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write in the folder {folder}")
+
+
+def _timeline_path(text: str) -> str:
+    if not text.lower().endswith((".png", ".html", ".htm")):
+        raise argparse.ArgumentTypeError(f"{text}: the name must end in .png or .html")
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"{text}: no folder {folder}")
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a folder")
+    _writable_folder_for(text)
+    return text
+
+
+def _output_folder(text: str) -> str:
+    if os.path.exists(text) and not os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+    _writable_folder_for(os.path.join(text, "README.md"))
+    return text
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -21,6 +98,11 @@ def _serve(args: argparse.Namespace) -> int:
         brokers=args.brokers, host=args.host, port=args.port, default_partitions=args.partitions,
         offsets_partitions=args.offsets_partitions,
         coordinator=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms))
+    try:
+        server.start()
+    except OSError as error:
+        print(f"kgroup: {_listen_error(args, error)}", file=sys.stderr)
+        return 2
     stop = threading.Event()
 
     def on_signal(signum, frame) -> None:
@@ -28,13 +110,43 @@ def _serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    with server:
+    try:
         print(server.bootstrap_servers, flush=True)
         print(f"kgroup: {args.brokers} broker(s) serving the Kafka protocol; Ctrl-C stops", file=sys.stderr,
               flush=True)
         stop.wait()
+    finally:
+        server.stop()
     print("kgroup: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _listen_error(args: argparse.Namespace, error: OSError) -> str:
+    """What went wrong when the brokers tried to listen, naming the flag, its value and the broker."""
+    reason = error.strerror or str(error)
+    if isinstance(error, socket.gaierror) or error.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+        return f"--host {args.host}: cannot listen there: {reason}"
+    if args.port == 0:
+        return f"--host {args.host} --port 0: cannot listen on a free port: {reason}"
+    if error.errno == errno.EADDRINUSE:
+        # The server closed the ports it had bound; find the one another process holds.
+        for index in range(args.brokers):
+            if not _can_bind(args.host, args.port + index):
+                return (f"--port {args.port}: {args.host}:{args.port + index} (broker {index + 1}'s port) "
+                        f"is already in use")
+    last = args.port + args.brokers - 1
+    ports = str(args.port) if last == args.port else f"{args.port}-{last}"
+    return f"--port {args.port}: cannot listen on {args.host}:{ports}: {reason}"
+
+
+def _can_bind(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -75,9 +187,6 @@ def _simulate(args: argparse.Namespace) -> int:
     from kgroup.sim import parse_schedule, run
 
     config = _sim_config(args)
-    if args.timeline and not args.timeline.lower().endswith((".png", ".html", ".htm")):
-        print(f"kgroup: --timeline {args.timeline}: the name must end in .png or .html", file=sys.stderr)
-        return 2
     if args.schedule:
         with open(args.schedule) as file:
             schedule = parse_schedule(file.read())
@@ -92,6 +201,8 @@ def _simulate(args: argparse.Namespace) -> int:
         write_timeline(verdict.history, args.timeline, verdict.simulated_ms,
                        f"seed {verdict.seed}, {verdict.assignor}{' static' if config.static else ''}")
         print(f"timeline: {args.timeline}")
+    else:
+        print("timeline: none written (--timeline run.png draws one, --timeline run.html a page)")
     print("coverage: " + ", ".join(f"{k} {v}" for k, v in sorted(verdict.coverage.items())))
     if args.history:
         print(verdict.history.format())
@@ -103,11 +214,22 @@ def _simulate(args: argparse.Namespace) -> int:
 
 def _campaign(args: argparse.Namespace) -> int:
     from kgroup.sim import run
-    from kgroup.sim.campaign import run_campaign, summary_table
+    from kgroup.sim.campaign import CampaignInterrupted, run_campaign, summary_table
 
     config = _sim_config(args)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    result = run_campaign(seeds, config, args.workers, _progress("seeds"))
+    try:
+        with _ProgressBar("seed") as progress:
+            result = run_campaign(seeds, config, args.workers, progress)
+    except CampaignInterrupted as interrupted:
+        # Keep what finished: the summary of those seeds, their failures unshrunk (shrinking reruns).
+        if interrupted.result.outcomes:
+            print(summary_table(interrupted.result))
+        for outcome in interrupted.result.failed[:args.show]:
+            print(f"seed {outcome.seed} ({outcome.assignor}): {', '.join(outcome.checks_failed)}")
+        print(f"kgroup: interrupted after {len(interrupted.result.outcomes)} of {interrupted.planned} seeds"
+              f"{'; the summary covers those' if interrupted.result.outcomes else ''}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print(summary_table(result))
     for outcome in result.failed[:args.show]:
         print(f"seed {outcome.seed} ({outcome.assignor}): {', '.join(outcome.checks_failed)}")
@@ -117,15 +239,56 @@ def _campaign(args: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
-def _progress(unit: str):
-    """A progress bar on stderr: a line at every twentieth of the work."""
-    def progress(done: int, total: int, failed: int) -> None:
-        if done == total or done % max(1, total // 20) == 0:
-            print(f"  {done}/{total} {unit}, {failed} with violations", file=sys.stderr, flush=True)
-    return progress
+class _ProgressBar:
+    """Progress of a pool's runs on stderr (``done/total``, %, rate, ETA, runs with violations), from
+    the first run on; nothing when stderr is not a terminal (a log or a pipe).  tqdm draws it: it
+    measures the rate and the ETA, fits the terminal's width and keeps to one line."""
+
+    def __init__(self, unit: str) -> None:
+        self.unit = unit
+        self.bar: Any = None
+        # tqdm would stay quiet off a terminal too (disable=None), but still start its monitor thread.
+        self.on_terminal = _isatty(sys.stderr)
+
+    def __call__(self, done: int, total: int, failed: int) -> None:
+        if not self.on_terminal:
+            return
+        if self.bar is None:
+            from tqdm import tqdm
+
+            # A pseudo-terminal nobody sized (``script`` run from a pipe) reports 0 x 0, where tqdm
+            # draws nothing: then 80 x 24.
+            sized = _terminal_columns() > 0
+            self.bar = tqdm(total=total, unit=self.unit, file=sys.stderr, disable=None, dynamic_ncols=sized,
+                            ncols=None if sized else 80, nrows=None if sized else 24, smoothing=0.1,
+                            mininterval=0.2)
+        self.bar.set_postfix_str(f"{failed} violated", refresh=False)
+        self.bar.update(done - self.bar.n)
+
+    def __enter__(self) -> "_ProgressBar":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False
+
+
+def _terminal_columns() -> int:
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (AttributeError, OSError, ValueError):  # not a terminal, or no file descriptor
+        return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
+    from kgroup.sim.campaign import CampaignInterrupted
     from kgroup.sim.compare import SCENARIOS, run_comparison, write_report
 
     base = _sim_config(args)
@@ -135,8 +298,15 @@ def _compare(args: argparse.Namespace) -> int:
         with open(args.notes, encoding="utf-8") as file:
             notes = file.read()
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    comparison = run_comparison(seeds, base, scenarios, workers=args.workers, progress=_progress("runs"))
-    command = "kgroup compare " + shlex.join(args.argv)
+    try:
+        with _ProgressBar("run") as progress:
+            comparison = run_comparison(seeds, base, scenarios, workers=args.workers, progress=progress)
+    except CampaignInterrupted as interrupted:
+        # A report compares every variant on the same seeds: a part of the runs would not.
+        print(f"kgroup: interrupted after {len(interrupted.result.outcomes)} of {interrupted.planned} runs; "
+              f"no report written", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    command = "kgroup compare " + shlex.join(_in_report_folder(args.argv, args.out))
     path = write_report(comparison, args.out, command, notes)
     result = comparison.result
     print(f"{len(result.outcomes)} runs ({len(comparison.seeds)} seeds x {len(scenarios)} scenario(s) x "
@@ -148,6 +318,29 @@ def _compare(args: argparse.Namespace) -> int:
         for violation in outcome.violations[:3]:
             print(f"  ! {violation}")
     return 1 if failed else 0
+
+
+def _in_report_folder(argv: List[str], out: str) -> List[str]:
+    """``compare``'s arguments as they read when run in the report's folder (the report quotes them):
+    ``--out .`` and ``--notes`` relative to that folder, wherever the command was run from."""
+    paths = {"--out": lambda _: ".", "--notes": lambda path: os.path.relpath(path, out)}
+    result: List[str] = []
+    pending = None
+    for token in argv:
+        if pending is not None:
+            result.append(paths[pending](token))
+            pending = None
+        elif token in paths:
+            result.append(token)
+            pending = token
+        elif token.split("=", 1)[0] in paths:
+            option, value = token.split("=", 1)
+            result.append(f"{option}={paths[option](value)}")
+        else:
+            result.append(token)
+    if not any(token.split("=", 1)[0] == "--out" for token in result):
+        result += ["--out", "."]
+    return result
 
 
 def _scenario_names(text: str) -> List[str]:
@@ -163,17 +356,18 @@ def _scenario_names(text: str) -> List[str]:
 
 def _pool_arguments(parser: argparse.ArgumentParser, seeds: int, seeds_help: str) -> None:
     """The seeds of a campaign or a comparison and the processes that run them."""
-    parser.add_argument("--seeds", type=int, default=seeds, help=f"{seeds_help} (default {seeds})")
+    parser.add_argument("--seeds", type=positive_int, default=seeds, help=f"{seeds_help} (default {seeds})")
     parser.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
-    parser.add_argument("--workers", type=int, default=None,
+    parser.add_argument("--workers", type=positive_int, default=None,
                         help="worker processes (default: os.cpu_count())")
 
 
 def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
     from kgroup.sim.simulator import ASSIGNOR_MIXES, ASSIGNORS, GROUP_PROTOCOLS, SERVER_ASSIGNORS
 
-    parser.add_argument("--members", type=int, default=5, help="consumers at the start (default 5)")
-    parser.add_argument("--partitions", type=int, default=12, help="partitions of the topic (default 12)")
+    parser.add_argument("--members", type=positive_int, default=5, help="consumers at the start (default 5)")
+    parser.add_argument("--partitions", type=positive_int, default=12,
+                        help="partitions of the topic (default 12)")
     if group:  # compare varies these itself
         names = tuple(dict.fromkeys(ASSIGNORS + tuple(ASSIGNOR_MIXES) + SERVER_ASSIGNORS + ("any",)))
         parser.add_argument("--assignor", choices=names, default="any",
@@ -188,14 +382,15 @@ def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
     parser.add_argument("--commit", choices=("auto", "sync", "async", "mixed", "retried"), default="mixed",
                         help="how the applications commit; mixed: each draws auto, sync or async; "
                              "retried: retried until a deadline without waiting (default mixed)")
-    parser.add_argument("--processing-ms", type=int, default=1, help="processing time per record (default 1)")
-    parser.add_argument("--duration-ms", type=int, default=60_000,
+    parser.add_argument("--processing-ms", type=non_negative_int, default=1,
+                        help="processing time per record (default 1)")
+    parser.add_argument("--duration-ms", type=positive_int, default=60_000,
                         help="simulated time with producers and faults (default 60000)")
     if group:  # compare runs its scenarios
         parser.add_argument("--faults", choices=("mixed", "static-bounce", "none"), default="mixed",
                             help="what the seed's schedule draws (default mixed)")
-    parser.add_argument("--max-faults", type=int, default=8,
-                        help="at most this many faults a seed (default 8)")
+    parser.add_argument("--max-faults", type=non_negative_int, default=8,
+                        help="at most this many faults a seed; 0: none (default 8)")
     if group:
         parser.add_argument("--no-shrink", action="store_true", help="do not shrink a failing schedule")
 
@@ -207,18 +402,18 @@ def _parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="serve an in-memory Kafka cluster over the wire protocol",
                                 description="Prints the bootstrap servers on stdout, then serves until "
                                             "interrupted (Ctrl-C or SIGTERM).")
-    serve.add_argument("--brokers", type=int, default=1, help="number of brokers (default 1)")
+    serve.add_argument("--brokers", type=positive_int, default=1, help="number of brokers (default 1)")
     serve.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=9092,
+    serve.add_argument("--port", type=port_number, default=9092,
                        help="port of broker 1; broker n listens on port+n-1; 0 picks free ports "
                             "(default 9092)")
-    serve.add_argument("--partitions", type=int, default=1,
+    serve.add_argument("--partitions", type=positive_int, default=1,
                        help="partitions of auto-created topics (default 1)")
-    serve.add_argument("--offsets-partitions", type=int, default=50,
+    serve.add_argument("--offsets-partitions", type=positive_int, default=50,
                        help="partitions of __consumer_offsets (default 50)")
-    serve.add_argument("--initial-rebalance-delay-ms", type=int, default=3000,
+    serve.add_argument("--initial-rebalance-delay-ms", type=non_negative_int, default=3000,
                        help="group.initial.rebalance.delay.ms (Kafka's default 3000)")
-    serve.set_defaults(run=_serve)
+    serve.set_defaults(run=_serve, parser=serve, check=_check_serve)
 
     simulate = commands.add_parser(
         "simulate", help="run one seeded simulation of a consumer group under faults and check it",
@@ -227,14 +422,14 @@ def _parser() -> argparse.ArgumentParser:
                     "schedule and what it covered.  Exit code 1 when an invariant is violated (then the "
                     "schedule is shrunk to a minimal failing one).")
     simulate.add_argument("--seed", type=int, default=None, help="the seed (default 0)")
-    simulate.add_argument("--schedule", metavar="FILE",
+    simulate.add_argument("--schedule", metavar="FILE", type=_existing_file,
                           help="replay this schedule (the format `simulate` prints) instead of the seed's")
     simulate.add_argument("--history", action="store_true", help="print the recorded history")
-    simulate.add_argument("--timeline", metavar="PATH",
+    simulate.add_argument("--timeline", metavar="PATH", type=_timeline_path,
                           help="write the run's timeline: PATH.png a picture, PATH.html a self-contained "
-                               "page")
+                               "page (default: none)")
     _sim_arguments(simulate)
-    simulate.set_defaults(run=_simulate)
+    simulate.set_defaults(run=_simulate, parser=simulate)
 
     campaign = commands.add_parser(
         "campaign", help="run many seeds in parallel processes and summarise",
@@ -242,9 +437,10 @@ def _parser() -> argparse.ArgumentParser:
                     "table and coverage, and the failing seeds with shrunk schedules.  Exit code 1 when any "
                     "seed violates an invariant.")
     _pool_arguments(campaign, 100, "how many seeds")
-    campaign.add_argument("--show", type=int, default=5, help="failing seeds to show and shrink (default 5)")
+    campaign.add_argument("--show", type=non_negative_int, default=5,
+                          help="failing seeds to show and shrink (default 5)")
     _sim_arguments(campaign)
-    campaign.set_defaults(run=_campaign)
+    campaign.set_defaults(run=_campaign, parser=campaign)
 
     compare = commands.add_parser(
         "compare", help="compare group configurations on the same fault schedules: a markdown report",
@@ -257,14 +453,16 @@ def _parser() -> argparse.ArgumentParser:
                     "violations) and one PNG per scenario.  Exit code 1 when any run violates an "
                     "invariant.")
     _pool_arguments(compare, 20, "seeds per scenario")
-    compare.add_argument("--out", default="kgroup-compare", metavar="DIR",
+    compare.add_argument("--out", default="kgroup-compare", metavar="DIR", type=_output_folder,
                          help="where README.md and the plots go (default ./kgroup-compare)")
     compare.add_argument("--scenarios", type=_scenario_names, default=["mixed", "bounces"],
                          help="comma-separated: mixed, bounces (default both)")
-    compare.add_argument("--notes", metavar="FILE", help="markdown appended to the report under Notes")
-    compare.add_argument("--show", type=int, default=5, help="violating runs to print (default 5)")
+    compare.add_argument("--notes", metavar="FILE", type=_existing_file,
+                         help="markdown appended to the report under Notes")
+    compare.add_argument("--show", type=non_negative_int, default=5,
+                         help="violating runs to print (default 5)")
     _sim_arguments(compare, group=False)
-    compare.set_defaults(run=_compare)
+    compare.set_defaults(run=_compare, parser=compare)
 
     from kgroup import demo
     summary, _, details = (demo.__doc__ or "").partition("\n\n")
@@ -272,15 +470,32 @@ def _parser() -> argparse.ArgumentParser:
                                        "fail over its coordinator (the README's main job)",
                                        description=summary, epilog=details,
                                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    demo_command.set_defaults(run=_demo)
+    demo_command.set_defaults(run=_demo, parser=demo_command)
     return parser
 
 
+def _check_serve(args: argparse.Namespace) -> Optional[str]:
+    last = args.port + args.brokers - 1
+    if args.port and last > 65535:
+        return (f"argument --port: {args.port} with --brokers {args.brokers}: broker {args.brokers} would "
+                f"listen on port {last}, past 65535")
+    return None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the command's own usage, not the top level's
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    problem = getattr(args, "check", lambda _: None)(args)
+    if problem:
+        args.parser.error(problem)
     args.argv = list(sys.argv[2:] if argv is None else argv[1:])
     try:
         return args.run(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line (pool workers ignore it; the pool is stopped by then)
+        print("kgroup: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except Exception as error:  # a config or bind error: one line, no traceback
         from kgroup.errors import KGroupError
         if isinstance(error, (KGroupError, OSError)):

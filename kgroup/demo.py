@@ -1,11 +1,13 @@
-"""The main job for now: assign a realistic group with every strategy.
+"""kgroup's demo: assign a realistic group with every strategy, then fail over its coordinator.
 
 Run ``python -m kgroup.demo`` or ``kgroup demo``.  Twelve consumers on three racks (four of
 them static, two with a different subscription) share four topics; each
 strategy assigns them fresh, then one consumer leaves and one joins.  For
 each strategy it prints per-member partition counts, balance, how many
 partitions changed owner, how many are on a replica's rack, and for
-cooperative-sticky the two rounds of each rebalance.
+cooperative-sticky the two rounds of each rebalance.  Then a consumer group
+runs on the in-memory cluster, on a mock clock, while the broker hosting its
+coordinator dies (``kgroup.demo_failover``).
 """
 from __future__ import annotations
 

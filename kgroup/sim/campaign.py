@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import threading
 import time
+from multiprocessing.pool import Pool
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import attrs
 
+from kgroup.errors import ConfigError
 from kgroup.sim.metrics import RunMetrics, run_metrics
 from kgroup.sim.schedule import Schedule
 from kgroup.sim.simulator import SimConfig, run
 
-__all__ = ["CampaignResult", "Job", "SeedOutcome", "run_campaign", "run_jobs", "summary_table"]
+__all__ = ["CampaignInterrupted", "CampaignResult", "Job", "SeedOutcome", "run_campaign", "run_jobs",
+           "summary_table"]
 
 #: One run: a seed (its own schedule) or a schedule (replayed with its seed's streams), and the config.
 Job = Tuple[Union[int, Schedule], SimConfig]
@@ -58,6 +63,16 @@ class CampaignResult:
         return totals
 
 
+class CampaignInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) while :func:`run_jobs` ran: every worker process is stopped by then.  ``result``
+    holds the runs that finished, in the jobs' order; ``planned`` is how many there were."""
+
+    def __init__(self, result: CampaignResult, planned: int) -> None:
+        super().__init__(f"interrupted after {len(result.outcomes)} of {planned} runs")
+        self.result = result
+        self.planned = planned
+
+
 def run_one(job: Job) -> SeedOutcome:
     seed_or_schedule, config = job
     verdict = run(seed_or_schedule, config)
@@ -76,8 +91,12 @@ def run_campaign(seeds: Iterable[int], config: SimConfig, workers: Optional[int]
 def run_jobs(jobs: Sequence[Job], workers: Optional[int] = None,
              progress: Optional[Callable[[int, int, int], None]] = None) -> CampaignResult:
     """Run every job on ``workers`` processes (default ``os.cpu_count()``; 1 runs them here);
-    ``progress(done, total, failed)`` after each.  The outcomes come back in the jobs' order."""
-    workers = max(1, workers or os.cpu_count() or 1)
+    ``progress(done, total, failed)`` once before the first and after each.  The outcomes come back in
+    the jobs' order.  Ctrl-C raises :class:`CampaignInterrupted` with the runs finished so far, after
+    stopping the workers (they ignore SIGINT themselves, so only this process reports it)."""
+    if workers is not None and workers < 1:
+        raise ConfigError(f"workers must be >= 1, got {workers}")
+    workers = workers or os.cpu_count() or 1
     started = time.perf_counter()
     outcomes: Dict[int, SeedOutcome] = {}
     failed = 0
@@ -89,16 +108,58 @@ def run_jobs(jobs: Sequence[Job], workers: Optional[int] = None,
         if progress is not None:
             progress(len(outcomes), len(jobs), failed)
 
-    if workers == 1:
-        for index, job in enumerate(jobs):
-            collect(index, run_one(job))
-    else:
-        with multiprocessing.Pool(workers) as pool:
-            chunksize = max(1, len(jobs) // (workers * 8))
-            for index, outcome in pool.imap_unordered(_run_indexed, enumerate(jobs), chunksize=chunksize):
-                collect(index, outcome)
+    try:
+        if progress is not None:
+            progress(0, len(jobs), 0)
+        if workers == 1:
+            for index, job in enumerate(jobs):
+                collect(index, run_one(job))
+        else:
+            with _pool(workers) as pool:
+                # One job a chunk: a run takes tens of milliseconds or more, so the messages cost little,
+                # and progress moves from the first run on (chunks of jobs / (workers x 8) kept a
+                # 10,000-seed campaign silent for minutes).
+                for index, outcome in pool.imap_unordered(_run_indexed, enumerate(jobs), chunksize=1):
+                    collect(index, outcome)
+    except KeyboardInterrupt:
+        done = CampaignResult(tuple(outcomes[i] for i in sorted(outcomes)), time.perf_counter() - started,
+                              workers)
+        raise CampaignInterrupted(done, len(jobs)) from None
     return CampaignResult(tuple(outcomes[i] for i in range(len(jobs))), time.perf_counter() - started,
                           workers)
+
+
+def _ignore_interrupts() -> None:
+    """A pool worker's initializer: Ctrl-C reaches the whole process group, and the parent alone
+    answers it (it terminates the pool), so a worker neither dies with a traceback nor reports."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _pool(workers: int) -> Pool:
+    """A pool whose workers ignore SIGINT.
+
+    While the workers are forked, SIGINT is blocked in this thread, so each worker starts with it held
+    back until its initializer ignores it; and a Ctrl-C that meanwhile reaches another thread of this
+    process (a library's, such as tqdm's monitor) is only recorded, then raised once the pool exists,
+    so that the caller's handler can stop a whole pool, never half of one."""
+    if threading.current_thread() is not threading.main_thread():  # signals are the main thread's
+        return multiprocessing.Pool(workers, initializer=_ignore_interrupts)
+    interrupted: List[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: interrupted.append(signum))
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pool = multiprocessing.Pool(workers, initializer=_ignore_interrupts)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.default_int_handler)
+    if interrupted and callable(previous):
+        try:
+            previous(signal.SIGINT, None)  # Python's default handler raises KeyboardInterrupt
+        except BaseException:
+            pool.terminate()
+            raise
+    return pool
 
 
 def _run_indexed(indexed: Tuple[int, Job]) -> Tuple[int, SeedOutcome]:

@@ -285,7 +285,7 @@ def report_markdown(comparison: Comparison, command: str, notes: str = "") -> st
     consecutive = seeds == tuple(range(seeds[0], seeds[-1] + 1))
     seed_text = f"{seeds[0]}-{seeds[-1]}" if consecutive else str(list(seeds))
     lines = ["# Consumer group configurations compared on the same fault schedules", "",
-             "Regenerate (from the repository's root):", "", "```", command, "```", "",
+             "Regenerate (in this report's folder):", "", "```", command, "```", "",
              f"Seeds {seed_text} ({len(seeds)}); {base.members} members, {base.partitions} partitions, "
              f"{base.brokers} brokers, {base.duration_ms // 1000} simulated seconds of producing and faults "
              f"(at most {base.max_faults} a seed), session.timeout.ms {base.session_timeout_ms}, "

@@ -144,7 +144,7 @@ def generate_schedule(seed: int, plan: FaultPlan) -> Schedule:
     rng = random.Random(f"faults-{seed}")
     first_ms, last_ms = plan.window_ms
     faults: List[Fault] = []
-    if plan.mode == "none":
+    if plan.mode == "none" or (plan.mode == "mixed" and plan.max_faults == 0):
         return Schedule((), seed)
     if plan.mode == "static-bounce":
         at_ms = first_ms

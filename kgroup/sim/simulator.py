@@ -108,6 +108,10 @@ class SimConfig:
     network: NetworkConfig = NetworkConfig()
 
     def __attrs_post_init__(self) -> None:
+        for name, minimum in (("members", 1), ("partitions", 1), ("brokers", 1), ("duration_ms", 1),
+                              ("max_faults", 0), ("processing_ms_per_record", 0)):
+            if getattr(self, name) < minimum:
+                raise ConfigError(f"{name} must be >= {minimum}, got {getattr(self, name)}")
         if self.group_protocol not in GROUP_PROTOCOLS:
             raise ConfigError(f"group_protocol must be one of {', '.join(GROUP_PROTOCOLS)}, "
                               f"got {self.group_protocol!r}")

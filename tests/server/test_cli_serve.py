@@ -1,8 +1,11 @@
-"""`kgroup serve` / `python -m kgroup.server`: prints the bootstrap string, serves, stops on Ctrl-C."""
+"""`kgroup serve` / `python -m kgroup.server`: prints the bootstrap string, serves, stops on Ctrl-C; its
+errors name the flag and the value."""
 from __future__ import annotations
 
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -51,4 +54,47 @@ def test_serve_reports_a_taken_port_in_one_line_with_exit_code_2():
         process = _start("-m", "kgroup.server", "--port", port)
         _, stderr = process.communicate(timeout=30)
     assert process.returncode == 2
-    assert stderr.startswith("kgroup: ") and len(stderr.strip().splitlines()) == 1
+    assert stderr == f"kgroup: --port {port}: 127.0.0.1:{port} (broker 1's port) is already in use\n"
+
+
+def test_serve_names_the_broker_whose_port_is_taken():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        first = port - 1  # broker 2 would listen on the taken port
+        process = _start("-m", "kgroup.cli", "serve", "--brokers", "3", "--port", str(first))
+        _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 2 and len(stderr.splitlines()) == 1, stderr
+    match = re.fullmatch(
+        rf"kgroup: --port {first}: 127\.0\.0\.1:(\d+) \(broker (\d)'s port\) is already in use\n", stderr)
+    assert match, stderr
+    # Broker 2, unless another process happened to hold the first port too: the names agree either way.
+    assert int(match.group(1)) == first + int(match.group(2)) - 1 <= port
+
+
+@pytest.mark.parametrize("arguments, error", [
+    (["--port", "-1"], "argument --port: must be 0 or more, got -1"),
+    (["--port", "65536"], "argument --port: must be a port, 0 to 65535, got 65536"),
+    (["--port", "65535", "--brokers", "2"],
+     "argument --port: 65535 with --brokers 2: broker 2 would listen on port 65536, past 65535"),
+    (["--partitions", "0"], "argument --partitions: must be 1 or more, got 0"),
+    (["--brokers", "0"], "argument --brokers: must be 1 or more, got 0"),
+    (["--offsets-partitions", "0"], "argument --offsets-partitions: must be 1 or more, got 0"),
+    (["--initial-rebalance-delay-ms", "-1"],
+     "argument --initial-rebalance-delay-ms: must be 0 or more, got -1"),
+    (["--nope"], "unrecognized arguments: --nope"),
+])
+def test_a_bad_serve_argument_names_the_flag_and_the_value_under_serves_usage(arguments, error):
+    # A process, with a timeout: a value that slipped through would serve until interrupted.
+    process = _start("-m", "kgroup.cli", "serve", *arguments)
+    try:
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 2
+    assert stdout == "" and "Traceback" not in stderr
+    assert stderr.startswith("usage: kgroup serve ")
+    assert stderr.splitlines()[-1] == f"kgroup serve: error: {error}"

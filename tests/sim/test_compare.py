@@ -1,4 +1,6 @@
 """``kgroup compare``: the same schedules for every variant, the aggregation on known inputs, the report."""
+import os
+import shlex
 import subprocess
 import sys
 
@@ -92,6 +94,27 @@ def test_compare_writes_the_report_with_tables_and_plots(tmp_path, capsys):
     assert "40 runs (2 seeds x 2 scenario(s) x 10 variants)" in capsys.readouterr().out
 
 
+def test_the_reports_command_regenerates_it_in_the_reports_folder_wherever_it_was_run_from(
+        tmp_path, monkeypatch, capsys):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "notes.md").write_text("Measured on a laptop.\n")
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert main(["compare", "--seeds", "1", "--workers", "1", "--scenarios", "bounces",
+                 "--out=../reports/first", "--notes", "../notes.md", *TINY]) == 0
+    report = tmp_path / "reports" / "first" / "README.md"
+    lines = report.read_text().splitlines()
+    assert lines[2] == "Regenerate (in this report's folder):"
+    command = lines[5]
+    assert command.startswith("kgroup compare --seeds 1 --workers 1 --scenarios bounces --out=. "
+                              "--notes ../../notes.md ")
+    # Run as the report says, in its folder: the same report comes out.
+    monkeypatch.chdir(report.parent)
+    report.unlink()
+    assert main(shlex.split(command)[1:]) == 0
+    assert report.read_text().splitlines()[5] == command and "Measured on a laptop." in report.read_text()
+    capsys.readouterr()
+
+
 def test_compare_exits_1_when_a_variant_violates_an_invariant(tmp_path, capsys):
     with planted_bugs.assignor_double_assigns():  # range only; workers 1 so the patch is in effect
         code = main(["compare", "--seeds", "1", "--workers", "1", "--scenarios", "bounces",
@@ -111,4 +134,6 @@ def test_help_and_a_bad_scenario():
     assert "--out" in out and "--workers" in out and "exit code 1" in out.lower().replace("\n", " ")
     with pytest.raises(SystemExit):
         main(["compare", "--scenarios", "storms"])
-    assert main(["compare", "--seeds", "0", "--out", "unused"]) == 2  # a one-line error, no report
+    with pytest.raises(SystemExit) as exit_info:  # at parse time, naming the option; no report
+        main(["compare", "--seeds", "0", "--out", "unused"])
+    assert exit_info.value.code == 2 and not os.path.exists("unused")
