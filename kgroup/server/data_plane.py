@@ -43,6 +43,9 @@ _NIL_UUID = uuid.UUID(int=0)
 #: (or, here, CreatePartitions) request may add; more is refused with POLICY_VIOLATION.
 MAX_PARTITIONS_PER_REQUEST = 10_000
 _TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+#: Kafka's Topic.INTERNAL_TOPICS: clients may not write to them (ReplicaManager.appendToLocalLog
+#: answers InvalidTopicException unless the append comes from a coordinator).
+INTERNAL_TOPICS = frozenset((GROUP_METADATA_TOPIC, "__transaction_state"))
 
 
 @attrs.define
@@ -223,6 +226,10 @@ class DataPlane:
                     continue
                 if request.acks not in (0, 1, -1):
                     result.error_code = E.INVALID_REQUIRED_ACKS
+                    continue
+                if t.name in INTERNAL_TOPICS:
+                    result.error_code = E.INVALID_TOPIC_EXCEPTION
+                    result.error_message = f"Cannot append to internal topic {t.name}"
                     continue
                 p, code = self._led_partition(node_id, t.name, data.index)
                 if p is None:

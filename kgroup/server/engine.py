@@ -22,7 +22,6 @@ from kafka.protocol.api_key import ApiKey
 
 from kgroup.core.broker import BrokerUnreachable, RequestContext
 from kgroup.core.cluster.group_hosting import GroupHosting
-from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC
 from kgroup.core.coordinator import Delivery
 from kgroup.server import group_codec
 from kgroup.server.data_plane import DataPlane, ProduceWait
@@ -216,8 +215,6 @@ class ServerEngine:
         if api in group_codec.GROUP_APIS:
             return self._send_group(request_id, flight, connection, now_ms)
         if api is ApiKey.Produce:
-            if any(t.name == GROUP_METADATA_TOPIC for t in request.topic_data):
-                self._hosting_deadline_ms = None  # appends there can release held group answers
             response, waits = self.data.produce(node, request, version)
             if request.acks == 0:
                 # acks=0: Kafka sends no response at all.
