@@ -118,7 +118,8 @@ def metadata_one(address: tuple, topic: str) -> float:
 
     with connect(address) as sock:
         started = time.perf_counter()
-        call(sock, MetadataRequest(version=1, topics=[MetadataRequest.MetadataRequestTopic(version=1, name=topic)]))
+        topics = [MetadataRequest.MetadataRequestTopic(version=1, name=topic)]
+        call(sock, MetadataRequest(version=1, topics=topics))
         return time.perf_counter() - started
 
 
@@ -292,8 +293,8 @@ def trace(args: argparse.Namespace) -> None:
         engine.handle(1, frame, i)
         if i in checkpoints:
             grown = (tracemalloc.get_traced_memory()[0] - base) / 1e6
-            print(f"after {i:>9,} requests: traced memory +{grown:.1f} MB, {len(engine.trace)} trace entries",
-                  flush=True)
+            print(f"after {i:>9,} requests: traced memory +{grown:.1f} MB, "
+                  f"{len(engine.trace)} trace entries", flush=True)
     tracemalloc.stop()
 
 
@@ -307,7 +308,8 @@ def _engine(**options: Any) -> Any:
     from kgroup.server.engine import ServerEngine
 
     config = ServerConfig(**options)
-    cluster = ClusterStateMachine(ClusterConfig(broker_ids=config.broker_ids, default_replication_factor=1), 0)
+    cluster_config = ClusterConfig(broker_ids=config.broker_ids, default_replication_factor=1)
+    cluster = ClusterStateMachine(cluster_config, 0)
     hosting = GroupHosting(cluster, GroupHostingConfig(offsets_topic_partitions=config.offsets_partitions,
                                                        eager_replication=True), 0)
     return ServerEngine(hosting, DataPlane(cluster, config), 0)
@@ -363,7 +365,8 @@ def answers(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("idle")
     p.add_argument("--topics", type=int, default=10)

@@ -43,6 +43,7 @@ _NIL_UUID = uuid.UUID(int=0)
 #: (or, here, CreatePartitions) request may add; more is refused with POLICY_VIOLATION.
 MAX_PARTITIONS_PER_REQUEST = 10_000
 _TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+_ZSTD = 4
 #: Kafka's Topic.INTERNAL_TOPICS: clients may not write to them (ReplicaManager.appendToLocalLog
 #: answers InvalidTopicException unless the append comes from a coordinator).
 INTERNAL_TOPICS = frozenset((GROUP_METADATA_TOPIC, "__transaction_state"))
@@ -235,7 +236,7 @@ class DataPlane:
                 if p is None:
                     result.error_code = code
                     continue
-                wait = self._append(p, data.records, request.acks, result)
+                wait = self._append(p, data.records, request.acks, result, version)
                 if wait is not None:
                     waits.append(wait)
             topics.append(topic_cls(version=version, name=t.name, partition_responses=results))
@@ -245,9 +246,16 @@ class DataPlane:
         return ProduceResponse(version=version, throttle_time_ms=0, responses=topics), waits
 
     def _append(self, p: Partition, records: Optional[bytes], acks: int,
-                result: Any) -> Optional[ProduceWait]:
+                result: Any, version: int) -> Optional[ProduceWait]:
         try:
             batches = parse_batches(records)
+            # Kafka's ProduceRequest.validateRecords (v3+, every version served here).
+            if len(batches) != 1:
+                raise InvalidRecords(E.INVALID_RECORD, f"Produce requests with version {version} are only "
+                                     "allowed to contain exactly one record batch")
+            if version < 7 and batches[0].compression_type == _ZSTD:
+                raise InvalidRecords(E.UNSUPPORTED_COMPRESSION_TYPE,
+                                     f"Produce requests with version {version} cannot use zstd (KIP-110)")
             if any(b.is_transactional for b in batches):
                 raise InvalidRecords(E.INVALID_REQUEST, "transactions are not supported")
             if sum(len(b.data) for b in batches) > self.config.max_message_bytes:

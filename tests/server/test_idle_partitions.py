@@ -54,9 +54,10 @@ def test_serve_with_30000_partitions_stops_on_sigint_within_seconds(raw_client):
         client = raw_client(bootstrap.split(",")[0], timeout_s=60)
         topic_cls = CreateTopicsRequest.CreatableTopic
         for name in ("a", "b", "c"):
-            answer = client.request(CreateTopicsRequest(version=4, timeout_ms=60_000, validate_only=False, topics=[
+            create = CreateTopicsRequest(version=4, timeout_ms=60_000, validate_only=False, topics=[
                 topic_cls(version=4, name=name, num_partitions=10_000, replication_factor=3, assignments=[],
-                          configs=[])]), timeout_s=60)
+                          configs=[])])
+            answer = client.request(create, timeout_s=60)
             assert answer.topics[0].error_code == 0
         process.send_signal(signal.SIGINT)
         signalled = time.monotonic()

@@ -37,8 +37,8 @@ def _produce(topic: str, batch: bytes, version: int = 7) -> ProduceRequest:
 
 
 @pytest.mark.parametrize("topic", [GROUP_METADATA_TOPIC, "__transaction_state"])
-def test_a_client_produce_to_an_internal_topic_is_refused_and_appends_nothing(server1, raw_client, make_records,
-                                                                             topic):
+def test_a_client_produce_to_an_internal_topic_is_refused_and_appends_nothing(
+        server1, raw_client, make_records, topic):
     def offsets_log_end() -> int:
         assert server1.cluster is not None
         return server1.cluster.partition(GROUP_METADATA_TOPIC, 0).leader_log().leo
