@@ -26,7 +26,7 @@ from kgroup.core.coordinator import Delivery
 from kgroup.server import group_codec
 from kgroup.server.data_plane import DataPlane, ProduceWait
 from kgroup.server.error_answers import error_answer
-from kgroup.server.faults import FaultRules, TraceEntry, error_codes_of
+from kgroup.server.faults import FaultRules, RequestTrace, TraceEntry, error_codes_of
 from kgroup.server.frames import (
     DecodedRequest, FrameError, UnsupportedRequestVersion, api_versions_response, decode_request,
     encode_response, peek_client_id, peek_header, response_version_for,
@@ -91,8 +91,8 @@ class ServerEngine:
         self.cluster = hosting.cluster
         self.data = data_plane
         self.faults = FaultRules()
-        #: Every request and how it was answered, in arrival order.
-        self.trace: List[TraceEntry] = []
+        #: The latest requests and how they were answered, in arrival order (a bounded ring).
+        self.trace = RequestTrace(data_plane.config.trace_entries)
         self._connections: Dict[int, _Connection] = {}
         self._in_flight: Dict[int, _InFlight] = {}
         self._delayed: List[_Delayed] = []
@@ -348,7 +348,8 @@ class ServerEngine:
         decoded = flight.decoded
         data = encode_response(response, decoded.api_version, decoded.correlation_id)
         entry = flight.trace
-        entry.error_codes = error_codes_of(response)
+        if self.trace.enabled:
+            entry.error_codes = error_codes_of(response)
         if entry.outcome == "pending":
             entry.outcome = "answered"
         reply = Reply(flight.connection_id, data)

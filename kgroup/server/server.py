@@ -347,7 +347,8 @@ class KafkaServer:
     # -- trace ----------------------------------------------------------------------------------------
 
     def trace(self, api: Optional[str] = None, client_id: Optional[str] = None) -> List[TraceEntry]:
-        """A copy of the request trace, optionally only one API and/or client."""
+        """A copy of the request trace (the latest ``ServerConfig.trace_entries`` requests),
+        optionally only one API and/or client."""
         def work() -> List[TraceEntry]:
             assert self.engine is not None
             name = _api_name(api)
