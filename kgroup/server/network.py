@@ -2,9 +2,15 @@
 
 Thin on purpose: a connection cuts its byte stream into frames (Kafka's 4-byte size
 prefix), hands one frame at a time to :class:`~kgroup.server.engine.ServerEngine` and
-writes back what the engine answers.  Like a Kafka broker's network thread it reads a
-connection's next request only after the previous one was answered, so responses go out
-in request order.  A single timer wakes the engine at its next deadline.
+writes back what the engine answers.  A single timer wakes the engine at its next deadline.
+
+Backpressure, as Kafka's SocketServer mutes a channel (Selector.mute) from the moment it
+reads a request until that request's response has been sent in full: a connection hands
+its next request to the engine only after the previous answer left the process (the
+transport's write buffer is empty: its high-water mark is 0), and stops reading from the
+socket while a complete request is waiting behind the one in progress.  So responses go
+out in request order, and a client that sends without reading holds at most one response
+and one queued request of server memory; the rest waits in its own socket buffers.
 """
 from __future__ import annotations
 
@@ -34,6 +40,9 @@ class _Connection(asyncio.Protocol):
         self._buffer = bytearray()
         self._frames: Deque[bytes] = deque()
         self._busy = False
+        #: The previous answer is still in the transport's buffer (the client is not reading).
+        self._writing_paused = False
+        self._reading_paused = False
         self.closed = False
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
@@ -45,6 +54,9 @@ class _Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # pause_writing as soon as an answer does not fit in the kernel's buffer; resume_writing once
+        # it all went out.
+        transport.set_write_buffer_limits(high=0, low=0)
         self.network.opened(self, host)
 
     def data_received(self, data: bytes) -> None:
@@ -62,6 +74,17 @@ class _Connection(asyncio.Protocol):
                 self._frames.append(bytes(view[4:4 + size]))  # one copy, not a bytearray slice and then bytes
             del self._buffer[:4 + size]
         self._next()
+        if self._frames and not self._reading_paused and not self.closed and self.transport is not None:
+            # A request is waiting behind the one in progress: read no more until it is taken.
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._next()
 
     def connection_lost(self, exc) -> None:
         if not self.closed and self._buffer:
@@ -76,10 +99,14 @@ class _Connection(asyncio.Protocol):
     # -- engine side ------------------------------------------------------------------------------
 
     def _next(self) -> None:
-        if self._busy or self.closed or not self._frames:
+        if self._busy or self._writing_paused or self.closed or not self._frames:
             return
         self._busy = True
-        self.network.handle(self, self._frames.popleft())
+        frame = self._frames.popleft()
+        if self._reading_paused and not self._frames and self.transport is not None:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        self.network.handle(self, frame)
 
     def deliver(self, reply: Reply) -> None:
         if self.closed or self.transport is None:
@@ -102,6 +129,17 @@ class _Connection(asyncio.Protocol):
 
 class Network:
     """Listeners and connections of every broker, on one event loop."""
+
+    def buffered_bytes(self) -> int:
+        """Bytes held for every connection: answers not yet taken by the kernel and requests read
+        but not yet handled (what a client that stops reading can make the server keep)."""
+        total = 0
+        for connection in self.connections.values():
+            transport = connection.transport
+            if transport is not None and not connection.closed:
+                total += transport.get_write_buffer_size()
+            total += len(connection._buffer) + sum(len(frame) for frame in connection._frames)
+        return total
 
     def __init__(self, engine: ServerEngine, clock: Callable[[], int], host: str, real_time: bool) -> None:
         self.engine = engine

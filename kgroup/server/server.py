@@ -344,6 +344,10 @@ class KafkaServer:
             return len(ids)
         return self._call(work)
 
+    def buffered_bytes(self) -> int:
+        """Bytes the server holds for its connections: unsent answers and unhandled requests."""
+        return self._call(lambda: self._network.buffered_bytes() if self._network else 0)
+
     # -- trace ----------------------------------------------------------------------------------------
 
     def trace(self, api: Optional[str] = None, client_id: Optional[str] = None) -> List[TraceEntry]:
