@@ -38,6 +38,9 @@ class ServerConfig:
     cluster_id: str = "kgroup-in-memory"
     #: The first producer id InitProducerId hands out.
     first_producer_id: int = 1000
+    #: How many of the latest requests ``KafkaServer.trace()`` keeps (a ring buffer, about 250
+    #: bytes an entry: 10,000 is ~2.5 MB); 0 keeps none and skips the per-answer error-code walk.
+    trace_entries: int = 10_000
 
     def __attrs_post_init__(self) -> None:
         checks: Tuple[Tuple[bool, str], ...] = (
@@ -52,6 +55,7 @@ class ServerConfig:
              f"min_insync_replicas must be >= 1, got {self.min_insync_replicas}"),
             (self.max_message_bytes >= 1, f"max_message_bytes must be >= 1, got {self.max_message_bytes}"),
             (self.group_load_time_ms >= 0, f"group_load_time_ms must be >= 0, got {self.group_load_time_ms}"),
+            (self.trace_entries >= 0, f"trace_entries must be >= 0, got {self.trace_entries}"),
         )
         for ok, message in checks:
             if not ok:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 import uuid
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Generator, List, Optional, Tuple
 
 import attrs
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
@@ -45,6 +45,10 @@ _NIL_UUID = uuid.UUID(int=0)
 #: (or, here, CreatePartitions) request may add; more is refused with POLICY_VIOLATION.
 MAX_PARTITIONS_PER_REQUEST = 10_000
 _TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+_ZSTD = 4
+#: Kafka's Topic.INTERNAL_TOPICS: clients may not write to them (ReplicaManager.appendToLocalLog
+#: answers InvalidTopicException unless the append comes from a coordinator).
+INTERNAL_TOPICS = frozenset((GROUP_METADATA_TOPIC, "__transaction_state"))
 
 
 @attrs.define
@@ -100,6 +104,8 @@ class DataPlane:
         self.cluster = cluster
         self.config = config
         self._topic_ids: Dict[str, uuid.UUID] = {}
+        #: The reverse of ``_topic_ids`` (stale names are checked against it on lookup).
+        self._names_by_id: Dict[uuid.UUID, List[str]] = {}
         self._creations = itertools.count()
         self._producer_ids = itertools.count(config.first_producer_id)
         self._producers: Dict[Tuple[str, int, int], _ProducerState] = {}
@@ -112,6 +118,7 @@ class DataPlane:
         if found is None:
             found = uuid.uuid5(uuid.NAMESPACE_URL, f"kgroup:{name}:{next(self._creations)}")
             self._topic_ids[name] = found
+            self._names_by_id.setdefault(found, []).append(name)
         return found
 
     def topic_name(self, topic_id: uuid.UUID) -> Optional[str]:
@@ -124,8 +131,11 @@ class DataPlane:
         return partitions is not None and 0 <= partition < len(partitions)
 
     def _topic_by_id(self, topic_id: uuid.UUID) -> Optional[str]:
-        for name in self.cluster.topics:
-            if self.topic_id(name) == topic_id:
+        if len(self._topic_ids) < len(self.cluster.topics):
+            for name in self.cluster.topics:  # topics created behind the data plane's back get ids
+                self.topic_id(name)
+        for name in self._names_by_id.get(topic_id, ()):
+            if name in self.cluster.topics and self._topic_ids.get(name) == topic_id:
                 return name
         return None
 
@@ -161,19 +171,34 @@ class DataPlane:
     # -- Metadata ----------------------------------------------------------------------------
 
     def metadata(self, node_id: int, request: Any, version: int) -> Any:
+        steps = self.metadata_in_slices(node_id, request, version, None)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def metadata_in_slices(self, node_id: int, request: Any, version: int,
+                           slice_topics: Optional[int]) -> Generator[None, None, Any]:
+        """The Metadata answer, pausing (yielding) after every ``slice_topics`` named topics so a
+        request naming hundreds of thousands of them never holds the event loop for long; the
+        answer is the generator's return value."""
         broker_cls = MetadataResponse.MetadataResponseBroker
         topic_cls = MetadataResponse.MetadataResponseTopic
         brokers = []
-        for b in sorted(self.cluster.live_brokers()):
+        live = set(self.cluster.live_brokers())
+        for b in sorted(live):
             host, port = self.cluster.config.listener(b)
             brokers.append(broker_cls(version=version, node_id=b, host=host, port=port, rack=None))
-        if request.topics is None or (version == 0 and not request.topics):
-            wanted: List[Tuple[Optional[str], Optional[uuid.UUID]]] = [(n, None) for n in self.cluster.topics]
-        else:
-            wanted = [(t.name, t.topic_id if version >= 10 else None) for t in request.topics]
+        every_topic = request.topics is None or (version == 0 and not request.topics)
+        asked: List[Any] = list(self.cluster.topics) if every_topic else request.topics
         auto_create = self.config.auto_create_topics and (version < 4 or request.allow_auto_topic_creation)
         topics = []
-        for name, topic_id in wanted:
+        for position, item in enumerate(asked):
+            if slice_topics and position and position % slice_topics == 0:
+                yield None
+            name: Optional[str] = item if every_topic else item.name
+            topic_id: Optional[uuid.UUID] = None if every_topic or version < 10 else item.topic_id
             if name is None:
                 name = self._topic_by_id(topic_id) if topic_id not in (None, _NIL_UUID) else None
                 if name is None:
@@ -191,8 +216,8 @@ class DataPlane:
                 continue
             topics.append(topic_cls(
                 version=version, error_code=E.NONE, name=name, topic_id=self.topic_id(name),
-                is_internal=name == GROUP_METADATA_TOPIC,
-                partitions=[self._partition_metadata(p, version) for p in self.cluster.topics[name]]))
+                is_internal=name in INTERNAL_TOPICS,
+                partitions=[self._partition_metadata(p, version, live) for p in self.cluster.topics[name]]))
         response = MetadataResponse(
             version=version, throttle_time_ms=0, brokers=brokers, cluster_id=self.config.cluster_id,
             controller_id=self.cluster.controller_id if self.cluster.controller_id is not None else -1,
@@ -200,8 +225,8 @@ class DataPlane:
         _set_authorized_operations(response, request, version)
         return response
 
-    def _partition_metadata(self, p: Partition, version: int) -> Any:
-        live = set(self.cluster.live_brokers())
+    @staticmethod
+    def _partition_metadata(p: Partition, version: int, live: set) -> Any:
         partition_cls = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
         return partition_cls(
             version=version, error_code=E.NONE if p.leader is not None else E.LEADER_NOT_AVAILABLE,
@@ -246,11 +271,15 @@ class DataPlane:
                 if request.acks not in (0, 1, -1):
                     result.error_code = E.INVALID_REQUIRED_ACKS
                     continue
+                if t.name in INTERNAL_TOPICS:
+                    result.error_code = E.INVALID_TOPIC_EXCEPTION
+                    result.error_message = f"Cannot append to internal topic {t.name}"
+                    continue
                 p, code = self._led_partition(node_id, t.name, data.index)
                 if p is None:
                     result.error_code = code
                     continue
-                wait = self._append(p, data.records, request.acks, result)
+                wait = self._append(p, data.records, request.acks, result, version)
                 if wait is not None:
                     waits.append(wait)
             topics.append(topic_cls(version=version, name=t.name, partition_responses=results))
@@ -260,9 +289,16 @@ class DataPlane:
         return ProduceResponse(version=version, throttle_time_ms=0, responses=topics), waits
 
     def _append(self, p: Partition, records: Optional[bytes], acks: int,
-                result: Any) -> Optional[ProduceWait]:
+                result: Any, version: int) -> Optional[ProduceWait]:
         try:
             batches = parse_batches(records)
+            # Kafka's ProduceRequest.validateRecords (v3+, every version served here).
+            if len(batches) != 1:
+                raise InvalidRecords(E.INVALID_RECORD, f"Produce requests with version {version} are only "
+                                     "allowed to contain exactly one record batch")
+            if version < 7 and batches[0].compression_type == _ZSTD:
+                raise InvalidRecords(E.UNSUPPORTED_COMPRESSION_TYPE,
+                                     f"Produce requests with version {version} cannot use zstd (KIP-110)")
             if any(b.is_transactional for b in batches):
                 raise InvalidRecords(E.INVALID_REQUEST, "transactions are not supported")
             if sum(len(b.data) for b in batches) > self.config.max_message_bytes:

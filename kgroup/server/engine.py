@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import itertools
 import logging
-from typing import Any, Callable, Dict, Hashable, List, Optional
+from collections import deque
+from typing import Any, Callable, Deque, Dict, Hashable, Iterator, List, Optional
 
 import attrs
 from kafka.protocol.api_key import ApiKey
+from kafka.protocol.metadata import MetadataResponse
 
 from kgroup.core.broker import BrokerUnreachable, RequestContext
 from kgroup.core.cluster.group_hosting import GroupHosting
-from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC
 from kgroup.core.coordinator import Delivery
 from kgroup.server import group_codec
 from kgroup.server.data_plane import DataPlane, ProduceWait
 from kgroup.server.error_answers import error_answer
-from kgroup.server.faults import FaultRules, TraceEntry, error_codes_of
+from kgroup.server.faults import FaultRules, RequestTrace, TraceEntry, error_codes_of
 from kgroup.server.frames import (
     DecodedRequest, FrameError, UnsupportedRequestVersion, api_versions_response, decode_request,
     encode_response, peek_client_id, peek_header, response_version_for,
@@ -49,6 +50,13 @@ class Reply:
     connection_id: int
     data: Optional[bytes] = None
     close: bool = False
+    #: A large answer's encoding, left to the caller (the network layer runs it off the event
+    #: loop): call it for ``data``.  None for every answer small enough to encode at once.
+    encode: Optional[Callable[[], bytes]] = None
+
+    def frame(self) -> Optional[bytes]:
+        """The response frame to send, encoding a deferred answer here if need be."""
+        return self.encode() if self.encode is not None else self.data
 
 
 @attrs.define
@@ -81,6 +89,15 @@ class _InFlight:
 
 
 @attrs.define
+class _Job:
+    """A request answered in slices between other work (see :meth:`ServerEngine.work`)."""
+
+    request_id: int
+    flight: _InFlight
+    steps: Iterator[Any]
+
+
+@attrs.define
 class _Delayed:
     due_ms: int
     reply: Reply
@@ -92,11 +109,13 @@ class ServerEngine:
         self.cluster = hosting.cluster
         self.data = data_plane
         self.faults = FaultRules()
-        #: Every request and how it was answered, in arrival order.
-        self.trace: List[TraceEntry] = []
+        #: The latest requests and how they were answered, in arrival order (a bounded ring).
+        self.trace = RequestTrace(data_plane.config.trace_entries)
         self._connections: Dict[int, _Connection] = {}
         self._in_flight: Dict[int, _InFlight] = {}
         self._delayed: List[_Delayed] = []
+        #: Requests answered in slices, oldest first (a Metadata request naming 300,000 topics).
+        self._jobs: Deque[_Job] = deque()
         self._ids = itertools.count(1)
         self._now_ms = now_ms
         #: ``hosting.next_deadline_ms()`` while nothing changed it (None: unknown, ask again).
@@ -122,8 +141,19 @@ class ServerEngine:
 
     # -- requests ----------------------------------------------------------------------------
 
-    def handle(self, connection_id: int, frame: bytes, now_ms: int) -> List[Reply]:
-        """Answer one request frame (its length prefix already removed)."""
+    @staticmethod
+    def decode(frame: bytes) -> Any:
+        """What :meth:`handle` makes of ``frame``: the DecodedRequest, or the FrameError or
+        UnsupportedRequestVersion it raised.  Pure, so a caller may run it on another thread for
+        a large frame and pass the outcome to ``handle(..., decoded=outcome)``."""
+        try:
+            return decode_request(frame)
+        except (FrameError, UnsupportedRequestVersion) as error:
+            return error
+
+    def handle(self, connection_id: int, frame: bytes, now_ms: int, decoded: Any = None) -> List[Reply]:
+        """Answer one request frame (its length prefix already removed); ``decoded`` is
+        :meth:`decode`'s outcome for it when the caller decoded it already."""
         out = self._advance(now_ms)
         connection = self._connections.get(connection_id)
         if connection is None:
@@ -133,7 +163,10 @@ class ServerEngine:
             out.append(Reply(connection_id, close=True))
             return out
         try:
-            decoded = decode_request(frame)
+            if decoded is None:
+                decoded = decode_request(frame)
+            elif isinstance(decoded, Exception):
+                raise decoded
         except UnsupportedRequestVersion as unsupported:
             connection.client_id = _client_id(frame, connection)
             out.append(self._unsupported(connection_id, connection, unsupported, now_ms))
@@ -203,6 +236,34 @@ class ServerEngine:
         out.extend(self._settle(now_ms))
         return out
 
+    def has_work(self) -> bool:
+        """Whether a request answered in slices is still being worked on (call :meth:`work`)."""
+        return bool(self._jobs)
+
+    def work(self, now_ms: int) -> List[Reply]:
+        """Do one slice of the oldest sliced request (a few milliseconds at most); its answer
+        once the last slice is done.  The caller serves other clients between calls."""
+        if not self._jobs:
+            return []
+        job = self._jobs[0]
+        try:
+            next(job.steps)
+        except StopIteration as done:
+            self._jobs.popleft()
+            self._in_flight.pop(job.request_id, None)
+            return self._answer(job.flight, done.value, now_ms)
+        except Exception as error:  # as in handle: a bug costs one request, never the server
+            self._jobs.popleft()
+            self._in_flight.pop(job.request_id, None)
+            decoded = job.flight.decoded
+            log.exception("%s v%d from %r failed", decoded.api_key.name, decoded.api_version,
+                          decoded.client_id)
+            job.flight.trace.fault = job.flight.trace.fault or f"handler raised {type(error).__name__}"
+            failed = self._error_answer(decoded, WireError.UNKNOWN_SERVER_ERROR)
+            return self._answer(job.flight, failed, now_ms)
+        self._jobs.rotate(-1)  # round robin between sliced requests
+        return []
+
     # -- dispatch ----------------------------------------------------------------------------
 
     @staticmethod
@@ -216,8 +277,6 @@ class ServerEngine:
         if api in group_codec.GROUP_APIS:
             return self._send_group(request_id, flight, connection, now_ms)
         if api is ApiKey.Produce:
-            if any(t.name == GROUP_METADATA_TOPIC for t in request.topic_data):
-                self._hosting_deadline_ms = None  # appends there can release held group answers
             response, waits = self.data.produce(node, request, version)
             if request.acks == 0:
                 # acks=0: Kafka sends no response at all.
@@ -231,6 +290,11 @@ class ServerEngine:
             return []
         if api is ApiKey.Fetch:
             flight.fetch_deadline_ms = now_ms + max(request.max_wait_ms, 0)
+            return []
+        if api is ApiKey.Metadata and request.topics and len(request.topics) > METADATA_SLICE_TOPICS:
+            # Thousands of names: resolved a slice at a time, with other clients served in between.
+            self._jobs.append(_Job(request_id, flight, self.data.metadata_in_slices(
+                node, request, version, METADATA_SLICE_TOPICS)))
             return []
         simple = {
             ApiKey.ApiVersions: lambda: api_versions_response(version),
@@ -349,12 +413,20 @@ class ServerEngine:
 
     def _answer(self, flight: _InFlight, response: Any, now_ms: int) -> List[Reply]:
         decoded = flight.decoded
-        data = encode_response(response, decoded.api_version, decoded.correlation_id)
         entry = flight.trace
-        entry.error_codes = error_codes_of(response)
         if entry.outcome == "pending":
             entry.outcome = "answered"
-        reply = Reply(flight.connection_id, data)
+        if _entries_in(response) > DEFERRED_ENCODING_ENTRIES:
+            # Encoding it takes long: the caller does it (off the event loop), the trace's error
+            # codes with it.  Nothing changes the response once answered, so that is safe.
+            reply = Reply(flight.connection_id, encode=_Encoding(
+                response, decoded.api_version, decoded.correlation_id, entry if self.trace.enabled else None,
+                decoded.request))
+        else:
+            data = encode_response(response, decoded.api_version, decoded.correlation_id)
+            if self.trace.enabled:
+                entry.error_codes = error_codes_of(response)
+            reply = Reply(flight.connection_id, data)
         if flight.delay_ms > 0:
             entry.answered_ms = now_ms + flight.delay_ms
             self._delayed.append(_Delayed(now_ms + flight.delay_ms, reply))
@@ -397,6 +469,51 @@ class ServerEngine:
                           client_id=connection.client_id, api=api, api_version=version,
                           correlation_id=correlation_id, received_ms=now_ms, answered_ms=now_ms,
                           outcome=f"closed: {why}")
+
+
+#: A Metadata request naming more topics than this is answered in slices of this many (~3 ms each).
+METADATA_SLICE_TOPICS = 500
+#: How many topics of a large request or answer are freed at a time.
+FREE_SLICE_ITEMS = 2_000
+#: An answer with more entries (topics and partitions) than this is encoded by the caller.
+DEFERRED_ENCODING_ENTRIES = 20_000
+
+
+def _entries_in(response: Any) -> int:
+    """Topics plus partitions of a Metadata answer (the one answer that can list millions)."""
+    topics = getattr(response, "topics", None)
+    if not isinstance(response, MetadataResponse) or not topics:
+        return 0
+    return len(topics) + sum(len(t.partitions or ()) for t in topics)
+
+
+class _Encoding:
+    """A deferred answer's encoding (and its trace error codes): a pure function of the response.
+
+    It also takes the last references to the response and the request, and frees them where it
+    runs, a slice at a time: freeing 300,000 structs in one go is one C call (~0.1 s) that no
+    other thread can interrupt."""
+
+    def __init__(self, response: Any, version: int, correlation_id: int, entry: Optional[TraceEntry],
+                 request: Any) -> None:
+        self._held: List[Any] = [response, request]
+        self._version = version
+        self._correlation_id = correlation_id
+        self._entry = entry
+
+    def __call__(self) -> bytes:
+        response = self._held[0]
+        if self._entry is not None:
+            self._entry.error_codes = error_codes_of(response)
+        data = encode_response(response, self._version, self._correlation_id)
+        held, self._held = self._held, []
+        del response
+        for struct in held:
+            items = getattr(struct, "topics", None)
+            if isinstance(items, list):
+                while items:
+                    del items[-FREE_SLICE_ITEMS:]
+        return data
 
 
 def _client_id(frame: bytes, connection: _Connection) -> str:

@@ -8,14 +8,15 @@ connection.  Rules are checked in the order they were added; the first match app
 from __future__ import annotations
 
 import itertools
-from typing import Any, List, Optional, Tuple
+from collections import deque
+from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
 
 import attrs
 from kafka.protocol.data_container import DataContainer
 
 from kgroup.errors import ConfigError
 
-__all__ = ["FaultAction", "FaultRule", "FaultRules", "TraceEntry", "error_codes_of"]
+__all__ = ["FaultAction", "FaultRule", "FaultRules", "RequestTrace", "TraceEntry", "error_codes_of"]
 
 _KINDS = ("fail", "delay", "drop", "close")
 
@@ -114,19 +115,82 @@ class TraceEntry:
         return self.error_codes[0] if self.error_codes else 0
 
 
+class RequestTrace:
+    """The last ``max_entries`` requests, oldest first: a ring buffer, so a server that runs for
+    days keeps a few megabytes of trace, not one entry per request it ever served.
+
+    ``max_entries=0`` records nothing (and the engine then skips the error-code walk);
+    ``dropped`` counts entries pushed out to make room, so a reader knows the trace is partial.
+    """
+
+    def __init__(self, max_entries: int) -> None:
+        if max_entries < 0:
+            raise ConfigError(f"max_entries must be >= 0, got {max_entries}")
+        self.max_entries = max_entries
+        self._entries: Deque[TraceEntry] = deque(maxlen=max_entries)
+        self.dropped = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_entries > 0
+
+    def append(self, entry: TraceEntry) -> None:
+        if not self.max_entries:
+            return
+        if len(self._entries) == self.max_entries:
+            self.dropped += 1
+        self._entries.append(entry)
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.dropped = 0
+
+    def __iter__(self) -> Iterator[TraceEntry]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, index: int) -> TraceEntry:
+        return self._entries[index]
+
+
+#: Per response class, in field order: the fields to read, each True for ``error_code`` and
+#: False for a field that can hold structs (other fields never hold an error code).
+_ERROR_CODE_PLANS: Dict[type, Tuple[Tuple[str, bool], ...]] = {}
+
+
+def _plan(cls: type) -> Tuple[Tuple[str, bool], ...]:
+    plan = _ERROR_CODE_PLANS.get(cls)
+    if plan is None:
+        steps = []
+        for name, field in cls.fields.items():  # type: ignore[attr-defined]
+            if name == "error_code":
+                steps.append((name, True))
+                continue
+            is_struct = getattr(field, "is_struct", None)
+            is_array = getattr(field, "is_struct_array", None)
+            if not callable(is_struct) or not callable(is_array) or is_struct() or is_array():
+                steps.append((name, False))  # a struct, an array of them, or unknown: look inside
+        plan = _ERROR_CODE_PLANS[cls] = tuple(steps)
+    return plan
+
+
 def error_codes_of(response: Any) -> Tuple[int, ...]:
-    """Every non-zero ``error_code`` in a response struct, in field order, each once."""
+    """Every non-zero ``error_code`` in a response struct, in field order, each once.
+
+    Only fields that can hold structs are walked (planned once per class from the schema), so a
+    Metadata answer's 10,000 partitions cost one attribute read each, not one per field."""
     found: List[int] = []
 
     def walk(value: Any) -> None:
         if isinstance(value, DataContainer):
-            for name in type(value).fields:
+            for name, is_code in _plan(type(value)):
                 field_value = getattr(value, name, None)
-                if name == "error_code" and isinstance(field_value, int):
-                    if field_value and field_value not in found:
-                        found.append(int(field_value))
-                else:
+                if not is_code:
                     walk(field_value)
+                elif isinstance(field_value, int) and field_value and field_value not in found:
+                    found.append(int(field_value))
         elif isinstance(value, list):
             for item in value:
                 walk(item)

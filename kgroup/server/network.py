@@ -2,19 +2,27 @@
 
 Thin on purpose: a connection cuts its byte stream into frames (Kafka's 4-byte size
 prefix), hands one frame at a time to :class:`~kgroup.server.engine.ServerEngine` and
-writes back what the engine answers.  Like a Kafka broker's network thread it reads a
-connection's next request only after the previous one was answered, so responses go out
-in request order.  A single timer wakes the engine at its next deadline.
+writes back what the engine answers.  A single timer wakes the engine at its next deadline.
+
+Backpressure, as Kafka's SocketServer mutes a channel (Selector.mute) from the moment it
+reads a request until that request's response has been sent in full: a connection hands
+its next request to the engine only after the previous answer left the process (the
+transport's write buffer is empty: its high-water mark is 0), and stops reading from the
+socket while a complete request is waiting behind the one in progress.  So responses go
+out in request order, and a client that sends without reading holds at most one response
+and one queued request of server memory; the rest waits in its own socket buffers.
 """
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import gc
 import itertools
 import logging
 import socket
 import struct
 from collections import deque
-from typing import Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, List, Optional
 
 from kgroup.server.engine import Reply, ServerEngine
 from kgroup.server.frames import MAX_FRAME_BYTES
@@ -23,6 +31,9 @@ __all__ = ["Network"]
 
 log = logging.getLogger("kgroup.server")
 _SIZE = struct.Struct(">i")
+#: A request frame this large is decoded on the codec thread (64 KiB: a Metadata request naming
+#: ~7,000 topics, ~10 ms of decoding; every common request is far smaller).
+LARGE_FRAME_BYTES = 65_536
 
 
 class _Connection(asyncio.Protocol):
@@ -34,6 +45,9 @@ class _Connection(asyncio.Protocol):
         self._buffer = bytearray()
         self._frames: Deque[bytes] = deque()
         self._busy = False
+        #: The previous answer is still in the transport's buffer (the client is not reading).
+        self._writing_paused = False
+        self._reading_paused = False
         self.closed = False
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
@@ -45,6 +59,9 @@ class _Connection(asyncio.Protocol):
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # pause_writing as soon as an answer does not fit in the kernel's buffer; resume_writing once
+        # it all went out.
+        transport.set_write_buffer_limits(high=0, low=0)
         self.network.opened(self, host)
 
     def data_received(self, data: bytes) -> None:
@@ -62,6 +79,17 @@ class _Connection(asyncio.Protocol):
                 self._frames.append(bytes(view[4:4 + size]))  # one copy, not a bytearray slice and then bytes
             del self._buffer[:4 + size]
         self._next()
+        if self._frames and not self._reading_paused and not self.closed and self.transport is not None:
+            # A request is waiting behind the one in progress: read no more until it is taken.
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._next()
 
     def connection_lost(self, exc) -> None:
         if not self.closed and self._buffer:
@@ -76,16 +104,25 @@ class _Connection(asyncio.Protocol):
     # -- engine side ------------------------------------------------------------------------------
 
     def _next(self) -> None:
-        if self._busy or self.closed or not self._frames:
+        if self._busy or self._writing_paused or self.closed or not self._frames:
             return
         self._busy = True
-        self.network.handle(self, self._frames.popleft())
+        frame = self._frames.popleft()
+        if self._reading_paused and not self._frames and self.transport is not None:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        self.network.handle(self, frame)
 
     def deliver(self, reply: Reply) -> None:
         if self.closed or self.transport is None:
             return
+        if reply.encode is not None:
+            # A large answer: encoded on the codec thread; this connection waits (busy) for it.
+            self.network.encode_off_loop(self, reply)
+            return
         if reply.data is not None:
             self.transport.write(reply.data)
+        self.network.answered(self)
         if reply.close:
             self.close()
             return
@@ -103,6 +140,17 @@ class _Connection(asyncio.Protocol):
 class Network:
     """Listeners and connections of every broker, on one event loop."""
 
+    def buffered_bytes(self) -> int:
+        """Bytes held for every connection: answers not yet taken by the kernel and requests read
+        but not yet handled (what a client that stops reading can make the server keep)."""
+        total = 0
+        for connection in self.connections.values():
+            transport = connection.transport
+            if transport is not None and not connection.closed:
+                total += transport.get_write_buffer_size()
+            total += len(connection._buffer) + sum(len(frame) for frame in connection._frames)
+        return total
+
     def __init__(self, engine: ServerEngine, clock: Callable[[], int], host: str, real_time: bool) -> None:
         self.engine = engine
         self.clock = clock
@@ -112,6 +160,15 @@ class Network:
         self.connections: Dict[int, _Connection] = {}
         self.servers: Dict[int, asyncio.AbstractServer] = {}
         self._timer: Optional[asyncio.TimerHandle] = None
+        #: Decodes large request frames and encodes large answers off the event loop: pure work
+        #: that would otherwise hold every other client for seconds (a 2.7 MB Metadata request
+        #: takes ~0.5 s to decode).  One thread, so big requests queue rather than pile up memory.
+        self._codec = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kgroup-codec")
+        self._work_scheduled = False
+        #: What holds the cyclic garbage collector off (connection ids with a large request in
+        #: progress, "sliced" while the engine has sliced work): see _hold_gc.
+        self._gc_holders: set = set()
+        self._gc_was_enabled = False
 
     # -- listeners ----------------------------------------------------------------------------
 
@@ -139,6 +196,9 @@ class Network:
             self._timer.cancel()
         for node_id in list(self.servers):
             self.stop_listening(node_id)
+        self._codec.shutdown(wait=False, cancel_futures=True)
+        for holder in list(self._gc_holders):
+            self._release_gc(holder)
 
     # -- connections --------------------------------------------------------------------------
 
@@ -147,12 +207,46 @@ class Network:
         self.engine.connection_opened(connection.connection_id, connection.node_id, host)
 
     def lost(self, connection: _Connection) -> None:
+        self._release_gc(connection.connection_id)
         if self.connections.pop(connection.connection_id, None) is not None:
             self.engine.connection_closed(connection.connection_id)
 
+    def answered(self, connection: _Connection) -> None:
+        """A connection's answer went out: its large request, if it was one, is over."""
+        if self._gc_holders:
+            self._release_gc(connection.connection_id)
+
+    def _hold_gc(self, holder: Any) -> None:
+        """Keep the cyclic GC from running while a large request is in progress.
+
+        Decoding, answering and encoding one 300,000-topic request allocates millions of objects,
+        which triggers full collections; a full collection walks the whole heap in one C call that
+        never lets the event loop's thread have the GIL (~0.5 s).  The objects are acyclic and go
+        with their last reference, so the collector is only postponed until the request is done."""
+        if not self._gc_holders:
+            self._gc_was_enabled = gc.isenabled()
+            gc.disable()
+        self._gc_holders.add(holder)
+
+    def _release_gc(self, holder: Any) -> None:
+        if holder in self._gc_holders:
+            self._gc_holders.discard(holder)
+            if not self._gc_holders and self._gc_was_enabled:
+                gc.enable()
+
     def handle(self, connection: _Connection, frame: bytes) -> None:
+        if len(frame) >= LARGE_FRAME_BYTES:
+            self._hold_gc(connection.connection_id)
+            self._off_loop(connection, self.engine.decode, frame,
+                           lambda decoded: self._handle(connection, frame, decoded))
+            return
+        self._handle(connection, frame, None)
+
+    def _handle(self, connection: _Connection, frame: bytes, decoded: Any) -> None:
+        if connection.closed:
+            return
         try:
-            replies = self.engine.handle(connection.connection_id, frame, self.clock())
+            replies = self.engine.handle(connection.connection_id, frame, self.clock(), decoded)
         except Exception:  # one bad request closes its own connection, never the server
             log.exception("closing connection %d to broker %d: the engine failed on its request",
                           connection.connection_id, connection.node_id)
@@ -160,12 +254,49 @@ class Network:
             return
         self.dispatch(replies)
 
+    def encode_off_loop(self, connection: _Connection, reply: Reply) -> None:
+        encode = reply.encode
+        assert encode is not None
+        self._hold_gc(connection.connection_id)
+        self._off_loop(connection, lambda _: encode(), None,
+                       lambda data: connection.deliver(Reply(reply.connection_id, data, reply.close)))
+
+    def _off_loop(self, connection: _Connection, work: Callable[[Any], Any], argument: Any,
+                  then: Callable[[Any], None]) -> None:
+        """Run ``work(argument)`` on the codec thread, then ``then(result)`` back on the loop."""
+        future = asyncio.get_running_loop().run_in_executor(self._codec, work, argument)
+
+        def done(finished: "asyncio.Future[Any]") -> None:
+            if finished.cancelled() or connection.closed:
+                return
+            error = finished.exception()
+            if error is not None:
+                log.error("closing connection %d to broker %d: %s failed off the loop: %r",
+                          connection.connection_id, connection.node_id, work, error)
+                connection.close()
+                return
+            then(finished.result())
+        future.add_done_callback(done)
+
     def dispatch(self, replies: List[Reply]) -> None:
         for reply in replies:
             connection = self.connections.get(reply.connection_id)
             if connection is not None:
                 connection.deliver(reply)
         self.schedule()
+        if self.engine.has_work():
+            self._hold_gc("sliced")
+            if not self._work_scheduled:
+                self._work_scheduled = True
+                asyncio.get_running_loop().call_soon(self._work)
+        else:
+            self._release_gc("sliced")
+
+    def _work(self) -> None:
+        """One slice of a request the engine answers in slices; the loop polls its sockets and
+        runs every other ready callback before the next slice."""
+        self._work_scheduled = False
+        self.dispatch(self.engine.work(self.clock()))
 
     # -- time -----------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ Parsing and validation use kafka-python's record classes (:mod:`kafka.record`).
 from __future__ import annotations
 
 import struct
+import zlib
 from typing import Iterator, List, Optional, Tuple
 
 import attrs
@@ -28,6 +29,10 @@ _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH_AT = 12
 _LEADER_EPOCH = struct.Struct(">i")
 _ATTRIBUTES_AT = DefaultRecordBatch.ATTRIBUTES_OFFSET
+_RECORDS_AT = DefaultRecordBatch.HEADER_STRUCT.size
+_PREMATURE_EOF = "Incorrect declared batch size, premature EOF reached"
+#: The most a produced batch may decompress to: Kafka's socket.request.max.bytes (100 MiB).
+MAX_DECOMPRESSED_BYTES = 104_857_600
 #: The codecs Kafka's record format defines (none, gzip, snappy, lz4, zstd).
 _KNOWN_CODECS = range(0, 5)
 
@@ -80,6 +85,7 @@ class ProducedBatch:
     producer_epoch: int
     base_sequence: int
     is_transactional: bool
+    compression_type: int = 0
 
     def stored_at(self, base_offset: int, leader_epoch: int) -> StoredBatch:
         data = bytearray(self.data)
@@ -90,9 +96,22 @@ class ProducedBatch:
 
 
 def parse_batches(records: Optional[bytes]) -> List[ProducedBatch]:
-    """The batches of a produce request's partition data, validated as Kafka's LogValidator does
-    for what kgroup stores: magic 2 only, a known codec, a matching CRC, a record count that
-    agrees with the last offset delta, and no trailing bytes."""
+    """The batches of a produce request's partition data, validated as Kafka validates a client's
+    append, so nothing a stock consumer cannot read is ever stored:
+
+    - ``DefaultRecordBatch.ensureValid``: a batch shorter than its header or with a CRC that does
+      not match is CORRUPT_MESSAGE (2, CorruptRecordException);
+    - ``LogValidator.validateBatch``: a count that is not positive or disagrees with the last
+      offset delta, a control batch, a producer id without a base sequence are INVALID_RECORD
+      (87, InvalidRecordException); ``ProduceRequest.validateRecords``: magic other than 2 too;
+    - the records themselves, as ``DefaultRecordBatch``'s record iterator reads them (after
+      decompression): fewer records than the count ("premature EOF"), bytes left after the last
+      one, a record whose fields do not fill its declared size, offset deltas other than
+      0, 1, 2... are INVALID_RECORD; a payload the codec cannot decompress too (see
+      docs/guide/wire-server.md for how that differs from Kafka);
+    - ``LogValidator.validateTimestamp``: a producer setting the LogAppendTime type is
+      INVALID_TIMESTAMP (32).
+    """
     if not records:
         raise InvalidRecords(WireError.CORRUPT_MESSAGE, "empty record set")
     data = bytes(records)
@@ -103,23 +122,47 @@ def parse_batches(records: Optional[bytes]) -> List[ProducedBatch]:
         while reader.has_next():
             batch = reader.next_batch()
             if not isinstance(batch, DefaultRecordBatch) or batch.magic != 2:
-                raise InvalidRecords(WireError.UNSUPPORTED_FOR_MESSAGE_FORMAT,
-                                     "only v2 (magic 2) record batches are accepted")
-            if batch.compression_type not in _KNOWN_CODECS:
-                raise InvalidRecords(WireError.UNSUPPORTED_COMPRESSION_TYPE,
-                                     f"unknown compression codec {batch.compression_type}")
+                raise InvalidRecords(WireError.INVALID_RECORD,
+                                     "produce requests may only hold record batches with magic 2")
             raw = data[position:position + batch.size_in_bytes]
+            if len(raw) < _RECORDS_AT:
+                raise InvalidRecords(WireError.CORRUPT_MESSAGE, "record batch shorter than its header")
             # The CRC covers everything from the attributes on (kafka-python's own check is ~30x slower).
             if crc32c(raw[_ATTRIBUTES_AT:]) != batch.crc:
                 raise InvalidRecords(WireError.CORRUPT_MESSAGE, "record batch CRC mismatch")
+            if batch.compression_type not in _KNOWN_CODECS:
+                raise InvalidRecords(WireError.UNSUPPORTED_COMPRESSION_TYPE,
+                                     f"unknown compression codec {batch.compression_type}")
             count = batch.records_count
-            if count <= 0 or count != batch.last_offset_delta + 1:
+            if count <= 0:
+                raise InvalidRecords(WireError.INVALID_RECORD,
+                                     f"Invalid reported count for record batch: {count}")
+            if count != batch.last_offset_delta + 1:
                 raise InvalidRecords(
-                    WireError.CORRUPT_MESSAGE,
-                    f"batch of {count} records with last offset delta {batch.last_offset_delta}")
+                    WireError.INVALID_RECORD,
+                    f"Inconsistent batch offset range [0, {batch.last_offset_delta}] "
+                    f"and count of records {count}")
+            if batch.is_control_batch:
+                raise InvalidRecords(WireError.INVALID_RECORD,
+                                     "Clients are not allowed to write control records")
+            if batch.producer_id >= 0 and batch.base_sequence < 0:
+                raise InvalidRecords(WireError.INVALID_RECORD,
+                                     f"Invalid sequence number {batch.base_sequence} in record batch "
+                                     f"with producerId {batch.producer_id}")
+            if batch.timestamp_type == 1:
+                raise InvalidRecords(WireError.INVALID_TIMESTAMP,
+                                     "Producer should not set timestamp type to LogAppendTime")
+            max_timestamp = batch.max_timestamp
+            payload = _decompressed(batch.compression_type, raw[_RECORDS_AT:])
+            if payload is not None:
+                max_delta = _check_records(payload, count)
+                if max_delta is not None:
+                    # What Kafka writes into the header (LogValidator sets maxTimestamp from the records).
+                    max_timestamp = batch.first_timestamp + max_delta
             position += batch.size_in_bytes
-            batches.append(ProducedBatch(raw, count, batch.max_timestamp, batch.producer_id,
-                                         batch.producer_epoch, batch.base_sequence, batch.is_transactional))
+            batches.append(ProducedBatch(raw, count, max_timestamp, batch.producer_id,
+                                         batch.producer_epoch, batch.base_sequence, batch.is_transactional,
+                                         batch.compression_type))
         if position != len(data):
             raise InvalidRecords(WireError.CORRUPT_MESSAGE, "trailing bytes after the last record batch")
     except InvalidRecords:
@@ -129,3 +172,159 @@ def parse_batches(records: Optional[bytes]) -> List[ProducedBatch]:
     if not batches:
         raise InvalidRecords(WireError.CORRUPT_MESSAGE, "no complete record batch")
     return batches
+
+
+def _decompressed(codec: int, payload: bytes) -> Optional[bytes]:
+    """The batch's records, decompressed; None when the codec's library is not installed here
+    (the batch is then stored unchecked past its header, as before this validation existed)."""
+    if codec == 0:
+        return payload
+    if codec == 1:
+        return _gunzip(payload)
+    decode = _OPTIONAL_DECODERS.get(codec)
+    if decode is None:
+        return None
+    try:
+        out = decode(payload)
+    except Exception as error:
+        raise InvalidRecords(WireError.INVALID_RECORD,
+                             f"Failed to decompress record stream: {error}") from None
+    if len(out) > MAX_DECOMPRESSED_BYTES:
+        raise InvalidRecords(WireError.INVALID_RECORD, "record batch decompresses past the server's limit")
+    return out
+
+
+def _gunzip(payload: bytes) -> bytes:
+    """gzip members one after another, as Java's GZIPInputStream reads them, with a size cap so a
+    small hostile batch cannot inflate into gigabytes."""
+    out = bytearray()
+    rest = payload
+    try:
+        while True:
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out += inflater.decompress(rest, MAX_DECOMPRESSED_BYTES + 1 - len(out))
+            if len(out) > MAX_DECOMPRESSED_BYTES:
+                raise InvalidRecords(WireError.INVALID_RECORD,
+                                     "record batch decompresses past the server's limit")
+            if not inflater.eof:
+                raise InvalidRecords(WireError.INVALID_RECORD,
+                                     "Incorrect declared batch size, premature EOF reached")
+            rest = inflater.unused_data
+            if not rest:
+                return bytes(out)
+    except zlib.error as error:
+        raise InvalidRecords(WireError.INVALID_RECORD,
+                             f"Failed to decompress record stream: {error}") from None
+
+
+def _optional_decoders() -> dict:
+    from kafka import codec
+
+    found = {}
+    for codec_id, available, decode in ((2, codec.has_snappy, codec.snappy_decode),
+                                        (3, codec.has_lz4, codec.lz4_decode),
+                                        (4, codec.has_zstd, codec.zstd_decode)):
+        if available():
+            found[codec_id] = decode
+    return found
+
+
+_OPTIONAL_DECODERS = _optional_decoders()
+
+
+def _varint(data: bytes, at: int, end: int) -> Tuple[int, int]:
+    """A zigzag varint (Kafka's ByteUtils.readVarint/readVarlong) at ``at``, read no further than
+    ``end``: (value, next position).  One and two bytes (record sizes and lengths up to 8 KB)
+    take the short path."""
+    if at + 1 < end:
+        first, second = data[at], data[at + 1]
+        if first < 0x80:
+            return (first >> 1) ^ -(first & 1), at + 1
+        if second < 0x80:
+            value = (first & 0x7F) | (second << 7)
+            return (value >> 1) ^ -(value & 1), at + 2
+    value = 0
+    shift = 0
+    while True:
+        if at >= end:
+            raise InvalidRecords(WireError.INVALID_RECORD, _PREMATURE_EOF)
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (value >> 1) ^ -(value & 1), at
+        shift += 7
+        if shift > 63:
+            raise InvalidRecords(WireError.INVALID_RECORD, "varint longer than 10 bytes")
+
+
+def _check_records(payload: bytes, count: int) -> Optional[int]:
+    """Walk ``count`` records as DefaultRecord.readFrom does; the largest timestamp delta (None
+    for an empty walk).  Every length is checked against what is left, so a lie cannot read on.
+    This runs on every produced record: one-byte varints (most fields) are decoded inline."""
+    position = 0
+    end = len(payload)
+    max_delta: Optional[int] = None
+    read = _varint
+    for expected_offset_delta in range(count):
+        size, at = read(payload, position, end)
+        record_end = at + size
+        if size < 6 or record_end > end:  # attributes + five one-byte varints at the least
+            raise InvalidRecords(WireError.INVALID_RECORD, _PREMATURE_EOF)
+        # Every read below stops at the record's end, never in the next record.  Fields: attributes,
+        # timestamp delta, offset delta, key length, key, value length, value, header count, headers.
+        byte = payload[at + 1]
+        if byte < 0x80:
+            timestamp_delta, at = (byte >> 1) ^ -(byte & 1), at + 2
+        else:
+            timestamp_delta, at = read(payload, at + 1, record_end)
+        byte = payload[at] if at < record_end else 0x80
+        if byte < 0x80 and byte >> 1 == expected_offset_delta and not byte & 1:
+            at += 1
+        else:
+            offset_delta, at = read(payload, at, record_end)
+            if offset_delta != expected_offset_delta:
+                raise InvalidRecords(WireError.INVALID_RECORD,
+                                     f"record {expected_offset_delta} has offset delta {offset_delta}")
+        byte = payload[at] if at < record_end else 0x80
+        if byte == 1:  # a null key
+            at += 1
+        else:
+            length, at = read(payload, at, record_end)
+            if length < -1:
+                raise InvalidRecords(WireError.INVALID_RECORD, f"Invalid record key length {length}")
+            at += max(length, 0)
+        length, at = read(payload, at, record_end)
+        if length < -1:
+            raise InvalidRecords(WireError.INVALID_RECORD, f"Invalid record value length {length}")
+        at += max(length, 0)
+        if at + 1 == record_end and payload[at] == 0:  # no headers, and the record ends there
+            at += 1
+        else:
+            at = _check_headers(payload, at, record_end)
+        if at != record_end:
+            raise InvalidRecords(WireError.INVALID_RECORD,
+                                 f"Invalid record size: expected to read {size} bytes in record payload, "
+                                 f"but instead read {at - (record_end - size)}")
+        if max_delta is None or timestamp_delta > max_delta:
+            max_delta = timestamp_delta
+        position = record_end
+    if position != end:
+        raise InvalidRecords(WireError.INVALID_RECORD,
+                             "Incorrect declared batch size, records still remaining in file")
+    return max_delta
+
+
+def _check_headers(payload: bytes, at: int, record_end: int) -> int:
+    headers, at = _varint(payload, at, record_end)
+    if headers < 0:
+        raise InvalidRecords(WireError.INVALID_RECORD,
+                             f"Found invalid number of record headers {headers}")
+    for _ in range(headers):
+        key_length, at = _varint(payload, at, record_end)
+        if key_length < 0:
+            raise InvalidRecords(WireError.INVALID_RECORD, "Invalid negative header key size")
+        at += key_length
+        value_length, at = _varint(payload, at, record_end)
+        at += max(value_length, 0)
+    return at

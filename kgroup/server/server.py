@@ -353,10 +353,15 @@ class KafkaServer:
             return len(ids)
         return self._call(work)
 
+    def buffered_bytes(self) -> int:
+        """Bytes the server holds for its connections: unsent answers and unhandled requests."""
+        return self._call(lambda: self._network.buffered_bytes() if self._network else 0)
+
     # -- trace ----------------------------------------------------------------------------------------
 
     def trace(self, api: Optional[str] = None, client_id: Optional[str] = None) -> List[TraceEntry]:
-        """A copy of the request trace, optionally only one API and/or client."""
+        """A copy of the request trace (the latest ``ServerConfig.trace_entries`` requests),
+        optionally only one API and/or client."""
         def work() -> List[TraceEntry]:
             assert self.engine is not None
             name = _api_name(api)

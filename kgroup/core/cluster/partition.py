@@ -177,6 +177,29 @@ class Partition:
                 return False
         return True
 
+    def is_quiet(self, is_live: Callable[[int], bool]) -> bool:
+        """Nothing any later fetch round can change until something else touches the partition
+        (an append, an election, a fault): leaderless, or in step with every live follower,
+        slowed ones included (a slowed follower that is behind will fetch in a later round).
+        A quiet partition's rounds would only refresh ``last_caught_up_ms`` of the followers that
+        fetched, which :meth:`ClusterStateMachine.wake` restores from their last fetch time."""
+        if self.leader is None:
+            return True
+        leader_log = self.logs[self.leader]
+        if self.needs_truncation or self.pending or leader_log.hw != leader_log.leo:
+            return False
+        leo = leader_log.leo
+        for b in self.isr:
+            if self.logs[b].leo != leo:
+                return False
+        for b in self.assigned:
+            if b == self.leader or b not in self.logs or not is_live(b):
+                continue
+            log = self.logs[b]
+            if b not in self.isr or log.leo != leo or log.hw < leo:
+                return False
+        return True
+
     def _epoch_start_reached(self, log: ReplicaLog) -> bool:
         return log.leo >= self._led_log().end_offset_for(self.leader_epoch - 1)[1]
 

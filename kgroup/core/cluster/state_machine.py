@@ -32,6 +32,12 @@ class ClusterStateMachine:
         # (topic, partition, leader epoch, leader, unclean) per election, in order.
         self.elections: List[Tuple[str, int, int, Optional[int], bool]] = []
         self._next_replication_ms = now_ms
+        #: Partitions the periodic fetch round visits: every one not found quiet since it was last
+        #: touched (see Partition.is_quiet).  Idle partitions cost nothing per round, so a cluster
+        #: of 100,000 idle partitions ticks as cheaply as one of ten.
+        self._active: Dict[Tuple[str, int], Partition] = {}
+        #: Partition visits made by fetch rounds (periodic and explicit): a work counter for tests.
+        self.partition_rounds = 0
         self._elect_controller()
 
     # -- brokers and controller ---------------------------------------------------
@@ -48,6 +54,32 @@ class ClusterStateMachine:
 
     def partitions(self) -> List[Partition]:
         return [p for parts in self.topics.values() for p in parts]
+
+    def wake(self, p: Partition) -> None:
+        """Put ``p`` back into the periodic fetch round before something changes it.
+
+        A quiet partition skipped rounds that would only have set ``last_caught_up_ms`` of each
+        follower that fetched to that round's time; each broker's last fetch time is exactly
+        that, so it is restored here and the ISR shrinks as if every round had run."""
+        if p.key in self._active:
+            return
+        self._active[p.key] = p
+        if p.leader is None:
+            return
+        for b in p.assigned:
+            fetched_ms = self.last_fetch_ms.get(b)
+            if b != p.leader and fetched_ms is not None and fetched_ms > p.last_caught_up_ms.get(b, 0):
+                p.last_caught_up_ms[b] = fetched_ms
+
+    def _wake_broker(self, broker: int) -> None:
+        """Wake every partition with a replica on ``broker`` (a fault: proportional to partitions)."""
+        for p in self.partitions():
+            if broker in p.logs:
+                self.wake(p)
+
+    def active_partitions(self) -> int:
+        """How many partitions the next periodic fetch round visits."""
+        return len(self._active)
 
     def partition(self, topic: str, index: int) -> Partition:
         try:
@@ -81,6 +113,7 @@ class ClusterStateMachine:
         parts = self.topics[name]
         for assigned in replicas:
             p = Partition(name, len(parts), assigned, self.config.min_insync_replicas)
+            self._active[p.key] = p
             p.state.transition_to(PartitionState.NEW)
             for b in assigned:
                 p.replica_states[b].transition_to(ReplicaState.NEW)
@@ -94,6 +127,7 @@ class ClusterStateMachine:
 
     def delete_topic(self, name: str) -> None:
         for p in self.topics.pop(name):
+            self._active.pop(p.key, None)
             if p.state.state is PartitionState.ONLINE or p.state.state is PartitionState.NEW:
                 p.state.transition_to(PartitionState.OFFLINE)
             p.state.transition_to(PartitionState.NON_EXISTENT)
@@ -105,6 +139,7 @@ class ClusterStateMachine:
 
     # -- elections --------------------------------------------------------------
     def _elect(self, p: Partition, result: ElectionResult) -> None:
+        self.wake(p)
         if result.leader is None:
             p.set_leader(None, self.now_ms)
             if p.state.state is not PartitionState.OFFLINE:
@@ -157,17 +192,20 @@ class ClusterStateMachine:
 
     # -- fault injection ----------------------------------------------------------
     def kill_broker(self, broker: int) -> None:
+        self._wake_broker(broker)
         self.brokers[broker] = BrokerState.DEAD
         self._elect_controller()
         self._on_brokers_failed([broker])
 
     def restart_broker(self, broker: int) -> None:
+        self._wake_broker(broker)
         self.brokers[broker] = BrokerState.LIVE
         self._elect_controller()
         self._on_brokers_started([broker])
 
     def bounce_broker(self, broker: int) -> None:
         """Crash and restart within the session timeout: the controller never notices, ISR kept."""
+        self._wake_broker(broker)
         for p in self.partitions():
             if broker in p.logs and broker != p.leader:
                 p.needs_truncation.add(broker)
@@ -175,6 +213,7 @@ class ClusterStateMachine:
                     p.logs[broker].truncate_to(p.logs[broker].hw)
 
     def controlled_shutdown(self, broker: int) -> None:
+        self._wake_broker(broker)
         self.brokers[broker] = BrokerState.SHUTTING_DOWN
         live = self.live_brokers()
         for p in self.partitions():
@@ -188,17 +227,20 @@ class ClusterStateMachine:
 
     def isolate_broker(self, broker: int) -> None:
         """Cut a broker off: its followers stop fetching and the controller treats it as failed."""
+        self._wake_broker(broker)
         self.isolated.add(broker)
         self._elect_controller()
         self._on_brokers_failed([broker])
 
     def heal_broker(self, broker: int) -> None:
+        self._wake_broker(broker)
         self.isolated.discard(broker)
         self._elect_controller()
         self._on_brokers_started([broker])
 
     def slow_follower(self, broker: int, fetch_interval_ms: Optional[int]) -> None:
         """Let ``broker`` fetch only every ``fetch_interval_ms`` (None restores normal speed)."""
+        self._wake_broker(broker)
         if fetch_interval_ms is None:
             self.fetch_interval_ms.pop(broker, None)
         else:
@@ -221,6 +263,7 @@ class ClusterStateMachine:
         if acks_all and p.is_under_min_isr():
             raise ClusterError(f"{topic}-{index}: ISR {p.isr} below min.insync.replicas",
                                ErrorCode.NOT_ENOUGH_REPLICAS)
+        self.wake(p)
         return p
 
     def _can_fetch(self, broker: int) -> bool:
@@ -233,7 +276,7 @@ class ClusterStateMachine:
 
     def replicate(self, now_ms: Optional[int] = None,
                   partitions: Optional[Sequence[Partition]] = None) -> None:
-        """One fetch round: every reachable follower fetches from its leader once.
+        """One fetch round: every reachable follower of every partition fetches from its leader once.
 
         ``partitions`` limits the round to those partitions: what Kafka's followers do when
         an append completes the fetch they had parked on the leader (a server uses it so
@@ -242,28 +285,63 @@ class ClusterStateMachine:
         """
         if now_ms is not None:
             self.now_ms = max(self.now_ms, now_ms)
-        if partitions is None:
-            allowed = {b: self._can_fetch(b) for b in self.brokers}
-            for b, ok in allowed.items():
-                if ok:
-                    self.last_fetch_ms[b] = self.now_ms
-        else:
+        if partitions is not None:
             # A slowed follower has no fetch parked on the leader: it waits for its own round.
             allowed = {b: self._can_fetch(b) and b not in self.fetch_interval_ms for b in self.brokers}
-        for p in self.partitions() if partitions is None else partitions:
-            p.replicate(self.now_ms, allowed.__getitem__, self.config.leader_epoch_truncation,
-                        self.config.replica_lag_time_max_ms)
-        if partitions is not None:
+            self._visit(partitions, allowed)
             return
+        everything = self.partitions()
+        self._round(everything)
+        # A direct call may follow changes made behind the cluster's back (tests edit partitions):
+        # sort every partition again rather than trust the active set.
+        for p in everything:
+            self._active[p.key] = p
+        self._settle_quiet(everything)
+
+    def _round(self, partitions: Sequence[Partition]) -> None:
+        """A periodic round over ``partitions``: every follower that may fetch now does."""
+        allowed = {b: self._can_fetch(b) for b in self.brokers}
+        for b, ok in allowed.items():
+            if ok:
+                self.last_fetch_ms[b] = self.now_ms
+        self._visit(partitions, allowed)
         for key, r in list(self.reassignments.items()):
+            self.wake(r.partition)
             if r.poll(self.now_ms, self.elect_leader_from):
                 del self.reassignments[key]
 
+    def _visit(self, partitions: Sequence[Partition], allowed: Dict[int, bool]) -> None:
+        for p in partitions:
+            p.replicate(self.now_ms, allowed.__getitem__, self.config.leader_epoch_truncation,
+                        self.config.replica_lag_time_max_ms)
+        self.partition_rounds += len(partitions)
+
+    def _settle_quiet(self, partitions: Sequence[Partition]) -> None:
+        """Drop from the active set the partitions a round left with nothing more to do."""
+        dead = {b for b, s in self.brokers.items() if s is BrokerState.DEAD} | self.isolated
+        reassigning = self.reassignments
+
+        def is_live(b: int) -> bool:
+            return b not in dead
+        for p in partitions:
+            if p.key not in reassigning and p.is_quiet(is_live):
+                self._active.pop(p.key, None)
+
     def tick(self, now_ms: int) -> None:
-        """Advance time, running every fetch round that falls due."""
-        while self._next_replication_ms <= now_ms:
-            self.replicate(self._next_replication_ms)
-            self._next_replication_ms += self.config.replica_fetch_interval_ms
+        """Advance time, running the fetch round that falls due, over the active partitions only.
+
+        Rounds the caller missed (it was busy past several intervals) are not replayed one by
+        one: they run as one round at the latest instant due, as a follower that fell behind
+        fetches once, not once per interval it missed."""
+        interval = self.config.replica_fetch_interval_ms
+        if self._next_replication_ms <= now_ms:
+            missed = (now_ms - self._next_replication_ms) // interval
+            at_ms = self._next_replication_ms + missed * interval
+            self.now_ms = max(self.now_ms, at_ms)
+            active = list(self._active.values())
+            self._round(active)
+            self._settle_quiet(active)
+            self._next_replication_ms = at_ms + interval
         self.now_ms = max(self.now_ms, now_ms)
 
     def next_deadline_ms(self) -> int:
@@ -274,6 +352,7 @@ class ClusterStateMachine:
         p = self.partition(topic, index)
         for b in rar:
             self.brokers.setdefault(b, BrokerState.LIVE)
+        self.wake(p)
         r = Reassignment(p, list(rar))
         r.start(self.now_ms)
         self.reassignments[p.key] = r

@@ -15,7 +15,8 @@ header of one type replaces a group of the other type, offsets stay.
 """
 from __future__ import annotations
 
-from typing import Iterable, Optional, Union
+import logging
+from typing import Iterable, Optional, Union, get_args
 
 import attrs
 
@@ -112,6 +113,7 @@ Record = Union[
     OffsetTombstone, ConsumerGroupMetadataRecord, ConsumerGroupMemberRecord,
     ConsumerGroupTargetAssignmentRecord, ConsumerGroupMemberTombstone,
 ]
+_RECORD_TYPES = get_args(Record)
 
 
 @attrs.frozen
@@ -136,14 +138,27 @@ class PersistedView:
     consumer_groups: dict[str, PersistedConsumerGroup] = attrs.field(factory=dict)
 
 
-def replay(records: Iterable[Record]) -> PersistedView:
+log = logging.getLogger("kgroup.coordinator")
+
+
+def replay(records: Iterable[object]) -> PersistedView:
+    """Fold the records of an offsets partition into what they describe.
+
+    A payload that is not a coordinator record is logged and skipped, never fatal: Kafka's
+    CoordinatorLoaderImpl does the same with a record of an unknown type ("Ignoring it. It
+    could be a left over from an aborted upgrade."), so one stray record cannot keep every
+    group of the partition from loading."""
     headers: dict[str, GroupMetadataRecord] = {}
     members: dict[str, dict[str, MemberMetadataRecord]] = {}
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
     consumer_headers: dict[str, ConsumerGroupMetadataRecord] = {}
     consumer_members: dict[str, dict[str, ConsumerGroupMember]] = {}
     targets: dict[str, dict[str, frozenset[TopicPartition]]] = {}
-    for record in records:
+    for position, record in enumerate(records):
+        if not isinstance(record, _RECORD_TYPES):
+            log.warning("skipping record %d of the offsets partition: %s is not a coordinator record",
+                        position, type(record).__name__)
+            continue
         gid = record.group_id
         if isinstance(record, GroupMetadataRecord):
             headers[gid] = record
