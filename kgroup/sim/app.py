@@ -271,6 +271,9 @@ class Producer:
     def next_deadline_ms(self) -> Optional[int]:
         return self.next_ms
 
+    def due(self, now_ms: int) -> bool:
+        return self.next_ms is not None and self.next_ms <= now_ms
+
     def fire(self, now_ms: int) -> None:
         if self.next_ms is None or now_ms < self.next_ms:
             return

@@ -137,6 +137,11 @@ class OwnershipChecker:
         self._look(now_ms, members)
         self._holding = [(v.check, v.message) for v in self.violations[first:]]
 
+    @property
+    def holding(self) -> bool:
+        """Whether the last look found violations (they are repeated at every instant until a change)."""
+        return bool(self._holding)
+
     @staticmethod
     def _unchanged(last: list, members: List[Tuple[str, object]]) -> bool:
         """Each member, its generation, state and owned set are the very objects of the last look."""

@@ -50,7 +50,7 @@ from kgroup.sim.network import Network, NetworkConfig
 from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.testing.clock import MockClock
 from kgroup.testing.in_memory_kafka import InMemoryKafka
-from kgroup.testing.scheduler import HubTimers, Scheduler
+from kgroup.testing.scheduler import CachedHubTimers, EventScheduler
 from kgroup.values import TopicPartition
 
 __all__ = ["ASSIGNORS", "ASSIGNOR_MIXES", "GROUP_PROTOCOLS", "SERVER_ASSIGNORS", "SimConfig", "Verdict",
@@ -230,8 +230,8 @@ class _Simulation:
         self.cluster = self.kafka.cluster
         self.history = History()
         self.network = Network(seed, config.network)
-        self.scheduler = Scheduler(self.clock)
-        self.scheduler.add_timers(HubTimers(self.kafka.hub))
+        self.scheduler = EventScheduler(self.clock)
+        self.scheduler.add_timers(CachedHubTimers(self.kafka.hub))
         self.producers = [Producer(f"p{i}", TOPIC, self.cluster, self.history,
                                    random.Random(f"producer-{seed}-{i}"), config.produce_interval_ms, i,
                                    config.duration_ms, config.produce_batch) for i in range(config.producers)]
@@ -452,7 +452,9 @@ class _Simulation:
     # -- observation -------------------------------------------------------------------------------
 
     def _after_instant(self, now_ms: int) -> None:
-        self.ownership.after_instant(now_ms, [(name, app.member) for name, app in self.apps.items()])
+        if self.scheduler.touched or self.ownership.holding:
+            # Untouched, no member changed: the look would find what the last one found.
+            self.ownership.after_instant(now_ms, [(name, app.member) for name, app in self.apps.items()])
         failovers = self.kafka.hosting.failovers
         if len(failovers) > self._failovers_seen:
             group_slot = self.kafka.hosting.partition_for(GROUP)
