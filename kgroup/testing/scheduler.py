@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Protocol, Tuple
 
 from kgroup.errors import ConfigError
 from kgroup.io.runner import MemberRunner
@@ -148,7 +148,8 @@ class DrivenMember:
     ``completion_due`` is drained at every instant.
     """
 
-    __slots__ = ("key", "runner", "app", "dirty", "deadline", "completion_due", "poll_at", "completion_at")
+    __slots__ = ("key", "runner", "app", "dirty", "deadline", "completion_due", "poll_at", "completion_at",
+                 "deadline_at")
 
     def __init__(self, key: object, runner: MemberRunner, app: Optional[AppPoller]) -> None:
         self.key = key
@@ -163,6 +164,8 @@ class DrivenMember:
         # (NEVER: none), kept between the calls that can move them.
         self.poll_at = NEVER
         self.completion_at = NEVER
+        #: ``deadline`` as a number (NEVER: none; -1: the transport cannot tell, due at every instant).
+        self.deadline_at = NEVER if self.completion_due is not None else -1
 
     def completion_scheduled(self, due_ms: int) -> None:
         """The transport put a completion on its way, due at ``due_ms`` (EventScheduler)."""
@@ -173,11 +176,6 @@ class DrivenMember:
         if self.dirty or self.completion_due is None:
             return self.runner.member.next_deadline_ms()
         return self.deadline
-
-    def deadline_at(self) -> int:
-        """The cached deadline as a number (NEVER for none); the member must be clean."""
-        deadline = self.deadline if self.completion_due is not None else self.runner.member.next_deadline_ms()
-        return NEVER if deadline is None else deadline
 
     def drain(self, now_ms: Optional[int] = None) -> None:
         """Step the runner until a round brings no completion (bounded); with ``now_ms``, only when
@@ -199,6 +197,10 @@ class DrivenMember:
 
 
 class Scheduler:
+    #: Whether anything at the last instant could have changed a member (see :class:`EventScheduler`);
+    #: this scheduler does not keep track, so always.
+    touched = True
+
     def __init__(self, clock: MockClock) -> None:
         self.clock = clock
         self.members: dict = {}
@@ -381,22 +383,30 @@ class EventScheduler(Scheduler):
         super().__init__(clock)
         self.touched = True
         self._touched_next = True
+        #: Each timer source with its ``due`` (None: it fires at every instant).
+        self._firing: List[Tuple[TimerSource, Optional[Callable[[int], bool]]]] = []
 
     def add_member(self, key: object, runner: MemberRunner, app: Optional[AppPoller] = None) -> DrivenMember:
         driven = super().add_member(key, runner, app)
-        transport = getattr(runner, "transport", None)
+        transport: Any = getattr(runner, "transport", None)
         if hasattr(transport, "on_completion_scheduled") and hasattr(transport, "next_completion_ms"):
             transport.on_completion_scheduled = driven.completion_scheduled
             next_completion = transport.next_completion_ms()
             driven.completion_at = NEVER if next_completion is None else next_completion
         else:
-            driven.completion_at = -1  # cannot tell: due at every instant
+            # The transport cannot tell what is on its way: the member is drained at every instant.
+            driven.completion_due = None
+            driven.deadline_at = -1
         self._touched_next = True
         return driven
 
     def remove_member(self, key: object) -> Optional[DrivenMember]:
         self._touched_next = True
         return super().remove_member(key)
+
+    def add_timers(self, source: TimerSource) -> None:
+        super().add_timers(source)
+        self._firing.append((source, getattr(source, "due", None)))
 
     def touch_all(self) -> None:
         super().touch_all()
@@ -426,14 +436,13 @@ class EventScheduler(Scheduler):
                 driven.dirty = True  # an application touches its own member only
                 touched = True
         for driven in members:
-            if driven.dirty or driven.deadline_at() <= now or driven.completion_at <= now:
+            if driven.dirty or driven.deadline_at <= now or driven.completion_at <= now:
                 touched = self._drain(driven, now) or touched
-        for source in self.timers:
-            due_now = getattr(source, "due", None)
+        for source, due_now in self._firing:
             if due_now is None or due_now(now):
                 source.fire(now)
         for driven in list(self.members.values()):
-            if driven.dirty or driven.deadline_at() <= now or driven.completion_at <= now:
+            if driven.dirty or driven.deadline_at <= now or driven.completion_at <= now:
                 touched = self._drain(driven, now) or touched
         self.touched = touched
         for hook in self.after_instant:
@@ -450,21 +459,28 @@ class EventScheduler(Scheduler):
             deadline = driven.runner.member.next_deadline_ms() if was_dirty else driven.deadline
             if deadline is None or deadline > now:
                 driven.deadline = deadline
+                driven.deadline_at = NEVER if deadline is None else deadline
                 driven.dirty = False
                 stepped = False
         if stepped:
+            # The first round sends only if the member may have something due; a later round never
+            # does (the round before ended by sending what its completions made due, at this instant).
+            send_first = due is None or was_dirty or driven.deadline_at <= now
+            runner = driven.runner
             for _ in range(DRAIN_ROUNDS):
-                if not driven.runner.step(0):
+                if not (runner.step(0) if send_first else runner.step(0, send_first=False)):
                     break
+                send_first = False
             if due is not None:
-                driven.deadline = driven.runner.member.next_deadline_ms()
+                deadline = driven.deadline = driven.runner.member.next_deadline_ms()
+                driven.deadline_at = NEVER if deadline is None else deadline
                 driven.dirty = False
         if stepped or was_dirty:
             app = driven.app
             if app is not None:
                 poll = app.next_poll_ms()
                 driven.poll_at = NEVER if poll is None else poll
-            if driven.completion_at >= 0:
+            if due is not None:
                 next_completion = driven.runner.transport.next_completion_ms()  # type: ignore[attr-defined]
                 driven.completion_at = NEVER if next_completion is None else next_completion
         return stepped
@@ -478,7 +494,9 @@ class EventScheduler(Scheduler):
         if self._timed and self._timed[0][0] < best:
             best = self._timed[0][0]
         for driven in self.members.values():
-            if driven.dirty:
+            if driven.dirty or driven.deadline_at < 0:
+                # Dirty (touched from outside since its last drain), or a transport that cannot tell:
+                # ask, as the plain scheduler does.
                 app = driven.app
                 if app is not None:
                     due = app.next_poll_ms()
@@ -490,9 +508,9 @@ class EventScheduler(Scheduler):
                 continue
             if driven.poll_at < best:
                 best = driven.poll_at
-            deadline = driven.deadline_at()
-            if deadline < best:
-                best = deadline
-            if 0 <= driven.completion_at < best:
+            if driven.deadline_at < best:
+                best = driven.deadline_at
+            if driven.completion_at < best:
                 best = driven.completion_at
-        return max(self.clock() + 1, best)
+        now = self.clock()
+        return best if best > now else now + 1

@@ -43,3 +43,21 @@ def test_help(command):
     out = subprocess.run([sys.executable, "-m", "kgroup.cli", command, "--help"], capture_output=True,
                          text=True, check=True).stdout
     assert "--seed" in out and "--assignor" in out and "exit code 1" in out.lower().replace("\n", " ")
+
+
+def test_campaign_defaults_to_the_fault_dense_shape_and_reports_faults_per_cpu_second(capsys):
+    """Issue 28: a campaign's default shape is chosen for faults a CPU-second (``simulate`` keeps the
+    issue's shape), and the summary says how many faults a CPU-second it covered and the shape."""
+    from kgroup.cli import _parser
+    from kgroup.sim.simulator import CAMPAIGN_SHAPE
+
+    campaign = _parser().parse_args(["campaign"])
+    assert {key: getattr(campaign, key) for key in CAMPAIGN_SHAPE} == CAMPAIGN_SHAPE == {
+        "members": 3, "partitions": 6, "duration_ms": 10_000, "max_faults": 5}
+    simulate = _parser().parse_args(["simulate"])
+    shape = (simulate.members, simulate.partitions, simulate.duration_ms, simulate.max_faults)
+    assert shape == (5, 12, 60_000, 8)
+    assert main(["campaign", "--seeds", "2", "--workers", "1", "--duration-ms", "6000"]) == 0
+    out = capsys.readouterr().out
+    assert "faults per CPU-second" in out and "seeds per CPU-second" in out
+    assert "shape: --members 3 --partitions 6 --duration-ms 6000 --max-faults 5" in out
