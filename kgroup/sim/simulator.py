@@ -459,9 +459,13 @@ class _Simulation:
     # -- observation -------------------------------------------------------------------------------
 
     def _after_instant(self, now_ms: int) -> None:
-        if self.scheduler.touched or self.ownership.holding:
-            # Untouched, no member changed: the look would find what the last one found.
-            self.ownership.after_instant(now_ms, [(name, app.member) for name, app in self.apps.items()])
+        ownership, scheduler = self.ownership, self.scheduler
+        if ownership.holding or (scheduler.touched and (
+                scheduler.touched_keys is None or not ownership.unchanged(
+                    {name: app.member for name, app in self.apps.items()}, scheduler.touched_keys))):
+            # Otherwise no member changed since the last look (only the touched ones could have): it
+            # would find what that one found.
+            ownership.after_instant(now_ms, [(name, app.member) for name, app in self.apps.items()])
         failovers = self.kafka.hosting.failovers
         if len(failovers) > self._failovers_seen:
             group_slot = self.kafka.hosting.partition_for(GROUP)

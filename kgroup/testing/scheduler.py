@@ -197,9 +197,10 @@ class DrivenMember:
 
 
 class Scheduler:
-    #: Whether anything at the last instant could have changed a member (see :class:`EventScheduler`);
-    #: this scheduler does not keep track, so always.
+    #: Whether anything at the last instant could have changed a member, and which (None: any; see
+    #: :class:`EventScheduler`); this scheduler does not keep track, so always, any.
     touched = True
+    touched_keys: Optional[set] = None
 
     def __init__(self, clock: MockClock) -> None:
         self.clock = clock
@@ -375,13 +376,17 @@ class EventScheduler(Scheduler):
     visited, and what is done at each and in which order, are the plain scheduler's.
 
     ``touched`` tells the ``after_instant`` hooks whether anything at the instant could have changed
-    a member (a poll, a member stepped, a timed callback, or the caller since the last run): a hook
-    that only looks at members may skip an untouched instant.
+    a member (a poll, a member stepped, a timed callback, or the caller since the last run), and
+    ``touched_keys`` which members (None: any): a hook that only looks at members may skip an
+    untouched instant, or look only at the touched members.
     """
 
     def __init__(self, clock: MockClock) -> None:
         super().__init__(clock)
         self.touched = True
+        #: The keys of the members polled or stepped at the last instant; None: any member may have
+        #: changed (a timed callback, a member added or removed, the caller since the last run).
+        self.touched_keys: Optional[set] = None
         self._touched_next = True
         #: Each timer source with its ``due`` (None: it fires at every instant).
         self._firing: List[Tuple[TimerSource, Optional[Callable[[int], bool]]]] = []
@@ -421,7 +426,8 @@ class EventScheduler(Scheduler):
                 _when, _seq, callback = heapq.heappop(timed)
                 callback(clock())
             self.touch_all()
-        touched, self._touched_next = self._touched_next, False
+        everything, self._touched_next = self._touched_next, False
+        keys: set = set()
         now = clock()
         members = list(self.members.values())
         for driven in members:
@@ -434,17 +440,20 @@ class EventScheduler(Scheduler):
             if driven.poll_at <= now:
                 app.poll(now)
                 driven.dirty = True  # an application touches its own member only
-                touched = True
+                keys.add(driven.key)
         for driven in members:
             if driven.dirty or driven.deadline_at <= now or driven.completion_at <= now:
-                touched = self._drain(driven, now) or touched
+                if self._drain(driven, now):
+                    keys.add(driven.key)
         for source, due_now in self._firing:
             if due_now is None or due_now(now):
                 source.fire(now)
         for driven in list(self.members.values()):
             if driven.dirty or driven.deadline_at <= now or driven.completion_at <= now:
-                touched = self._drain(driven, now) or touched
-        self.touched = touched
+                if self._drain(driven, now):
+                    keys.add(driven.key)
+        self.touched = everything or bool(keys)
+        self.touched_keys = None if everything else keys
         for hook in self.after_instant:
             hook(now)
 

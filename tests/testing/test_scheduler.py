@@ -260,7 +260,8 @@ def test_event_scheduler_tells_hooks_whether_a_member_was_touched():
     runner.transport = QuietTransport()
     scheduler.add_member("m", runner, PollCadence(polls.append, 20, 0))
     seen = []
-    scheduler.after_instant.append(lambda now: seen.append((now, scheduler.touched)))
+    scheduler.after_instant.append(lambda now: seen.append((now, scheduler.touched, scheduler.touched_keys)))
     scheduler.run_until_ms(30)
-    # Polled at 0 and 20 (touched); at 10 only the timer source fired.
-    assert seen == [(0, True), (10, False), (20, True)]
+    # Polled at 0 (the first instant of a run: anything may have changed) and 20 (touched: "m");
+    # at 10 only the timer source fired.
+    assert seen == [(0, True, None), (10, False, set()), (20, True, {"m"})]
