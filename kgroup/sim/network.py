@@ -100,6 +100,10 @@ class Network:
         return (any(x.to_broker_cut for x in links), any(x.to_member_cut for x in links),
                 max((x.drop_percent for x in links), default=0))
 
+    def requests_cut(self, member: str, broker: int) -> bool:
+        """Whether the member's requests to ``broker`` are cut off (a partition that way)."""
+        return bool(self._links) and self._state(member, broker)[0]
+
     def cut(self, member: str, broker: int, to_broker: bool, to_member: bool, delta: int) -> None:
         """Add (``delta`` 1) or remove (-1) a partition; overlapping partitions count."""
         link = self.link(member, broker)

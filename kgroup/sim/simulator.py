@@ -326,7 +326,7 @@ class _Simulation:
         self.scheduler.call_at(self.clock() + SUPERVISOR_RESTART_MS, restart)
 
     def _reachable(self, member: str, broker: int) -> bool:
-        return not self.network._state(member, broker)[0]
+        return not self.network.requests_cut(member, broker)
 
     def stop(self, name: str, clean: bool) -> None:
         app = self.apps.pop(name, None)
