@@ -365,9 +365,10 @@ def _pool_arguments(parser: argparse.ArgumentParser, seeds: int, seeds_help: str
 def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
     from kgroup.sim.simulator import ASSIGNOR_MIXES, ASSIGNORS, GROUP_PROTOCOLS, SERVER_ASSIGNORS
 
-    parser.add_argument("--members", type=positive_int, default=5, help="consumers at the start (default 5)")
+    parser.add_argument("--members", type=positive_int, default=5,
+                        help="consumers at the start (default %(default)s)")
     parser.add_argument("--partitions", type=positive_int, default=12,
-                        help="partitions of the topic (default 12)")
+                        help="partitions of the topic (default %(default)s)")
     if group:  # compare varies these itself
         names = tuple(dict.fromkeys(ASSIGNORS + tuple(ASSIGNOR_MIXES) + SERVER_ASSIGNORS + ("any",)))
         parser.add_argument("--assignor", choices=names, default="any",
@@ -385,12 +386,12 @@ def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
     parser.add_argument("--processing-ms", type=non_negative_int, default=1,
                         help="processing time per record (default 1)")
     parser.add_argument("--duration-ms", type=positive_int, default=60_000,
-                        help="simulated time with producers and faults (default 60000)")
+                        help="simulated time with producers and faults (default %(default)s)")
     if group:  # compare runs its scenarios
         parser.add_argument("--faults", choices=("mixed", "static-bounce", "none"), default="mixed",
                             help="what the seed's schedule draws (default mixed)")
     parser.add_argument("--max-faults", type=non_negative_int, default=8,
-                        help="at most this many faults a seed; 0: none (default 8)")
+                        help="at most this many faults a seed; 0: none (default %(default)s)")
     if group:
         parser.add_argument("--no-shrink", action="store_true", help="do not shrink a failing schedule")
 
@@ -440,7 +441,8 @@ def _parser() -> argparse.ArgumentParser:
     campaign.add_argument("--show", type=non_negative_int, default=5,
                           help="failing seeds to show and shrink (default 5)")
     _sim_arguments(campaign)
-    campaign.set_defaults(run=_campaign, parser=campaign)
+    from kgroup.sim.simulator import CAMPAIGN_SHAPE  # the shape that covers the most faults a CPU-second
+    campaign.set_defaults(run=_campaign, parser=campaign, **CAMPAIGN_SHAPE)
 
     compare = commands.add_parser(
         "compare", help="compare group configurations on the same fault schedules: a markdown report",

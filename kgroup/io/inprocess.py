@@ -51,6 +51,9 @@ class InProcessHub:
         self._transport_ids = itertools.count(1)
         self._transports: dict[int, "InProcessTransport"] = {}
         self._thread: Optional[threading.Thread] = None
+        #: Bumped by every call that may change the backend or route a delivery (send, tick, apply,
+        #: query): a single-threaded driver caches what it read from the backend until this moves.
+        self.changes = 0
         if run_timers if run_timers is not None else clock is None:
             self._thread = threading.Thread(target=self._run_timers, name="kgroup-inprocess-timers",
                                             daemon=True)
@@ -75,6 +78,7 @@ class InProcessHub:
         if context is None:
             context = RequestContext.of(request)
         with self._lock:
+            self.changes += 1
             try:
                 deliveries = self.backend.send(node_id, (tid, correlation_id), request, self.clock(),
                                                context=context)
@@ -92,6 +96,7 @@ class InProcessHub:
     def tick(self) -> None:
         """Fire the coordinator's due timers (tests on a MockClock call this)."""
         with self._lock:
+            self.changes += 1
             self._route(self.backend.tick(self.clock()))
 
     def apply(self, action: Callable[[int], list]) -> None:
@@ -100,12 +105,14 @@ class InProcessHub:
         Fault injection goes through here: a failover answers parked requests.
         """
         with self._lock:
+            self.changes += 1
             self._route(action(self.clock()))
             self._timer_wake.notify()
 
     def query(self, read: Callable[[int], _T]) -> _T:
         """``read(now_ms)`` under the hub's lock, for inspecting the backend from a test thread."""
         with self._lock:
+            self.changes += 1  # a read by contract, but nothing stops it from changing the backend
             return read(self.clock())
 
     def _route(self, deliveries: list) -> None:

@@ -76,11 +76,13 @@ class MemberRunner:
             self.lock.release()
             self.kick.set()
 
-    def step(self, block_ms: int = 0) -> int:
+    def step(self, block_ms: int = 0, send_first: bool = True) -> int:
         """Send what is due, wait up to ``block_ms`` for completions, hand them over. Caller holds the
-        lock."""
+        lock.  ``send_first=False``: the caller knows the member has nothing to send before the
+        completions (its deadline has not come and nothing touched it since it was last asked)."""
         sent_at = self.clock()
-        self._send(sent_at)
+        if send_first:
+            self._send(sent_at)
         completions = self.transport.poll(max(0, block_ms))
         now = self.clock()
         for completion in completions:

@@ -205,19 +205,28 @@ class ConsumerApp:
             self.sync_token, self.sync_deadline_ms = token, deadline_ms
 
     def _fetch(self, now: int) -> int:
-        generation = self.member.generation
+        member = self.member
+        assignment = member.assignment
+        if not assignment:
+            return 0
+        generation = member.generation
         room = self.profile.max_records
-        for tp in sorted(self.member.assignment):
-            position = self.positions.get(tp)
-            if position is None or tp in self.awaiting or room <= 0:
+        positions, awaiting, topics = self.positions, self.awaiting, self.cluster.topics
+        for tp in sorted(assignment):
+            if room <= 0:
+                break  # room only shrinks: nothing more is fetched this poll
+            position = positions.get(tp)
+            if position is None or tp in awaiting:
                 continue
-            try:
-                partition = self.cluster.partition(tp.topic, tp.partition)
-            except ClusterError:
+            partitions = topics.get(tp.topic)
+            if partitions is None or not 0 <= tp.partition < len(partitions):
+                continue  # an unknown partition (ClusterStateMachine.partition would refuse it)
+            partition = partitions[tp.partition]
+            leader = partition.leader
+            if leader is None or not self.reachable(self.name, leader):
                 continue
-            if partition.leader is None or not self.reachable(self.name, partition.leader):
-                continue
-            end = min(partition.logs[partition.leader].hw, position + room)
+            hw = partition.logs[leader].hw
+            end = hw if hw < position + room else position + room
             if end <= position:
                 continue
             room -= end - position
@@ -271,20 +280,39 @@ class Producer:
     def next_deadline_ms(self) -> Optional[int]:
         return self.next_ms
 
+    def due(self, now_ms: int) -> bool:
+        return self.next_ms is not None and self.next_ms <= now_ms
+
     def fire(self, now_ms: int) -> None:
         if self.next_ms is None or now_ms < self.next_ms:
             return
-        partitions = len(self.cluster.topics[self.topic])
+        topic = self.topic
+        partitions = len(self.cluster.topics[topic])
+        # Every record's partition is drawn first, in order, then each partition's records are
+        # appended in one call: the logs, offsets and refusals are those of one append a record
+        # (nothing between two appends of one batch moves a partition's leader or ISR), and the
+        # history records them in the order drawn.
+        drawn: List[Tuple[int, str]] = []
+        by_partition: Dict[int, List[str]] = {}
+        randrange = self.rng.randrange
         for _ in range(self.batch):
-            index = self.rng.randrange(partitions)
+            index = randrange(partitions)
             payload = f"{self.name}-{self.sequence}"
             self.sequence += 1
+            drawn.append((index, payload))
+            by_partition.setdefault(index, []).append(payload)
+        next_offset: Dict[int, int] = {}
+        for index, payloads in by_partition.items():
             try:
-                offset = self.cluster.produce(self.topic, index, payload)
+                next_offset[index] = self.cluster.produce_many(topic, index, payloads)
             except ClusterError:
-                self.refused += 1
-            else:
-                self.history.record(Appended(now_ms, TopicPartition(self.topic, index), offset, payload))
+                self.refused += len(payloads)
+        record = self.history.record
+        for index, payload in drawn:
+            offset = next_offset.get(index)
+            if offset is not None:
+                next_offset[index] = offset + 1
+                record(Appended(now_ms, TopicPartition(topic, index), offset, payload))
         following = now_ms + self.interval_ms
         self.next_ms = following if following < self.stop_ms else None
 

@@ -39,6 +39,8 @@ class SeedOutcome:
     coverage: Tuple[Tuple[str, int], ...]
     config: SimConfig
     metrics: RunMetrics
+    #: CPU time the run took in its process (``time.process_time``: a shared machine does not hide it).
+    cpu_s: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -54,6 +56,15 @@ class CampaignResult:
     @property
     def failed(self) -> List[SeedOutcome]:
         return [o for o in self.outcomes if not o.ok]
+
+    @property
+    def cpu_s(self) -> float:
+        """CPU-seconds of the runs themselves, summed over the processes that ran them."""
+        return sum(o.cpu_s for o in self.outcomes)
+
+    @property
+    def faults(self) -> int:
+        return sum(o.faults for o in self.outcomes)
 
     def coverage(self) -> Dict[str, int]:
         totals: Dict[str, int] = {}
@@ -75,11 +86,13 @@ class CampaignInterrupted(KeyboardInterrupt):
 
 def run_one(job: Job) -> SeedOutcome:
     seed_or_schedule, config = job
+    started = time.process_time()
     verdict = run(seed_or_schedule, config)
+    metrics = run_metrics(verdict.history, verdict.simulated_ms)
     return SeedOutcome(verdict.seed, verdict.assignor, len(verdict.schedule.faults),
                        tuple(str(v) for v in verdict.violations), tuple(sorted(verdict.checks_failed())),
-                       tuple(sorted(verdict.coverage.items())), config,
-                       run_metrics(verdict.history, verdict.simulated_ms))
+                       tuple(sorted(verdict.coverage.items())), config, metrics,
+                       time.process_time() - started)
 
 
 def run_campaign(seeds: Iterable[int], config: SimConfig, workers: Optional[int] = None,
@@ -182,5 +195,15 @@ def summary_table(result: CampaignResult) -> str:
     lines.append(f"{'total':<20} {total:>7} {sum(r[1] for r in rows.values()):>8} {len(result.failed):>9}")
     lines.append(f"{total} seeds in {result.elapsed_s:.1f} s ({rate:.1f} seeds/s on {result.workers} "
                  f"process(es), {rate / result.workers:.1f} seeds/s per process)")
+    cpu_s = result.cpu_s
+    if cpu_s > 0:
+        # What a campaign buys per unit of CPU, however loaded the machine: faults exercised.
+        lines.append(f"{cpu_s:.1f} CPU-seconds: {result.faults / cpu_s:.1f} faults per CPU-second, "
+                     f"{total / cpu_s:.2f} seeds per CPU-second")
+    if result.outcomes:
+        config = result.outcomes[0].config
+        lines.append(f"shape: --members {config.members} --partitions {config.partitions} --duration-ms "
+                     f"{config.duration_ms} --max-faults {config.max_faults} (kgroup simulate --seed N takes "
+                     f"the same flags to replay a seed)")
     lines.append("coverage: " + ", ".join(f"{k} {v}" for k, v in sorted(result.coverage().items())))
     return "\n".join(lines)

@@ -121,6 +121,8 @@ class OwnershipChecker:
         #: What the last full look saw (each member, its generation, state and owned set, by identity)
         #: and the violations it found: while nothing changes, the same ones hold at every instant.
         self._seen: Optional[list] = None
+        #: The same, by member name.
+        self._seen_by_name: Dict[str, tuple] = {}
         self._holding: List[Tuple[str, str]] = []
 
     def after_instant(self, now_ms: int, members: Iterable[Tuple[str, object]]) -> None:
@@ -133,9 +135,31 @@ class OwnershipChecker:
             return
         self._seen = [(name, member, member.generation, member.state,  # type: ignore[attr-defined]
                        member.assignment) for name, member in members]  # type: ignore[attr-defined]
+        self._seen_by_name = {entry[0]: entry for entry in self._seen}
         first = len(self.violations)
         self._look(now_ms, members)
         self._holding = [(v.check, v.message) for v in self.violations[first:]]
+
+    def unchanged(self, members: Mapping[str, object], names: Iterable[str]) -> bool:
+        """Whether each of ``names`` is in ``members`` as the same member, generation, state and owned
+        set as at the last look (a driver that knows only these were touched need not look again)."""
+        if self._seen is None or len(members) != len(self._seen):
+            return False
+        seen = self._seen_by_name
+        for name in names:
+            entry = seen.get(name)
+            member = members.get(name)
+            if (entry is None or member is None or entry[1] is not member
+                    or entry[2] is not member.generation  # type: ignore[attr-defined]
+                    or entry[3] is not member.state  # type: ignore[attr-defined]
+                    or entry[4] is not member.assignment):  # type: ignore[attr-defined]
+                return False
+        return True
+
+    @property
+    def holding(self) -> bool:
+        """Whether the last look found violations (they are repeated at every instant until a change)."""
+        return bool(self._holding)
 
     @staticmethod
     def _unchanged(last: list, members: List[Tuple[str, object]]) -> bool:
@@ -186,6 +210,7 @@ class OwnershipChecker:
     def forget(self, name: str) -> None:
         self._last.pop(name, None)
         self._seen = None
+        self._seen_by_name = {}
 
     def close(self, now_ms: int) -> None:
         for tp, (names, start_ms) in self._open.items():

@@ -30,7 +30,7 @@ from typing import Callable, Dict, List, Optional, Protocol, Tuple
 
 import attrs
 
-from kgroup.io.inprocess import InProcessTransport
+from kgroup.io.inprocess import InProcessHub, InProcessTransport
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError
 
 __all__ = ["Network", "NetworkConfig", "SimTransport", "TransportObserver"]
@@ -74,6 +74,16 @@ class Network:
         self.transports: Dict[str, "SimTransport"] = {}
         self._links: Dict[Tuple[str, int], _Link] = {}
         self.messages_dropped = 0
+        # What the scheduler asks at every instant, kept between changes: the earliest message due
+        # either way and the earliest request due at a broker (recomputed once a transport's queues
+        # changed), and whether a broker's answer may be waiting in a transport's in-process inbox
+        # (the hub routed something since the last forward, or one was left after it).
+        self._stale = True
+        self._next_deadline: Optional[int] = None
+        self._next_outgoing: Optional[int] = None
+        self._hub: Optional[InProcessHub] = None
+        self._hub_changes_seen = -1
+        self._inbox_waiting = False
 
     # -- links ----------------------------------------------------------------------------------
 
@@ -89,6 +99,10 @@ class Network:
         links = [x for x in (own, every) if x is not None]
         return (any(x.to_broker_cut for x in links), any(x.to_member_cut for x in links),
                 max((x.drop_percent for x in links), default=0))
+
+    def requests_cut(self, member: str, broker: int) -> bool:
+        """Whether the member's requests to ``broker`` are cut off (a partition that way)."""
+        return bool(self._links) and self._state(member, broker)[0]
 
     def cut(self, member: str, broker: int, to_broker: bool, to_member: bool, delta: int) -> None:
         """Add (``delta`` 1) or remove (-1) a partition; overlapping partitions count."""
@@ -116,6 +130,8 @@ class Network:
                   observer: Optional["TransportObserver"] = None) -> "SimTransport":
         transport = SimTransport(self, member, inner, clock, broker_of, observer)
         self.transports[member] = transport
+        self._hub = inner.hub
+        self._stale = True
         return transport
 
     def latency(self) -> int:
@@ -130,17 +146,47 @@ class Network:
 
     # -- the scheduler's timer source -----------------------------------------------------------
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def _recompute(self) -> None:
         best: Optional[int] = None
+        outgoing: Optional[int] = None
         for transport in self.transports.values():
-            deadline = transport.next_deadline_ms()
-            if deadline is not None and (best is None or deadline < best):
-                best = deadline
-        return best
+            if transport.closed:
+                continue
+            if transport._outgoing:
+                due = transport._outgoing[0][0]
+                if outgoing is None or due < outgoing:
+                    outgoing = due
+                if best is None or due < best:
+                    best = due
+            if transport._incoming:
+                due = transport._incoming[0][0]
+                if best is None or due < best:
+                    best = due
+        self._next_deadline, self._next_outgoing = best, outgoing
+        self._stale = False
+
+    def next_deadline_ms(self) -> Optional[int]:
+        if self._stale:
+            self._recompute()
+        return self._next_deadline
+
+    def due(self, now_ms: int) -> bool:
+        """Whether :meth:`fire` would move anything now: a request due at its broker, or an answer in
+        a transport's in-process inbox (the event scheduler fires the network only then)."""
+        if self._inbox_waiting or (self._hub is not None and self._hub.changes != self._hub_changes_seen):
+            return True
+        if self._stale:
+            self._recompute()
+        return self._next_outgoing is not None and self._next_outgoing <= now_ms
 
     def fire(self, now_ms: int) -> None:
         for transport in list(self.transports.values()):
             transport.forward(now_ms)
+        # A forward may have had the hub answer a transport forwarded before it: that answer waits
+        # in its inbox for the next instant, as before.
+        self._inbox_waiting = any(t.inner.has_completions() for t in self.transports.values() if not t.closed)
+        if self._hub is not None:
+            self._hub_changes_seen = self._hub.changes
 
 
 class SimTransport(Transport):
@@ -169,6 +215,9 @@ class SimTransport(Transport):
         self._last_arrival_ms: Dict[int, int] = {}
         self._last_answer_ms: Dict[int, int] = {}
         self.closed = False
+        #: Told the time of every message put on the way back (the event scheduler wakes the member
+        #: then); None: nobody listens.
+        self.on_completion_scheduled: Optional[Callable[[int], None]] = None
 
     def _broker_key(self, node_id: NodeId) -> int:
         return ANY_BROKER if node_id is None else node_id
@@ -184,6 +233,7 @@ class SimTransport(Transport):
             arrival_ms = max(now + self.network.latency(), self._last_arrival_ms.get(link, now))
             self._last_arrival_ms[link] = arrival_ms
             heapq.heappush(self._outgoing, (arrival_ms, next(self._order), correlation_id, request, node_id))
+            self.network._stale = True
         if self.observer is not None:
             self._requests[correlation_id] = request
             self.observer.on_send(request, now)
@@ -191,7 +241,13 @@ class SimTransport(Transport):
 
     def _fail(self, correlation_id: int, due_ms: int, why: str) -> None:
         completion = Completion(correlation_id, TransportError(f"network: {why}"))
+        self._schedule_completion(due_ms, completion)
+
+    def _schedule_completion(self, due_ms: int, completion: Completion) -> None:
         heapq.heappush(self._incoming, (due_ms, next(self._order), completion))
+        self.network._stale = True
+        if self.on_completion_scheduled is not None:
+            self.on_completion_scheduled(due_ms)
 
     def forward(self, now_ms: int) -> None:
         """Hand due requests to the broker, then take the broker's answers onto the wire back."""
@@ -200,6 +256,7 @@ class SimTransport(Transport):
         outgoing = self._outgoing
         if not (outgoing and outgoing[0][0] <= now_ms) and not self.inner.has_completions():
             return  # nothing to hand over, nothing answered
+        self.network._stale = True
         while self._outgoing and self._outgoing[0][0] <= now_ms:
             _due, _order, correlation_id, request, node_id = heapq.heappop(self._outgoing)
             inner_id = self.inner.send(request, node_id)
@@ -216,8 +273,7 @@ class SimTransport(Transport):
                 # Answers share the link's connection too: one never overtakes an earlier one.
                 arrival_ms = max(now_ms + self.network.latency(), self._last_answer_ms.get(broker, now_ms))
                 self._last_answer_ms[broker] = arrival_ms
-                heapq.heappush(self._incoming, (arrival_ms, next(self._order),
-                                                Completion(correlation_id, completion.result)))
+                self._schedule_completion(arrival_ms, Completion(correlation_id, completion.result))
 
     def reset(self, broker: int, now_ms: int) -> None:
         """The connection to ``broker`` breaks: everything in flight on it fails now."""
@@ -233,6 +289,7 @@ class SimTransport(Transport):
                 keep.append(entry)
         heapq.heapify(keep)
         self._outgoing = keep
+        self.network._stale = True
 
     def next_deadline_ms(self) -> Optional[int]:
         if self.closed:
@@ -242,6 +299,10 @@ class SimTransport(Transport):
             return min(outgoing[0][0], incoming[0][0]) if incoming else outgoing[0][0]
         return incoming[0][0] if incoming else None
 
+    def next_completion_ms(self) -> Optional[int]:
+        """When the earliest message on its way back arrives (None: nothing on the way)."""
+        return self._incoming[0][0] if self._incoming else None
+
     def completion_due(self, now_ms: int) -> bool:
         """Whether ``poll`` at ``now_ms`` would return something (the scheduler skips idle members)."""
         incoming = self._incoming
@@ -250,6 +311,8 @@ class SimTransport(Transport):
     def poll(self, timeout_ms: int) -> list[Completion]:
         now = self.clock()
         out = []
+        if self._incoming and self._incoming[0][0] <= now:
+            self.network._stale = True
         while self._incoming and self._incoming[0][0] <= now:
             completion = heapq.heappop(self._incoming)[2]
             out.append(completion)
@@ -261,6 +324,7 @@ class SimTransport(Transport):
 
     def close(self) -> None:
         self.closed = True
+        self.network._stale = True
         self.inner.close()
         if self.network.transports.get(self.member) is self:
             del self.network.transports[self.member]

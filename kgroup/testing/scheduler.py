@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Protocol, Tuple
 
 from kgroup.errors import ConfigError
 from kgroup.io.runner import MemberRunner
@@ -39,8 +39,11 @@ from kgroup.testing.clock import MockClock
 if TYPE_CHECKING:
     from kgroup.core.coordinator import CoordinatorResult, GroupCoordinator
 
-__all__ = ["AppPoller", "CoordinatorTimers", "DrivenMember", "HubTimers", "PollCadence", "Scheduler",
-           "TimerSource"]
+__all__ = ["AppPoller", "CachedHubTimers", "CoordinatorTimers", "DrivenMember", "EventScheduler", "HubTimers",
+           "NEVER", "PollCadence", "Scheduler", "TimerSource"]
+
+#: "No deadline" for the event scheduler's cached times (later than any instant a run reaches).
+NEVER = 1 << 62
 
 #: How many transport rounds one member gets per phase before the scheduler moves on (an
 #: in-process answer can prompt a new request at once: join -> sync -> fetch offsets).
@@ -72,6 +75,29 @@ class HubTimers:
 
     def fire(self, now_ms: int) -> None:
         self.hub.tick()
+
+
+class CachedHubTimers(HubTimers):
+    """:class:`HubTimers` that keeps the backend's next deadline until the hub's ``changes`` counter
+    moves, for a single-threaded driver that reaches the backend only through the hub (send, tick,
+    apply, query): nothing else can move a deadline, so asking the cluster and every coordinator again
+    at each instant is wasted.  :meth:`due` is what :class:`EventScheduler` fires it on."""
+
+    def __init__(self, hub) -> None:
+        super().__init__(hub)
+        self._seen = -1
+        self._deadline: Optional[int] = None
+
+    def next_deadline_ms(self) -> Optional[int]:
+        hub = self.hub
+        if hub.changes != self._seen:
+            self._deadline = hub.backend.next_deadline_ms()
+            self._seen = hub.changes
+        return self._deadline
+
+    def due(self, now_ms: int) -> bool:
+        deadline = self.next_deadline_ms()
+        return deadline is not None and deadline <= now_ms
 
 
 class CoordinatorTimers:
@@ -122,7 +148,8 @@ class DrivenMember:
     ``completion_due`` is drained at every instant.
     """
 
-    __slots__ = ("key", "runner", "app", "dirty", "deadline", "completion_due")
+    __slots__ = ("key", "runner", "app", "dirty", "deadline", "completion_due", "poll_at", "completion_at",
+                 "deadline_at")
 
     def __init__(self, key: object, runner: MemberRunner, app: Optional[AppPoller]) -> None:
         self.key = key
@@ -133,6 +160,17 @@ class DrivenMember:
         self.deadline: Optional[int] = None
         transport = getattr(runner, "transport", None)
         self.completion_due: Optional[Callable[[int], bool]] = getattr(transport, "completion_due", None)
+        # EventScheduler only: the application's next poll and the earliest completion on its way
+        # (NEVER: none), kept between the calls that can move them.
+        self.poll_at = NEVER
+        self.completion_at = NEVER
+        #: ``deadline`` as a number (NEVER: none; -1: the transport cannot tell, due at every instant).
+        self.deadline_at = NEVER if self.completion_due is not None else -1
+
+    def completion_scheduled(self, due_ms: int) -> None:
+        """The transport put a completion on its way, due at ``due_ms`` (EventScheduler)."""
+        if due_ms < self.completion_at:
+            self.completion_at = due_ms
 
     def next_deadline_ms(self) -> Optional[int]:
         if self.dirty or self.completion_due is None:
@@ -159,6 +197,11 @@ class DrivenMember:
 
 
 class Scheduler:
+    #: Whether anything at the last instant could have changed a member, and which (None: any; see
+    #: :class:`EventScheduler`); this scheduler does not keep track, so always, any.
+    touched = True
+    touched_keys: Optional[set] = None
+
     def __init__(self, clock: MockClock) -> None:
         self.clock = clock
         self.members: dict = {}
@@ -308,3 +351,175 @@ class Scheduler:
                 if deadline is not None and deadline <= now:
                     source.fire(now)
         self.clock.advance_to(end_ms)
+
+
+class EventScheduler(Scheduler):
+    """The :class:`Scheduler`'s instants and phases, doing only what is due at each.
+
+    The plain scheduler asks every application, member and timer source at every instant whether
+    anything is due, and fires every timer source at every instant.  This one keeps each answer
+    until something that can change it happens, and runs only what is due:
+
+    - an application's next poll is asked again only after it polled, after its member was
+      stepped (a loop blocked in a commit wakes on its member's news) or after a timed callback;
+    - a member's deadline is cached after each drain (as :class:`DrivenMember` already does), and
+      the earliest completion on its way is told by the transport
+      (``on_completion_scheduled``) and read back after each drain;
+    - a timer source fires only when its ``due(now_ms)`` says so (a source without ``due`` fires
+      at every instant, as before), and must answer ``next_deadline_ms()`` cheaply: it is asked
+      at every instant (:class:`CachedHubTimers`, the simulator's network and producers do).
+
+    So it needs members whose transport has ``completion_due``, ``next_completion_ms`` and
+    ``on_completion_scheduled`` (the simulator's network; a member without them is drained at
+    every instant), applications whose ``next_poll_ms()`` changes only through the calls above,
+    and timer sources whose ``due`` is true whenever ``fire`` would do anything.  The instants
+    visited, and what is done at each and in which order, are the plain scheduler's.
+
+    ``touched`` tells the ``after_instant`` hooks whether anything at the instant could have changed
+    a member (a poll, a member stepped, a timed callback, or the caller since the last run), and
+    ``touched_keys`` which members (None: any): a hook that only looks at members may skip an
+    untouched instant, or look only at the touched members.
+    """
+
+    def __init__(self, clock: MockClock) -> None:
+        super().__init__(clock)
+        self.touched = True
+        #: The keys of the members polled or stepped at the last instant; None: any member may have
+        #: changed (a timed callback, a member added or removed, the caller since the last run).
+        self.touched_keys: Optional[set] = None
+        self._touched_next = True
+        #: Each timer source with its ``due`` (None: it fires at every instant).
+        self._firing: List[Tuple[TimerSource, Optional[Callable[[int], bool]]]] = []
+
+    def add_member(self, key: object, runner: MemberRunner, app: Optional[AppPoller] = None) -> DrivenMember:
+        driven = super().add_member(key, runner, app)
+        transport: Any = getattr(runner, "transport", None)
+        if hasattr(transport, "on_completion_scheduled") and hasattr(transport, "next_completion_ms"):
+            transport.on_completion_scheduled = driven.completion_scheduled
+            next_completion = transport.next_completion_ms()
+            driven.completion_at = NEVER if next_completion is None else next_completion
+        else:
+            # The transport cannot tell what is on its way: the member is drained at every instant.
+            driven.completion_due = None
+            driven.deadline_at = -1
+        self._touched_next = True
+        return driven
+
+    def remove_member(self, key: object) -> Optional[DrivenMember]:
+        self._touched_next = True
+        return super().remove_member(key)
+
+    def add_timers(self, source: TimerSource) -> None:
+        super().add_timers(source)
+        self._firing.append((source, getattr(source, "due", None)))
+
+    def touch_all(self) -> None:
+        super().touch_all()
+        self._touched_next = True
+
+    def instant(self) -> None:
+        clock = self.clock
+        timed = self._timed
+        if timed and timed[0][0] <= clock():
+            # As Scheduler.instant: a callback may move the clock; read it again after each one.
+            while timed and timed[0][0] <= clock():
+                _when, _seq, callback = heapq.heappop(timed)
+                callback(clock())
+            self.touch_all()
+        everything, self._touched_next = self._touched_next, False
+        keys: set = set()
+        now = clock()
+        members = list(self.members.values())
+        for driven in members:
+            app = driven.app
+            if app is None:
+                continue
+            if driven.dirty:
+                due = app.next_poll_ms()
+                driven.poll_at = NEVER if due is None else due
+            if driven.poll_at <= now:
+                app.poll(now)
+                driven.dirty = True  # an application touches its own member only
+                keys.add(driven.key)
+        for driven in members:
+            if driven.dirty or driven.deadline_at <= now or driven.completion_at <= now:
+                if self._drain(driven, now):
+                    keys.add(driven.key)
+        for source, due_now in self._firing:
+            if due_now is None or due_now(now):
+                source.fire(now)
+        for driven in list(self.members.values()):
+            if driven.dirty or driven.deadline_at <= now or driven.completion_at <= now:
+                if self._drain(driven, now):
+                    keys.add(driven.key)
+        self.touched = everything or bool(keys)
+        self.touched_keys = None if everything else keys
+        for hook in self.after_instant:
+            hook(now)
+
+    @staticmethod
+    def _drain(driven: DrivenMember, now: int) -> bool:
+        """:meth:`DrivenMember.drain`, then the application's next poll and the next completion
+        read again; True if the member was stepped."""
+        was_dirty = driven.dirty
+        stepped = True
+        due = driven.completion_due
+        if due is not None and not due(now):
+            deadline = driven.runner.member.next_deadline_ms() if was_dirty else driven.deadline
+            if deadline is None or deadline > now:
+                driven.deadline = deadline
+                driven.deadline_at = NEVER if deadline is None else deadline
+                driven.dirty = False
+                stepped = False
+        if stepped:
+            # The first round sends only if the member may have something due; a later round never
+            # does (the round before ended by sending what its completions made due, at this instant).
+            send_first = due is None or was_dirty or driven.deadline_at <= now
+            runner = driven.runner
+            for _ in range(DRAIN_ROUNDS):
+                if not (runner.step(0) if send_first else runner.step(0, send_first=False)):
+                    break
+                send_first = False
+            if due is not None:
+                deadline = driven.deadline = driven.runner.member.next_deadline_ms()
+                driven.deadline_at = NEVER if deadline is None else deadline
+                driven.dirty = False
+        if stepped or was_dirty:
+            app = driven.app
+            if app is not None:
+                poll = app.next_poll_ms()
+                driven.poll_at = NEVER if poll is None else poll
+            if due is not None:
+                next_completion = driven.runner.transport.next_completion_ms()  # type: ignore[attr-defined]
+                driven.completion_at = NEVER if next_completion is None else next_completion
+        return stepped
+
+    def next_instant_ms(self, limit_ms: int) -> int:
+        best = limit_ms
+        for source in self.timers:
+            deadline = source.next_deadline_ms()
+            if deadline is not None and deadline < best:
+                best = deadline
+        if self._timed and self._timed[0][0] < best:
+            best = self._timed[0][0]
+        for driven in self.members.values():
+            if driven.dirty or driven.deadline_at < 0:
+                # Dirty (touched from outside since its last drain), or a transport that cannot tell:
+                # ask, as the plain scheduler does.
+                app = driven.app
+                if app is not None:
+                    due = app.next_poll_ms()
+                    if due is not None and due < best:
+                        best = due
+                deadline = driven.runner.member.next_deadline_ms()
+                if deadline is not None and deadline < best:
+                    best = deadline
+                continue
+            if driven.poll_at < best:
+                best = driven.poll_at
+            if driven.deadline_at < best:
+                best = driven.deadline_at
+            if driven.completion_at < best:
+                best = driven.completion_at
+        now = self.clock()
+        return best if best > now else now + 1

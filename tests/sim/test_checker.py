@@ -142,3 +142,27 @@ def test_needless_move_does_not_judge_a_member_that_lost_its_partitions():
     # A reset before the reference generation began does not excuse anything after it.
     early = _history(_owned(5, "m1", -1, state="UNJOINED"), *history.events[:2])
     assert len(check_sticky_moves(early, "cooperative-sticky", final, 40)) == 2
+
+
+def test_ownership_checker_says_whether_touched_members_are_unchanged_since_its_last_look():
+    """Issue 28: the simulator looks again only when a member it polled or stepped changed."""
+    from kgroup.core.member import MemberState
+    from kgroup.core.member.events import Generation
+
+    class Member:
+        def __init__(self):
+            self.generation = Generation(1, "id1", "range")
+            self.state = MemberState.STABLE
+            self.assignment = frozenset([TP])
+
+    m0, m1 = Member(), Member()
+    checker = OwnershipChecker(History())
+    assert not checker.unchanged({"m0": m0, "m1": m1}, ["m0"])  # no look yet
+    checker.after_instant(10, [("m0", m0), ("m1", m1)])
+    assert checker.unchanged({"m0": m0, "m1": m1}, ["m0", "m1"])
+    m1.assignment = frozenset()  # a new owned set (a new object), as a member makes on a change
+    both = {"m0": m0, "m1": m1}
+    assert checker.unchanged(both, ["m0"]) and not checker.unchanged(both, ["m1"])
+    assert not checker.unchanged({"m0": m0}, ["m0"])  # a member gone: the list differs
+    checker.forget("m1")
+    assert not checker.unchanged({"m0": m0, "m1": m1}, ["m0"])

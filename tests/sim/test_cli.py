@@ -93,3 +93,21 @@ def test_the_library_rejects_the_same_values_with_a_typed_error():
             SimConfig(**{field: value})
     with pytest.raises(ConfigError, match="workers must be >= 1, got 0"):
         run_jobs([], workers=0)
+
+
+def test_campaign_defaults_to_the_fault_dense_shape_and_reports_faults_per_cpu_second(capsys):
+    """Issue 28: a campaign's default shape is chosen for faults a CPU-second (``simulate`` keeps the
+    issue's shape), and the summary says how many faults a CPU-second it covered and the shape."""
+    from kgroup.cli import _parser
+    from kgroup.sim.simulator import CAMPAIGN_SHAPE
+
+    campaign = _parser().parse_args(["campaign"])
+    assert {key: getattr(campaign, key) for key in CAMPAIGN_SHAPE} == CAMPAIGN_SHAPE == {
+        "members": 3, "partitions": 6, "duration_ms": 10_000, "max_faults": 5}
+    simulate = _parser().parse_args(["simulate"])
+    shape = (simulate.members, simulate.partitions, simulate.duration_ms, simulate.max_faults)
+    assert shape == (5, 12, 60_000, 8)
+    assert main(["campaign", "--seeds", "2", "--workers", "1", "--duration-ms", "6000"]) == 0
+    out = capsys.readouterr().out
+    assert "faults per CPU-second" in out and "seeds per CPU-second" in out
+    assert "shape: --members 3 --partitions 6 --duration-ms 6000 --max-faults 5" in out

@@ -33,3 +33,34 @@ PINNED = [
                          ids=[f"seed{s}-{c.members}x{c.partitions}" for s, c, _d in PINNED])
 def test_a_run_still_simulates_exactly_what_it_did(seed, config, digest):
     assert run_digest(seed, config) == digest
+
+
+@pytest.mark.parametrize("seed", [2, 5])
+def test_the_event_scheduler_simulates_what_the_plain_scheduler_does(seed, monkeypatch):
+    """Issue 28: the simulator's EventScheduler runs only what is due; with the plain Scheduler (which
+    asks and fires everything at every instant) a run is the same, digest for digest."""
+    from kgroup.sim import simulator
+    from kgroup.testing.scheduler import HubTimers, Scheduler
+
+    config = SimConfig(members=3, partitions=6, duration_ms=6_000, max_faults=4)
+    event_digest = run_digest(seed, config)
+    monkeypatch.setattr(simulator, "EventScheduler", Scheduler)
+    monkeypatch.setattr(simulator, "CachedHubTimers", HubTimers)
+    assert run_digest(seed, config) == event_digest
+
+
+def test_history_events_are_tuples_equal_only_to_their_own_kind():
+    from kgroup.sim.history import Fetched, History, Processed
+    from kgroup.values import TopicPartition
+
+    batch = (40, "m0", "m0-1", 3, TopicPartition("events", 2), 10, 15)
+    fetched, processed = Fetched(*batch), Processed(*batch)
+    assert fetched == Fetched(*batch) and hash(fetched) == hash(Fetched(*batch))
+    assert fetched != processed and len({fetched, processed}) == 2
+    assert (fetched.partition, fetched.first_offset, fetched.end_offset) == (
+        TopicPartition("events", 2), 10, 15)
+    history = History()
+    history.record(processed)
+    assert history.format() == (
+        "     40 ms  Processed member=m0 member_id=m0-1 generation=3 "
+        "partition=TopicPartition(topic='events', partition=2) first_offset=10 end_offset=15")

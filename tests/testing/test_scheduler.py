@@ -3,7 +3,7 @@ import pytest
 
 from kgroup.errors import ConfigError
 from kgroup.testing import InMemoryKafka, MockClock, Scheduler
-from kgroup.testing.scheduler import PollCadence
+from kgroup.testing.scheduler import EventScheduler, PollCadence
 
 
 class FakeTimers:
@@ -199,3 +199,69 @@ def test_in_memory_kafka_run_visits_deadlines_between_polls():
         kafka.run(1_000, step_ms=100)
         assert set(range(0, 1_000, 100)) <= set(instants)
         assert any(instant % 100 for instant in instants)
+
+
+class DueTimers(FakeTimers):
+    """A FakeTimers that says when firing it would do anything (EventScheduler fires it only then)."""
+
+    def due(self, now_ms):
+        return bool(self.deadlines) and self.deadlines[0] <= now_ms
+
+
+def _two_sources(scheduler_type):
+    clock = MockClock(0)
+    scheduler = scheduler_type(clock)
+    told, untold = DueTimers(clock, [30, 70]), FakeTimers(clock, [50])
+    scheduler.add_timers(told)
+    scheduler.add_timers(untold)
+    instants = visited(scheduler)
+    scheduler.run_until_ms(100)
+    return instants, told.fired, untold.fired
+
+
+def test_event_scheduler_visits_the_same_instants_but_fires_a_source_only_when_due():
+    plain = _two_sources(Scheduler)
+    instants, told_fired, untold_fired = _two_sources(EventScheduler)
+    assert instants == plain[0] == [0, 30, 50, 70]
+    assert plain[1] == plain[2] == [0, 30, 50, 70]  # the plain scheduler fires every source every instant
+    assert told_fired == [30, 70]
+    assert untold_fired == [0, 30, 50, 70]  # no due(): fired at every instant, as before
+
+
+def test_event_scheduler_drains_a_member_without_completion_hooks_at_every_instant():
+    clock = MockClock(0)
+    scheduler = EventScheduler(clock)
+    runner = FakeRunner(clock, deadline_ms=40)
+    scheduler.add_member("m", runner, PollCadence(lambda now: None, 25, 0))
+    instants = visited(scheduler)
+    scheduler.run_until_ms(60)
+    assert instants == [0, 25, 40, 50]
+    assert runner.steps == 2 * len(instants)  # before and after the timers, as the plain scheduler
+
+
+class QuietTransport:
+    """Nothing ever on its way, and it can say so (the hooks the event scheduler uses)."""
+
+    on_completion_scheduled = None
+
+    def completion_due(self, now_ms):
+        return False
+
+    def next_completion_ms(self):
+        return None
+
+
+def test_event_scheduler_tells_hooks_whether_a_member_was_touched():
+    clock = MockClock(0)
+    scheduler = EventScheduler(clock)
+    scheduler.add_timers(DueTimers(clock, [10, 20]))
+    polls = []
+    runner = FakeRunner(clock)
+    runner.transport = QuietTransport()
+    scheduler.add_member("m", runner, PollCadence(polls.append, 20, 0))
+    seen = []
+    scheduler.after_instant.append(lambda now: seen.append((now, scheduler.touched, scheduler.touched_keys)))
+    scheduler.run_until_ms(30)
+    # Polled at 0 (the first instant of a run: anything may have changed) and 20 (touched: "m");
+    # at 10 only the timer source fired.
+    assert seen == [(0, True, None), (10, False, set()), (20, True, {"m"})]

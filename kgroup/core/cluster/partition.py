@@ -215,6 +215,12 @@ class Partition:
 
     def shrink_isr(self, now_ms: int, lag_max_ms: int) -> None:
         """Drop out-of-sync followers (Kafka ``Partition.getOutOfSyncReplicas``)."""
+        leader = self.leader
+        if leader is not None:
+            leo = len(self.logs[leader].entries)
+            logs = self.logs
+            if all(len(logs[b].entries) == leo for b in self.isr):
+                return  # every ISR member is at the leader's LEO, so caught up (the usual round)
         keep = [b for b in self.isr if b == self.leader or self.is_caught_up(b, now_ms, lag_max_ms)]
         if keep != self.isr:
             self.isr = keep
@@ -242,9 +248,12 @@ class Partition:
         if self.is_under_min_isr():
             return
         leader_log = self._led_log()
-        new_hw = min(self.logs[b].leo for b in self.isr)
+        logs = self.logs
+        new_hw = min([len(logs[b].entries) for b in self.isr])  # each ISR member's LEO
         if new_hw > leader_log.hw:
             leader_log.hw = new_hw
+        if not self.pending:
+            return
         still = []
         for offset, epoch, payload in self.pending:
             if offset < leader_log.hw and epoch == self.leader_epoch:

@@ -101,6 +101,8 @@ class CommitBook:
 
     def due(self, now_ms: int) -> list[PendingCommit]:
         """Waiting commits that may be sent now (oldest first); the caller sends or finishes each."""
+        if not self._pending:
+            return []  # the usual case, asked at every outbound
         busy = self._in_flight_partitions()
         ready = []
         for commit in self._waiting():
@@ -115,12 +117,14 @@ class CommitBook:
 
     def next_deadline_ms(self) -> Optional[int]:
         """When a waiting commit becomes due; blocked ones wait for a response, not a deadline."""
+        if not self._pending:
+            return None
         busy = self._in_flight_partitions()
         deadlines = [c.not_before_ms for c in self._waiting() if busy.isdisjoint(c.offsets)]
         return min(deadlines) if deadlines else None
 
     def has_waiting(self) -> bool:
-        return any(True for _ in self._waiting())
+        return bool(self._pending) and any(True for _ in self._waiting())
 
     def finish(self, token: int) -> list[PendingCommit]:
         """Remove a commit and the commits riding on it; returns them (the commit first)."""

@@ -40,7 +40,10 @@ def normalize_offsets(offsets: Mapping[TopicPartition, Union[int, OffsetAndMetad
     out = {}
     for tp, value in offsets.items():
         tp = tp if isinstance(tp, TopicPartition) else TopicPartition(*tp)
-        if isinstance(value, OffsetAndMetadata):
+        if type(value) is int:
+            # The usual case (an application's positions), first: hasattr on an int raises inside.
+            out[tp] = OffsetAndMetadata(value)
+        elif isinstance(value, OffsetAndMetadata):
             out[tp] = value
         elif hasattr(value, "offset"):
             epoch = getattr(value, "leader_epoch", None)

@@ -101,6 +101,8 @@ class RequestBook:
 
         ``hold_leaves``: a LeaveGroup stays queued (a commit made before it is still waiting).
         """
+        if not self._queue:
+            return []  # the usual case, asked at every outbound
         due, remaining = [], []
         for item in self._queue:
             if now_ms < item.not_before_ms or (item.kind is RequestKind.LEAVE and hold_leaves):
@@ -136,7 +138,10 @@ class RequestBook:
     # -- observation -------------------------------------------------------------
 
     def in_flight(self, kind: RequestKind) -> bool:
-        return any(s.kind is kind for s in self._in_flight.values())
+        for sent in self._in_flight.values():
+            if sent.kind is kind:
+                return True
+        return False
 
     def outstanding(self, *kinds: RequestKind) -> bool:
         """A request of ``kinds`` is queued or waiting for its answer."""
