@@ -44,6 +44,14 @@ def run_command(args: argparse.Namespace) -> int:
     except KGroupError as error:
         print(f"kgroup: {error}", file=sys.stderr)
         return 2
+    if not args.list:
+        import socket
+        first = args.bootstrap.split(",")[0].strip()
+        try:
+            socket.create_connection(parse_address(first), timeout=5.0).close()
+        except OSError as error:
+            print(f"kgroup: cannot connect to {first}: {error.strerror or error}", file=sys.stderr)
+            return 2
     if args.list:
         for item in chosen:
             print(f"{item.scenario_id}  [{item.area}]  {item.description}")

@@ -177,8 +177,10 @@ class ConsumerMember:
         fields.update(overrides)
         request = builders.consumer_heartbeat(self.version, self.group_id,
                                               self.member_id if member_id is None else member_id, epoch, **fields)
+        # The label names what the step does, never an epoch the broker chose.
+        role = {0: "join", -1: "leave", -2: "temporary leave"}.get(epoch, "heartbeat")
         answer = self.ctx.call(self.connection, request,
-                               label or f"{self.name} ConsumerGroupHeartbeat v{self.version} epoch {epoch}")
+                               label or f"{self.name} ConsumerGroupHeartbeat v{self.version} {role}")
         if answer is not None and answer.error_code == 0:
             if answer.member_id:
                 self.member_id = answer.member_id

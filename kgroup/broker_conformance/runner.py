@@ -119,7 +119,10 @@ def compare_steps(expected: Optional[List[List[Any]]], actual: List[List[Any]]) 
             continue
         (want_label, want), (got_label, got) = expected[index], actual[index]
         if want_label != got_label:
-            diffs.append(f"step {index + 1}: expected {want_label!r}, got {got_label!r}")
+            if got_label == "stopped":
+                diffs.append(f"step {index + 1} {want_label}: the scenario stopped: {got}")
+            else:
+                diffs.append(f"step {index + 1}: expected {want_label!r}, got {got_label!r}")
             continue
         diffs.extend(f"step {index + 1} {want_label}: {line}" for line in _diff_value(want, got, ""))
     return diffs

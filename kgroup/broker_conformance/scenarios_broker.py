@@ -24,9 +24,13 @@ def _create(scenario_id: str, description: str, version: int = 5, **options: Any
             # this request can never be the one that creates __consumer_offsets.
             ctx.coordinator(ctx.name("g"))
         connection = ctx.connect()
-        ctx.call(connection, builders.create_topics(
+        answer = ctx.call(connection, builders.create_topics(
             version, [spec], validate_only=options.get("validate_only", False), configs=options.get("configs", {}),
             assignments=options.get("assignments")), view=_without_configs)
+        if answer is not None and answer.topics[0].error_code == 0 and not options.get("validate_only"):
+            # Kafka's answer comes before its metadata cache has the topic: wait (not recorded).
+            ctx.wait_until(lambda: connection.request(builders.metadata(12, [name])).topics[0].error_code == 0,
+                           f"{name} in Metadata")
         if not name.startswith("__"):
             ctx.call(connection, builders.metadata(12, [name]), "Metadata after", view=_topic_errors)
 

@@ -53,7 +53,7 @@ _invalid("consumer.join.no-rebalance-timeout", "Joining (epoch 0) without a reba
          "(GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid)", rebalance_timeout_ms=-1)
 _invalid("consumer.join.no-subscription", "Joining (epoch 0) with neither topic names nor a regex: "
          "INVALID_REQUEST (throwIfConsumerGroupHeartbeatRequestIsInvalid)", topics=None)
-_invalid("consumer.join.no-owned-partitions", "Joining (epoch 0) with null owned partitions: INVALID_REQUEST "
+_invalid("consumer.join.no-owned-partitions", "Joining (epoch 0) with null owned partitions (Kafka 4.4 takes it as none owned) "
          "(throwIfConsumerGroupHeartbeatRequestIsInvalid)", owned=None)
 _invalid("consumer.join.unknown-assignor", "Joining with a server assignor the broker does not have: "
          "UNSUPPORTED_ASSIGNOR (testConsumerGroupHeartbeatWithUnsupportedAssignor...)", assignor="nope")
