@@ -20,8 +20,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     record.add_argument("--only", action="append", default=None, metavar="PATTERN")
     args = parser.parse_args(argv)
     try:
-        result = record_kafka(args.out, args.only,
-                              progress=lambda r: print(f"{r.scenario.scenario_id} ({r.elapsed_s:.2f} s)", flush=True))
+        result = record_kafka(args.out, args.only, progress=lambda r: print(
+            f"{r.scenario.scenario_id} ({r.elapsed_s:.2f} s)", flush=True))
     except KGroupError as error:
         print(f"kgroup: {error}", file=sys.stderr)
         return 1

@@ -96,7 +96,8 @@ def offset_fetch(version: int, group_id: str, topics: Optional[Mapping[str, Iter
         return OffsetFetchRequest(
             version=version, group_id=group_id, require_stable=require_stable,
             topics=None if topics is None else [
-                OffsetFetchRequest.OffsetFetchRequestTopic(version=version, name=t, partition_indexes=list(ps))
+                OffsetFetchRequest.OffsetFetchRequestTopic(version=version, name=t,
+                                                           partition_indexes=list(ps))
                 for t, ps in topics.items()])
     group_class = OffsetFetchRequest.OffsetFetchRequestGroup
     return OffsetFetchRequest(version=version, require_stable=require_stable, groups=[group_class(
@@ -156,7 +157,8 @@ def metadata(version: int, topics: Optional[Sequence[str]], auto_create: bool = 
         version=version, allow_auto_topic_creation=auto_create, include_cluster_authorized_operations=False,
         include_topic_authorized_operations=False,
         topics=None if topics is None else [
-            MetadataRequest.MetadataRequestTopic(version=version, name=t, topic_id=ZERO_UUID) for t in topics])
+            MetadataRequest.MetadataRequestTopic(version=version, name=t, topic_id=ZERO_UUID)
+            for t in topics])
 
 
 def create_topics(version: int, topics: Sequence[Tuple[str, int, int]], *, validate_only: bool = False,
@@ -184,7 +186,8 @@ def delete_topics(version: int, *topics: str) -> DeleteTopicsRequest:
 def create_partitions(version: int, topic: str, count: int, validate_only: bool = False
                       ) -> CreatePartitionsRequest:
     return CreatePartitionsRequest(version=version, timeout_ms=10_000, validate_only=validate_only, topics=[
-        CreatePartitionsRequest.CreatePartitionsTopic(version=version, name=topic, count=count, assignments=None)])
+        CreatePartitionsRequest.CreatePartitionsTopic(version=version, name=topic, count=count,
+                                                      assignments=None)])
 
 
 def record_batch(count: int = 3, first_timestamp_ms: int = 1_000, producer_id: int = -1,
@@ -225,8 +228,9 @@ def fetch(version: int, topic: str, offsets: Mapping[int, int], max_wait_ms: int
         version=version, replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
         isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
         topics=[topic_class(version=version, topic=topic, topic_id=ZERO_UUID, partitions=[
-            topic_class.FetchPartition(version=version, partition=p, fetch_offset=o, partition_max_bytes=1 << 20,
-                                       current_leader_epoch=-1, log_start_offset=-1, last_fetched_epoch=-1)
+            topic_class.FetchPartition(version=version, partition=p, fetch_offset=o,
+                                       partition_max_bytes=1 << 20, current_leader_epoch=-1,
+                                       log_start_offset=-1, last_fetched_epoch=-1)
             for p, o in sorted(offsets.items())])])
 
 

@@ -13,9 +13,11 @@ def add_conformance_command(commands: Any) -> None:
     """Register ``conformance`` on the ``kgroup`` command's subparsers."""
     parser = commands.add_parser(
         "conformance", help="check a Kafka broker against Apache Kafka's recorded answers",
-        description="Runs the wire-level conformance scenarios (kgroup.broker_conformance) against the broker at "
+        description="Runs the wire-level conformance scenarios (kgroup.broker_conformance) against the "
+                    "broker at "
                     "--bootstrap and compares every normalised answer with the answers recorded from Apache "
-                    "Kafka; prints one line per scenario, the differences, and a table per area.  Exit code 1 "
+                    "Kafka; prints one line per scenario, the differences, and a table per area.  Exit code "
+                    "1 "
                     "when any scenario differs, 2 on bad arguments.  The recording assumes the broker's test "
                     "settings (group.initial.rebalance.delay.ms=0, group.min.session.timeout.ms=100, "
                     "group.consumer.heartbeat.interval.ms=500, group.consumer.session.timeout.ms=10000, one "
@@ -24,7 +26,8 @@ def add_conformance_command(commands: Any) -> None:
     parser.add_argument("--record", metavar="FILE", default=None,
                         help="the recording to compare with (default: the one shipped for the pinned Kafka)")
     parser.add_argument("--only", metavar="PATTERN", action="append", default=None,
-                        help="only scenarios whose id matches (shell wildcards; a plain word matches ids that "
+                        help="only scenarios whose id matches (shell wildcards; a plain word matches ids "
+                             "that "
                              "contain it); repeatable")
     parser.add_argument("--list", action="store_true", help="list the chosen scenarios and exit")
     parser.add_argument("--verbose", action="store_true", help="print every scenario's steps")
@@ -56,7 +59,8 @@ def run_command(args: argparse.Namespace) -> int:
         for item in chosen:
             print(f"{item.scenario_id}  [{item.area}]  {item.description}")
         return 0
-    print(f"kgroup conformance: {len(chosen)} scenario(s) against {args.bootstrap}, compared with Apache Kafka "
+    print(f"kgroup conformance: {len(chosen)} scenario(s) against {args.bootstrap}, compared with Apache "
+          "Kafka "
           f"{recording.get('kafka_version', '?')}", flush=True)
 
     def progress(result: Any) -> None:

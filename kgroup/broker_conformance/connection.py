@@ -78,7 +78,8 @@ class BrokerConnection:
             try:
                 chunk = self._sock.recv(min(count, 1 << 20))
             except socket.timeout as exc:
-                raise AnswerTimeoutError(f"no answer to {type(request).__name__} within {timeout_s} s") from exc
+                raise AnswerTimeoutError(
+                    f"no answer to {type(request).__name__} within {timeout_s} s") from exc
             except ConnectionResetError:
                 chunk = b""
             if not chunk:

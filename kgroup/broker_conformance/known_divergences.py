@@ -11,41 +11,45 @@ from typing import Dict
 
 # -- reasons (the code areas are where other issues are at work; see docs/conformance/broker.md) ----
 
-KIP848_EPOCHS = ("KIP-848 epochs: Kafka 4.4 answers a new group's first member with member epoch 2 where kgroup "
-                 "answers 1 (every later epoch is one higher), and its error answers carry member_epoch 0 "
-                 "where kgroup's carry -1; ConsumerGroupDescribe lists subscribed_topic_regex as \"\" where "
-                 "kgroup has null (KIP-848 coordinator, issue 23)")
-KIP848_ASSIGNMENTS = ("two members over two 2-partition topics: Kafka's uniform and range assignors hand the "
-                      "partitions out the other way round from kgroup's (same balance, different owners)")
-KIP848_DESCRIBE = "ConsumerGroupDescribe of a missing or classic group: group_state \"\" in Kafka, \"Dead\" in kgroup"
-KIP848_CLASSIC_DESCRIBE = ("DescribeGroups (classic API) of a consumer group: Kafka answers Dead with no members "
-                           "(not a classic group), kgroup describes it")
+KIP848_EPOCHS = ("KIP-848 epochs: Kafka 4.4 answers a new group's first member with member epoch 2 where "
+                 "kgroup answers 1 (every later epoch is one higher), and its error answers carry "
+                 "member_epoch 0 where kgroup's carry -1; ConsumerGroupDescribe lists "
+                 "subscribed_topic_regex as \"\" where kgroup has null (KIP-848 coordinator, issue 23)")
+KIP848_DESCRIBE = ("ConsumerGroupDescribe of a missing or classic group: group_state \"\" in Kafka, "
+                   "\"Dead\" in kgroup")
+KIP848_CLASSIC_DESCRIBE = ("DescribeGroups (classic API) of a consumer group: Kafka answers Dead with no "
+                           "members (not a classic group), kgroup describes it")
 KIP848_MIGRATION = ("online migration between classic and consumer groups (Kafka's default "
-                    "group.consumer.migration.policy=bidirectional) is not implemented: a classic JoinGroup into "
-                    "a consumer group is INCONSISTENT_GROUP_PROTOCOL, an upgrade heartbeat gets no assignment "
-                    "(documented in docs/guide/consumer-protocol.md)")
-VALIDATE_ONLY = ("CreateTopics validate_only answers -1 partitions and replicas; Kafka answers the figures it "
-                 "would create (data plane)")
+                    "group.consumer.migration.policy=bidirectional) is not implemented: a classic JoinGroup"
+                    " into a consumer group is INCONSISTENT_GROUP_PROTOCOL, an upgrade heartbeat gets no "
+                    "assignment (documented in docs/guide/consumer-protocol.md)")
+VALIDATE_ONLY = ("CreateTopics validate_only answers -1 partitions and replicas; Kafka answers the figures "
+                 "it would create (data plane)")
 TOPIC_CONFIGS = ("topic configs are neither kept nor validated (no retention or compaction in kgroup, a "
-                 "deliberate departure): an unknown config or a bad value is accepted, Kafka says INVALID_CONFIG")
-METADATA_INVALID_NAME = ("Metadata of an invalid topic name answers UNKNOWN_TOPIC_OR_PARTITION; Kafka answers "
-                         "INVALID_TOPIC_EXCEPTION (CreateTopics itself matches)")
-DUPLICATE_TOPIC = ("CreateTopics naming one topic twice creates it and answers TOPIC_ALREADY_EXISTS for the "
-                   "second; Kafka answers INVALID_REQUEST once and creates nothing")
-TOPIC_COLLISION = "no check for names that collide through '.' and '_' (Kafka's Topic.hasCollision)"
+                 "deliberate departure): an unknown config or a bad value is accepted, Kafka says "
+                 "INVALID_CONFIG")
+METADATA_INVALID_NAME = ("Metadata of an invalid topic name answers UNKNOWN_TOPIC_OR_PARTITION; Kafka "
+                         "answers INVALID_TOPIC_EXCEPTION (CreateTopics itself matches)")
+DUPLICATE_TOPIC = ("CreateTopics naming one topic twice creates it and answers TOPIC_ALREADY_EXISTS for the"
+                   " second; Kafka answers INVALID_REQUEST once and creates nothing")
+TOPIC_COLLISION = ("no check for names that collide through '.' and '_' (Kafka's Topic.hasCollision)")
 PRODUCE_INTERNAL = ("a client may append to __consumer_offsets; Kafka refuses with INVALID_TOPIC_EXCEPTION "
                     "(data plane: should be fixed)")
-PRODUCE_ERROR_LOG_START = "a refused produce answers log_start_offset 0 where Kafka answers -1"
-MALFORMED_BATCH = ("a malformed batch (magic 1, truncated, bad length, bad record count) is CORRUPT_MESSAGE or "
-                   "UNSUPPORTED_FOR_MESSAGE_FORMAT in kgroup, INVALID_RECORD (87) in Kafka; and log_start_offset")
-LIST_OFFSETS_NOT_FOUND_EPOCH = "a ListOffsets timestamp lookup that finds nothing answers leader_epoch 0, Kafka -1"
-FETCH_OUT_OF_RANGE_HWM = "an OFFSET_OUT_OF_RANGE fetch answer carries the high watermark; Kafka's carries -1"
-FIND_COORDINATOR_KEY_TYPE = "FindCoordinator with an unknown key type: COORDINATOR_NOT_AVAILABLE, Kafka INVALID_REQUEST"
-DUPLICATE_APPEND_TIME = ("the answer to a duplicate idempotent batch carries log_append_time_ms -1; Kafka's "
-                         "carries the batch's max timestamp")
-SYNC_V5_NULL_PROTOCOL = ("SyncGroup v5+ with null protocol type and name is accepted; Kafka requires both from v5 "
-                         "(KIP-559, KafkaApis.handleSyncGroupRequest) and answers INCONSISTENT_GROUP_PROTOCOL "
-                         "(group codec)")
+PRODUCE_ERROR_LOG_START = ("a refused produce answers log_start_offset 0 where Kafka answers -1")
+MALFORMED_BATCH = ("a malformed batch (magic 1, truncated, bad length, bad record count) is CORRUPT_MESSAGE"
+                   " or UNSUPPORTED_FOR_MESSAGE_FORMAT in kgroup, INVALID_RECORD (87) in Kafka; and "
+                   "log_start_offset")
+LIST_OFFSETS_NOT_FOUND_EPOCH = ("a ListOffsets timestamp lookup that finds nothing answers leader_epoch 0, "
+                                "Kafka -1")
+FETCH_OUT_OF_RANGE_HWM = ("an OFFSET_OUT_OF_RANGE fetch answer carries the high watermark; Kafka's carries "
+                          "-1")
+FIND_COORDINATOR_KEY_TYPE = ("FindCoordinator with an unknown key type: COORDINATOR_NOT_AVAILABLE, Kafka "
+                             "INVALID_REQUEST")
+DUPLICATE_APPEND_TIME = ("the answer to a duplicate idempotent batch carries log_append_time_ms -1; Kafka's"
+                         " carries the batch's max timestamp")
+SYNC_V5_NULL_PROTOCOL = ("SyncGroup v5+ with null protocol type and name is accepted; Kafka requires both "
+                         "from v5 (KIP-559, KafkaApis.handleSyncGroupRequest) and answers "
+                         "INCONSISTENT_GROUP_PROTOCOL (group codec)")
 COMMIT_UNKNOWN_TOPIC = ("OffsetCommit to a topic or partition that does not exist is stored; Kafka answers "
                         "UNKNOWN_TOPIC_OR_PARTITION per partition (KafkaApis.handleOffsetCommitRequest)")
 
@@ -98,8 +102,8 @@ KNOWN_DIVERGENCES: Dict[str, str] = {
     "consumer.static.temporary-leave-and-return": KIP848_EPOCHS,
     "consumer.static.unreleased-instance": KIP848_EPOCHS,
     "consumer.static.leave-for-good": KIP848_EPOCHS,
-    "consumer.assignor.uniform": KIP848_EPOCHS + "; " + KIP848_ASSIGNMENTS,
-    "consumer.assignor.range": KIP848_EPOCHS + "; " + KIP848_ASSIGNMENTS,
+    "consumer.assignor.uniform": KIP848_EPOCHS,
+    "consumer.assignor.range": KIP848_EPOCHS,
     "consumer.subscription-change": KIP848_EPOCHS,
     "consumer.subscribe-unknown-topic": KIP848_EPOCHS,
     "consumer.describe.v0": KIP848_EPOCHS + "; " + KIP848_DESCRIBE,

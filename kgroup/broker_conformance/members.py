@@ -25,7 +25,8 @@ class ClassicMember:
         self.instance_id = instance_id
         self.session_timeout_ms = session_timeout_ms
         self.rebalance_timeout_ms = rebalance_timeout_ms
-        self.protocols = list(protocols) if protocols is not None else [("range", builders.subscription(*topics))]
+        self.protocols = (list(protocols) if protocols is not None
+                          else [("range", builders.subscription(*topics))])
         self.protocol_type = protocol_type
         self.connection = ctx.group_connection(group_id, client_id=name)
         self.member_id = ""
@@ -43,7 +44,8 @@ class ClassicMember:
             protocol_type=self.protocol_type, protocols=self.protocols))
 
     def receive_join(self, timeout_s: float = 15.0) -> Any:
-        answer = self.ctx.receive(self.connection, f"{self.name} JoinGroup v{self.version}", timeout_s=timeout_s)
+        answer = self.ctx.receive(self.connection, f"{self.name} JoinGroup v{self.version}",
+                                  timeout_s=timeout_s)
         if answer is not None:
             if answer.member_id:
                 self.member_id = answer.member_id
@@ -93,8 +95,8 @@ class ClassicMember:
         return self.ctx.call(self.connection, request, f"{self.name} Heartbeat v{version}")
 
     def leave(self, version: int = 5, member_id: Optional[str] = None) -> Any:
-        request = builders.leave_group(version, self.group_id,
-                                       [(self.member_id if member_id is None else member_id, self.instance_id)])
+        leaving = self.member_id if member_id is None else member_id
+        request = builders.leave_group(version, self.group_id, [(leaving, self.instance_id)])
         return self.ctx.call(self.connection, request, f"{self.name} LeaveGroup v{version}")
 
     def commit(self, offsets: Mapping[str, Mapping[int, int]], version: int = 8,
@@ -163,7 +165,8 @@ class ConsumerMember:
         self.assigned: Dict[uuid.UUID, List[int]] = {}
 
     def heartbeat(self, *, epoch: Optional[int] = None, full: bool = False, owned: Optional[Any] = None,
-                  label: str = "", member_id: Optional[str] = None, **overrides: Any) -> Any:
+                  label: str = "", member_id: Optional[str] = None, view: Any = None,
+                  **overrides: Any) -> Any:
         """Heartbeat; ``full`` sends the subscription and owned partitions (a join or a re-send),
         otherwise only what changed (nothing): Kafka's null-means-unchanged rule."""
         epoch = self.member_epoch if epoch is None else epoch
@@ -175,12 +178,12 @@ class ConsumerMember:
             assignor=self.assignor if joining else None,
             owned=(self.assigned if owned is None else owned) if joining or owned is not None else None)
         fields.update(overrides)
-        request = builders.consumer_heartbeat(self.version, self.group_id,
-                                              self.member_id if member_id is None else member_id, epoch, **fields)
+        request = builders.consumer_heartbeat(
+            self.version, self.group_id, self.member_id if member_id is None else member_id, epoch, **fields)
         # The label names what the step does, never an epoch the broker chose.
         role = {0: "join", -1: "leave", -2: "temporary leave"}.get(epoch, "heartbeat")
         answer = self.ctx.call(self.connection, request,
-                               label or f"{self.name} ConsumerGroupHeartbeat v{self.version} {role}")
+                               label or f"{self.name} ConsumerGroupHeartbeat v{self.version} {role}", view)
         if answer is not None and answer.error_code == 0:
             if answer.member_id:
                 self.member_id = answer.member_id

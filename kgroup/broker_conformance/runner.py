@@ -112,7 +112,8 @@ def compare_steps(expected: Optional[List[List[Any]]], actual: List[List[Any]]) 
     diffs: List[str] = []
     for index in range(max(len(expected), len(actual))):
         if index >= len(actual):
-            diffs.append(f"step {index + 1} {expected[index][0]}: missing (expected {_short(expected[index][1])})")
+            diffs.append(f"step {index + 1} {expected[index][0]}: missing (expected "
+                         f"{_short(expected[index][1])})")
             continue
         if index >= len(expected):
             diffs.append(f"step {index + 1} {actual[index][0]}: extra step ({_short(actual[index][1])})")

@@ -63,8 +63,10 @@ class Scenario:
 SCENARIOS: Dict[str, Scenario] = {}
 
 
-def scenario(scenario_id: str, area: str, description: str) -> Callable[[Callable[["ScenarioContext"], None]],
-                                                                         Callable[["ScenarioContext"], None]]:
+ScenarioScript = Callable[["ScenarioContext"], None]
+
+
+def scenario(scenario_id: str, area: str, description: str) -> Callable[[ScenarioScript], ScenarioScript]:
     """Register ``function`` under ``scenario_id`` (unique) in ``area``."""
     if area not in AREAS:
         raise KGroupError(f"scenario {scenario_id}: unknown area {area!r}")
@@ -89,6 +91,7 @@ class ScenarioContext:
         self._connections: List[BrokerConnection] = []
         self._clients = 0
         self._helpers: Dict[str, BrokerConnection] = {}
+        self._member_ids_made = 0
 
     # -- names -----------------------------------------------------------------------------------
 
@@ -98,7 +101,10 @@ class ScenarioContext:
 
     def new_member_id(self) -> str:
         """A client-chosen member id (KIP-848 v1: the client generates it), numbered at once."""
-        member_id = str(uuid.uuid4())
+        # Ordered by creation (the counter leads), random after: assignors that sort members by id
+        # then see the script's order on every broker and every run.
+        self._member_ids_made += 1
+        member_id = str(uuid.UUID(int=(self._member_ids_made << 96) | uuid.uuid4().int >> 32))
         self.normaliser.member(member_id)
         return member_id
 
@@ -207,7 +213,8 @@ class ScenarioContext:
         connection = self._helper_connection()
         spec = CreateTopicsRequest[4].CreatableTopic(
             name=topic, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])
-        created = connection.request(CreateTopicsRequest[4](topics=[spec], timeout_ms=10_000, validate_only=False))
+        created = connection.request(CreateTopicsRequest[4](topics=[spec], timeout_ms=10_000,
+                                                            validate_only=False))
         if created.topics[0].error_code not in (NONE, 36):  # 36: TOPIC_ALREADY_EXISTS
             raise ScenarioError(f"CreateTopics({topic}) answered error {created.topics[0].error_code}")
         topic_id: List[uuid.UUID] = []
@@ -243,14 +250,17 @@ class ScenarioContext:
         member_id = str(uuid.uuid4())
 
         def assigned() -> bool:
-            answer = connection.request(ConsumerGroupHeartbeatRequest[1](
+            answer = connection.request(ConsumerGroupHeartbeatRequest(
+                version=1,
                 group_id=probe_group, member_id=member_id, member_epoch=0, instance_id=None, rack_id=None,
                 rebalance_timeout_ms=1_000, subscribed_topic_names=[topic], subscribed_topic_regex=None,
                 server_assignor=None, topic_partitions=[]))
             if answer.error_code != NONE:
                 raise _NoConsumerGroups()
-            count = sum(len(t.partitions) for t in (answer.assignment.topic_partitions if answer.assignment else []))
-            connection.request(ConsumerGroupHeartbeatRequest[1](
+            owned = answer.assignment.topic_partitions if answer.assignment else []
+            count = sum(len(t.partitions) for t in owned)
+            connection.request(ConsumerGroupHeartbeatRequest(
+                version=1,
                 group_id=probe_group, member_id=member_id, member_epoch=-1, instance_id=None, rack_id=None,
                 rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None,
                 server_assignor=None, topic_partitions=None))

@@ -25,14 +25,19 @@ def _create(scenario_id: str, description: str, version: int = 5, **options: Any
             ctx.coordinator(ctx.name("g"))
         connection = ctx.connect()
         answer = ctx.call(connection, builders.create_topics(
-            version, [spec], validate_only=options.get("validate_only", False), configs=options.get("configs", {}),
-            assignments=options.get("assignments")), view=_without_configs)
+            version, [spec], validate_only=options.get("validate_only", False),
+            configs=options.get("configs", {}), assignments=options.get("assignments")),
+            view=_without_configs)
         if answer is not None and answer.topics[0].error_code == 0 and not options.get("validate_only"):
             # Kafka's answer comes before its metadata cache has the topic: wait (not recorded).
-            ctx.wait_until(lambda: connection.request(builders.metadata(12, [name])).topics[0].error_code == 0,
-                           f"{name} in Metadata")
+            ctx.wait_until(lambda: _topic_code(connection, name) == 0, f"{name} in Metadata")
         if not name.startswith("__"):
             ctx.call(connection, builders.metadata(12, [name]), "Metadata after", view=_topic_errors)
+
+
+def _topic_code(connection: Any, topic: str) -> int:
+    """The error code Metadata gives for ``topic`` now (not recorded: a wait's probe)."""
+    return int(connection.request(builders.metadata(12, [topic])).topics[0].error_code)
 
 
 def _without_configs(value: Any) -> Any:
@@ -72,7 +77,8 @@ _create("broker.create-topics.good-config", "CreateTopics with a valid retention
 _create("broker.create-topics.name-empty", "CreateTopics of the empty name: INVALID_TOPIC_EXCEPTION "
         "(Topic.validate)", name="")
 _create("broker.create-topics.name-dot", "CreateTopics of the name '.': INVALID_TOPIC_EXCEPTION", name=".")
-_create("broker.create-topics.name-dotdot", "CreateTopics of the name '..': INVALID_TOPIC_EXCEPTION", name="..")
+_create("broker.create-topics.name-dotdot", "CreateTopics of the name '..': INVALID_TOPIC_EXCEPTION",
+        name="..")
 _create("broker.create-topics.name-slash", "CreateTopics of a name with '/': INVALID_TOPIC_EXCEPTION",
         name="bad/name")
 _create("broker.create-topics.name-space", "CreateTopics of a name with a space: INVALID_TOPIC_EXCEPTION",
@@ -94,7 +100,8 @@ def _exists(ctx: ScenarioContext) -> None:
 
 
 @scenario("broker.create-topics.duplicate-in-request", "broker",
-          "CreateTopics naming one topic twice in a request: INVALID_REQUEST for it (KafkaApis duplicate check)")
+          "CreateTopics naming one topic twice in a request: INVALID_REQUEST for it (KafkaApis duplicate "
+          "check)")
 def _duplicate(ctx: ScenarioContext) -> None:
     ctx.call(ctx.connect(), builders.create_topics(5, [(ctx.name("t"), 1, 1), (ctx.name("t"), 2, 1)]),
              view=_without_configs)
@@ -126,8 +133,7 @@ def _metadata_invalid(ctx: ScenarioContext) -> None:
 def _metadata_auto(ctx: ScenarioContext) -> None:
     connection = ctx.connect()
     connection.request(builders.metadata(9, [ctx.name("t")], auto_create=True))
-    ctx.wait_until(lambda: connection.request(builders.metadata(9, [ctx.name("t")])).topics[0].error_code == 0,
-                   "the auto-created topic")
+    ctx.wait_until(lambda: _topic_code(connection, ctx.name("t")) == 0, "the auto-created topic")
     ctx.call(connection, builders.metadata(9, [ctx.name("t")]), view=_topic_errors)
 
 
@@ -136,7 +142,8 @@ def _metadata_auto(ctx: ScenarioContext) -> None:
 def _metadata_internal(ctx: ScenarioContext) -> None:
     ctx.coordinator(ctx.name("g"))
     ctx.call(ctx.connect(), builders.metadata(12, ["__consumer_offsets"]),
-             view=lambda v: [[t["name"], t["error_code"], t["is_internal"], len(t["partitions"])] for t in v["topics"]])
+             view=lambda v: [[t["name"], t["error_code"], t["is_internal"], len(t["partitions"])]
+                             for t in v["topics"]])
 
 
 def _metadata_version(version: int) -> None:
@@ -164,8 +171,7 @@ def _delete_then(ctx: ScenarioContext) -> None:
     ctx.create_topic(ctx.name("t"))
     connection = ctx.connect()
     ctx.call(connection, builders.delete_topics(5, ctx.name("t")))
-    ctx.wait_until(lambda: connection.request(builders.metadata(12, [ctx.name("t")])).topics[0].error_code != 0,
-                   "the deleted topic gone from Metadata")
+    ctx.wait_until(lambda: _topic_code(connection, ctx.name("t")) != 0, "the deleted topic gone")
     ctx.call(connection, builders.metadata(12, [ctx.name("t")]), view=_topic_errors)
 
 
@@ -184,7 +190,8 @@ def _create_partitions(scenario_id: str, description: str, count: int, validate_
 _create_partitions("broker.create-partitions.grow", "CreatePartitions 2 -> 4: NONE and 4 partitions", 4)
 _create_partitions("broker.create-partitions.same", "CreatePartitions 2 -> 2: INVALID_PARTITIONS", 2)
 _create_partitions("broker.create-partitions.shrink", "CreatePartitions 2 -> 1: INVALID_PARTITIONS", 1)
-_create_partitions("broker.create-partitions.validate-only", "CreatePartitions 2 -> 3 validate_only: NONE and "
+_create_partitions("broker.create-partitions.validate-only", "CreatePartitions 2 -> 3 validate_only: NONE "
+                                                             "and "
                    "still 2 partitions", 3, validate_only=True)
 _create_partitions("broker.create-partitions.unknown-topic", "CreatePartitions of an unknown topic: "
                    "UNKNOWN_TOPIC_OR_PARTITION", 3, exists=False)
@@ -192,7 +199,8 @@ _create_partitions("broker.create-partitions.unknown-topic", "CreatePartitions o
 
 def _produce_ok(version: int) -> None:
     @scenario(f"broker.produce.v{version}", "broker",
-              f"Produce v{version} of 3 records then 2: base offsets 0 and 3, log start 0 (KafkaApis.handleProduceRequest)")
+              f"Produce v{version} of 3 records then 2: base offsets 0 and 3, log start 0 "
+              "(KafkaApis.handleProduceRequest)")
     def run(ctx: ScenarioContext) -> None:
         ctx.create_topic(ctx.name("t"))
         connection = ctx.connect()
@@ -259,7 +267,8 @@ def _malformed(where: str, description: str) -> None:
     def run(ctx: ScenarioContext) -> None:
         ctx.create_topic(ctx.name("t"))
         connection = ctx.connect()
-        ctx.call(connection, builders.produce(9, ctx.name("t"), {0: _corrupt(builders.record_batch(3), where)}))
+        broken = _corrupt(builders.record_batch(3), where)
+        ctx.call(connection, builders.produce(9, ctx.name("t"), {0: broken}))
         if connection is not None:
             ctx.call(ctx.connect(), builders.list_offsets(7, ctx.name("t"), {0: -1}), "ListOffsets latest")
 
@@ -283,7 +292,8 @@ def _produced(ctx: ScenarioContext, partitions: int = 1) -> None:
 
 def _list_offsets(version: int) -> None:
     @scenario(f"broker.list-offsets.v{version}", "broker",
-              f"ListOffsets v{version}: latest (-1), earliest (-2) and by timestamp after producing 5 records "
+              f"ListOffsets v{version}: latest (-1), earliest (-2) and by timestamp after producing 5 "
+              "records "
               "with timestamps 1000-1002 then 500-501 (UnifiedLog.fetchOffsetByTimestamp)")
     def run(ctx: ScenarioContext) -> None:
         _produced(ctx)
@@ -299,7 +309,8 @@ for _v in (1, 2, 4, 6, 7):
 
 
 @scenario("broker.list-offsets.max-timestamp", "broker",
-          "ListOffsets v7 with MAX_TIMESTAMP (-3): the offset of the record with the largest timestamp (KIP-734)")
+          "ListOffsets v7 with MAX_TIMESTAMP (-3): the offset of the record with the largest timestamp "
+          "(KIP-734)")
 def _max_timestamp(ctx: ScenarioContext) -> None:
     _produced(ctx)
     ctx.call(ctx.connect(), builders.list_offsets(7, ctx.name("t"), {0: -3}))
@@ -324,7 +335,8 @@ def _lo_unknown(ctx: ScenarioContext) -> None:
 
 
 @scenario("broker.list-offsets.read-committed", "broker",
-          "ListOffsets v7 latest with isolation READ_COMMITTED equals the high watermark without transactions")
+          "ListOffsets v7 latest with isolation READ_COMMITTED equals the high watermark without "
+          "transactions")
 def _lo_committed(ctx: ScenarioContext) -> None:
     _produced(ctx)
     ctx.call(ctx.connect(), builders.list_offsets(7, ctx.name("t"), {0: -1}, isolation_level=1))
@@ -332,7 +344,8 @@ def _lo_committed(ctx: ScenarioContext) -> None:
 
 def _fetch(version: int) -> None:
     @scenario(f"broker.fetch.v{version}", "broker",
-              f"Fetch v{version} from offset 0 after producing 5 records: the high watermark and every record")
+              f"Fetch v{version} from offset 0 after producing 5 records: the high watermark and every "
+              "record")
     def run(ctx: ScenarioContext) -> None:
         _produced(ctx)
         ctx.call(ctx.connect(), builders.fetch(version, ctx.name("t"), {0: 0}), view=_fetch_view)
@@ -369,7 +382,8 @@ def _fetch_end(ctx: ScenarioContext) -> None:
 
 def _find_coordinator(version: int) -> None:
     @scenario(f"broker.find-coordinator.v{version}", "broker",
-              f"FindCoordinator v{version} for a group: NONE and a node (KafkaApis.handleFindCoordinatorRequest)")
+              f"FindCoordinator v{version} for a group: NONE and a node "
+              "(KafkaApis.handleFindCoordinatorRequest)")
     def run(ctx: ScenarioContext) -> None:
         ctx.coordinator(ctx.name("g"))
         ctx.call(ctx.connect(), builders.find_coordinator(version, ctx.name("g")))
@@ -405,7 +419,8 @@ def _wait_producer_ids(ctx: ScenarioContext, connection: Any) -> Any:
 
 def _init_producer(version: int) -> None:
     @scenario(f"broker.init-producer-id.v{version}", "broker",
-              f"InitProducerId v{version} without a transactional id: NONE, a producer id, epoch 0 (KIP-98 idempotence)")
+              f"InitProducerId v{version} without a transactional id: NONE, a producer id, epoch 0 (KIP-98 "
+              "idempotence)")
     def run(ctx: ScenarioContext) -> None:
         connection = ctx.connect()
         _wait_producer_ids(ctx, connection)
@@ -423,7 +438,8 @@ def _idempotent(ctx: ScenarioContext) -> None:
     ctx.create_topic(ctx.name("t"))
     connection = ctx.connect()
     pid = _wait_producer_ids(ctx, connection)
-    batch = builders.record_batch(2, producer_id=pid.producer_id, producer_epoch=pid.producer_epoch, base_sequence=0)
+    batch = builders.record_batch(2, producer_id=pid.producer_id, producer_epoch=pid.producer_epoch,
+                                  base_sequence=0)
     ctx.call(connection, builders.produce(9, ctx.name("t"), {0: batch}))
     ctx.call(connection, builders.produce(9, ctx.name("t"), {0: batch}), "Produce v9 again")
     ctx.call(connection, builders.list_offsets(7, ctx.name("t"), {0: -1}))
@@ -435,7 +451,8 @@ def _sequence_gap(ctx: ScenarioContext) -> None:
     ctx.create_topic(ctx.name("t"))
     connection = ctx.connect()
     pid = _wait_producer_ids(ctx, connection)
-    ok = builders.record_batch(1, producer_id=pid.producer_id, producer_epoch=pid.producer_epoch, base_sequence=0)
-    gap = builders.record_batch(1, producer_id=pid.producer_id, producer_epoch=pid.producer_epoch, base_sequence=5)
+    producer = dict(producer_id=pid.producer_id, producer_epoch=pid.producer_epoch)
+    ok = builders.record_batch(1, base_sequence=0, **producer)
+    gap = builders.record_batch(1, base_sequence=5, **producer)
     ctx.call(connection, builders.produce(9, ctx.name("t"), {0: ok}))
     ctx.call(connection, builders.produce(9, ctx.name("t"), {0: gap}), "Produce v9 gap")

@@ -11,7 +11,8 @@ from kgroup.broker_conformance.scenario import ScenarioContext, scenario
 
 
 def _describe(ctx: ScenarioContext, member: ClassicMember, version: int = 5) -> None:
-    ctx.call(member.connection, builders.describe_groups(version, member.group_id), f"DescribeGroups v{version}")
+    ctx.call(member.connection, builders.describe_groups(version, member.group_id), f"DescribeGroups "
+                                                                                    f"v{version}")
 
 
 # -- MEMBER_ID_REQUIRED and first joins ----------------------------------------------------------------
@@ -130,7 +131,8 @@ def _protocol_vote(ctx: ScenarioContext) -> None:
 @scenario("classic.rebalance.second-member", "classic",
           "A second member joins a Stable group: it waits, the first learns REBALANCE_IN_PROGRESS from its "
           "heartbeat, both join generation 2, only the leader sees the members, the follower's SyncGroup "
-          "waits for the leader's (testJoinGroupCompleteWhenAllMembersJoined / testSyncGroupFollowerAfterLeader)")
+          "waits for the leader's (testJoinGroupCompleteWhenAllMembersJoined / "
+          "testSyncGroupFollowerAfterLeader)")
 def _second_member(ctx: ScenarioContext) -> None:
     ctx.create_topic(ctx.name("t"), 2)
     first = ClassicMember(ctx, ctx.name("g"), "A", topics=(ctx.name("t"),))
@@ -435,7 +437,8 @@ for _v in range(0, 6):
 
 def _leave_unknown_member(version: int) -> None:
     @scenario(f"classic.leave.unknown-member.v{version}", "classic",
-              f"LeaveGroup v{version} of a member id the group does not know: UNKNOWN_MEMBER_ID (at top level "
+              f"LeaveGroup v{version} of a member id the group does not know: UNKNOWN_MEMBER_ID (at top "
+              "level "
               "before v3, per member from v3) (testLeaveGroupUnknownConsumerExistingGroup)")
     def run(ctx: ScenarioContext) -> None:
         members = stable_group(ctx, ctx.name("g"), ("A",))

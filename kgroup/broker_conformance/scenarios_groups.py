@@ -124,7 +124,8 @@ for _v in range(0, 3):
 
 
 @scenario("groups.delete-non-empty", "groups-admin",
-          "DeleteGroups of a group with a member: NON_EMPTY_GROUP and the group stays (testDeleteNonEmptyGroup)")
+          "DeleteGroups of a group with a member: NON_EMPTY_GROUP and the group stays "
+          "(testDeleteNonEmptyGroup)")
 def _delete_non_empty(ctx: ScenarioContext) -> None:
     members = stable_group(ctx, ctx.name("g"), ("A",))
     ctx.call(members[0].connection, builders.delete_groups(2, ctx.name("g")))

@@ -12,7 +12,8 @@ from kgroup.broker_conformance.scenario import ScenarioContext, scenario
 
 def _commit_fetch(version: int) -> None:
     @scenario(f"offsets.commit.admin.v{version}", "offsets",
-              f"OffsetCommit v{version} outside the group protocol (generation -1, no member) to a new group: "
+              f"OffsetCommit v{version} outside the group protocol (generation -1, no member) to a new "
+              "group: "
               "NONE; OffsetFetch gives the offset and metadata back "
               "(OffsetMetadataManagerTest.testGenericGroupOffsetCommitWithoutMemberIdAndGeneration)")
     def run(ctx: ScenarioContext) -> None:
@@ -88,7 +89,8 @@ def _fetch_unknown_group(version: int) -> None:
         connection = ctx.group_connection(ctx.name("g"))
         ctx.call(connection, builders.offset_fetch(version, ctx.name("g"), {topic: [0]}))
         if version >= 2:
-            ctx.call(connection, builders.offset_fetch(version, ctx.name("g"), None), f"OffsetFetch v{version} all")
+            ctx.call(connection, builders.offset_fetch(version, ctx.name("g"), None), f"OffsetFetch "
+                                                                                      f"v{version} all")
 
 
 for _v in (1, 3, 6, 8):
@@ -254,8 +256,8 @@ def _multi_group(version: int) -> None:
         ctx.create_topic(topic)
         connection = ctx.group_connection(ctx.name("g"))
         ctx.call(connection, builders.offset_commit(8, ctx.name("g"), {topic: {0: 2}}))
-        ctx.call(connection, builders.offset_fetch_groups(version, {ctx.name("g"): {topic: [0]},
-                                                                   ctx.name("h"): None}))
+        groups = {ctx.name("g"): {topic: [0]}, ctx.name("h"): None}
+        ctx.call(connection, builders.offset_fetch_groups(version, groups))
 
 
 for _v in (8, 9):

@@ -69,7 +69,8 @@ def _two_statics(ctx: ScenarioContext):
 
 
 @scenario("static.follower-bounce-no-rebalance", "static",
-          "A static follower restarts (new connection, no member id) with the same metadata: it gets a new id "
+          "A static follower restarts (new connection, no member id) with the same metadata: it gets a new "
+          "id "
           "and its old assignment, the leader's heartbeat stays NONE (KIP-345; "
           "testStaticMemberFollowerRejoinWithSameMetadata...)")
 def _follower_bounce(ctx: ScenarioContext) -> None:
@@ -123,7 +124,8 @@ def _fenced_commit(ctx: ScenarioContext) -> None:
 
 def _leave(version: int) -> None:
     @scenario(f"static.leave.v{version}", "static",
-              f"LeaveGroup v{version} naming a static member by instance id and member id: it leaves, the group "
+              f"LeaveGroup v{version} naming a static member by instance id and member id: it leaves, the "
+              "group "
               "is Empty (KIP-345 batch leave)")
     def run(ctx: ScenarioContext) -> None:
         member = ClassicMember(ctx, ctx.name("g"), "A", instance_id=ctx.name("i1"))

@@ -23,7 +23,8 @@ def test_the_recording_is_the_pinned_kafka_and_covers_every_scenario():
     assert recording["kafka_version"] == KAFKA_VERSION
     select()
     assert len(SCENARIOS) >= 150
-    assert sorted(recording["scenarios"]) == sorted(SCENARIOS), "re-record: python -m kgroup.broker_conformance record"
+    assert sorted(recording["scenarios"]) == sorted(SCENARIOS), \
+        "re-record: python -m kgroup.broker_conformance record"
     stopped = [i for i, s in recording["scenarios"].items() if s["steps"] and s["steps"][-1][0] == "stopped"]
     assert stopped == []
 

@@ -59,7 +59,8 @@ def test_missing_bootstrap_is_an_argparse_error(capsys):
 
 
 def test_unreachable_broker_is_one_line_and_exit_2(capsys):
-    assert main(["conformance", "--bootstrap", "127.0.0.1:1", "--only", "classic.heartbeat.unknown-group"]) == 2
+    arguments = ["--bootstrap", "127.0.0.1:1", "--only", "classic.heartbeat.unknown-group"]
+    assert main(["conformance", *arguments]) == 2
     err = capsys.readouterr().err
     assert err.startswith("kgroup: cannot connect to 127.0.0.1:1") and len(err.strip().splitlines()) == 1
 
@@ -67,7 +68,8 @@ def test_unreachable_broker_is_one_line_and_exit_2(capsys):
 def test_a_stopped_scenario_says_why():
     from kgroup.broker_conformance.runner import compare_steps
 
-    diffs = compare_steps([["A Heartbeat v4", {"error_code": 25}]], [["stopped", "[Errno 111] Connection refused"]])
+    diffs = compare_steps([["A Heartbeat v4", {"error_code": 25}]],
+                          [["stopped", "[Errno 111] Connection refused"]])
     assert diffs == ["step 1 A Heartbeat v4: the scenario stopped: [Errno 111] Connection refused"]
 
 

@@ -19,7 +19,8 @@ def _answer(coordinator: GroupCoordinator, request: object):
 
 def test_leave_of_an_unknown_group_answers_per_member():
     """Kafka 4.x: NONE at the top, UNKNOWN_MEMBER_ID for each member (v3+ batch shape)."""
-    answer = _answer(GroupCoordinator(), LeaveGroupRequest("nope", (MemberIdentity("m1"), MemberIdentity("", "i"))))
+    leaving = (MemberIdentity("m1"), MemberIdentity("", "i"))
+    answer = _answer(GroupCoordinator(), LeaveGroupRequest("nope", leaving))
     assert answer.error_code is ErrorCode.NONE
     assert [(m.member_id, m.group_instance_id, m.error_code) for m in answer.members] == [
         ("m1", None, ErrorCode.UNKNOWN_MEMBER_ID), ("", "i", ErrorCode.UNKNOWN_MEMBER_ID)]

@@ -14,10 +14,10 @@ from kgroup.server.consumer_group_api import ConsumerGroupHeartbeatResponse
 
 def _join_response(member_id: str, leader: str, members) -> JoinGroupResponse:
     member = JoinGroupResponse.JoinGroupResponseMember
-    return JoinGroupResponse(version=7, throttle_time_ms=25, error_code=0, generation_id=3, protocol_type="consumer",
-                             protocol_name="range", leader=leader, member_id=member_id, members=[
-                                 member(version=7, member_id=m, group_instance_id=None, metadata=b"\x01")
-                                 for m in members])
+    return JoinGroupResponse(
+        version=7, throttle_time_ms=25, error_code=0, generation_id=3, protocol_type="consumer",
+        protocol_name="range", leader=leader, member_id=member_id,
+        members=[member(version=7, member_id=m, group_instance_id=None, metadata=b"\x01") for m in members])
 
 
 def test_member_ids_are_numbered_receiver_first_and_throttle_dropped():
