@@ -267,14 +267,12 @@ class ScenarioContext:
             return count == partitions
         try:
             self.wait_until(assigned, f"the group coordinator assigning {topic}", bound_s=10.0, every_s=0.05)
-        except (_NoConsumerGroups, ConnectionClosedError):
+            connection.request(DeleteGroupsRequest[2](groups_names=[probe_group]))
+        except _NoConsumerGroups:
             return
-        finally:
-            if not connection._sock._closed:  # type: ignore[attr-defined]
-                try:
-                    connection.request(DeleteGroupsRequest[2](groups_names=[probe_group]))
-                except (ConnectionClosedError, OSError):
-                    pass
+        except (ConnectionClosedError, OSError):
+            # A broker without KIP-848 may close the connection on the probe: open a new helper next time.
+            self._forget_helper(connection)
 
     def _helper_connection(self, address: Optional[str] = None) -> BrokerConnection:
         address = address or self.bootstrap
@@ -282,6 +280,10 @@ class ScenarioContext:
             self._helpers[address] = BrokerConnection(address, "conformance-helper")
             self._connections.append(self._helpers[address])
         return self._helpers[address]
+
+    def _forget_helper(self, connection: BrokerConnection) -> None:
+        connection.close()
+        self._helpers = {a: c for a, c in self._helpers.items() if c is not connection}
 
     def close(self) -> None:
         for connection in self._connections:
