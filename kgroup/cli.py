@@ -466,6 +466,9 @@ def _parser() -> argparse.ArgumentParser:
     _sim_arguments(compare, group=False)
     compare.set_defaults(run=_compare, parser=compare)
 
+    from kgroup.broker_conformance.command import add_conformance_command
+    add_conformance_command(commands)
+
     from kgroup import demo
     summary, _, details = (demo.__doc__ or "").partition("\n\n")
     demo_command = commands.add_parser("demo", help="assign a realistic group with every strategy, then "

@@ -174,6 +174,12 @@ def node_properties(node_id: int, broker_port: int, controller_port: int, voters
         "group.consumer.session.timeout.ms": "10000",
         "group.consumer.min.heartbeat.interval.ms": "100",
         "group.consumer.heartbeat.interval.ms": "500",
+        # KIP-848 target assignments computed at once, on the coordinator thread, as in Kafka 4.0
+        # (Kafka 4.4: batched at most once a second and offloaded to another thread), so that a
+        # heartbeat's answer does not depend on when it arrives; the conformance suite's recorded
+        # answers need that.
+        "group.consumer.assignment.interval.ms": "0",
+        "group.consumer.assignor.offload.enable": "false",
         # Internal topics replicated over every node up to 3, with few partitions so that the first
         # FindCoordinator does not wait for 50 partitions to be created (Kafka: 50, RF 3).
         "offsets.topic.replication.factor": replicas,

@@ -16,6 +16,9 @@ class GroupCoordinatorConfig:
     #: How long a new member's first JoinGroup may stay parked before the member is dropped
     #: (Kafka's classic-group new member join timeout, 5 minutes).
     group_new_member_join_timeout_ms: int = 300_000
+    #: Kafka's ``offset.metadata.max.bytes``: longer commit metadata is refused per partition with
+    #: OFFSET_METADATA_TOO_LARGE (OffsetMetadataManager.isMetadataInvalid).
+    offset_metadata_max_bytes: int = 4096
     # KIP-848 consumer groups (Kafka's group.consumer.* configs, with Kafka's defaults).
     consumer_group_session_timeout_ms: int = 45_000
     consumer_group_heartbeat_interval_ms: int = 5_000
@@ -52,5 +55,7 @@ class GroupCoordinatorConfig:
             raise ConfigError(f"consumer_group_max_size must be >= 1, got {self.consumer_group_max_size}")
         if not self.consumer_group_assignors:
             raise ConfigError("consumer_group_assignors must name at least one server-side assignor")
+        if self.offset_metadata_max_bytes < 0:
+            raise ConfigError(f"offset_metadata_max_bytes must be >= 0, got {self.offset_metadata_max_bytes}")
         if self.group_max_size < 1:
             raise ConfigError(f"group_max_size must be >= 1, got {self.group_max_size}")

@@ -102,7 +102,7 @@ class GroupCoordinator:
             cancel=lambda key: self._timers.cancel(key), emit=self._emit, observer=on_transition,
             server_assignors=server_assignors)
         self._offsets = OffsetHandler(self._groups, self._create_group, self._schedule_session, self._emit,
-                                      self._consumer_groups)
+                                      self._consumer_groups, config.offset_metadata_max_bytes)
         self._admin = AdminHandler(self._groups, self._cancel_group_timers, self._emit, self._consumer_groups,
                                    config.consumer_group_assignors[0])
         self._handlers: dict[type, Callable[..., None]] = {
@@ -820,7 +820,11 @@ class GroupCoordinator:
             return self._deliver(key, LeaveGroupResponse(E.INVALID_GROUP_ID))
         group = self._groups.get(req.group_id)
         if group is None:
-            return self._deliver(key, LeaveGroupResponse(E.UNKNOWN_MEMBER_ID))
+            # Kafka 4.x answers an unknown group per member (UNKNOWN_MEMBER_ID each, NONE at the top);
+            # v0-v2 carry the one member's error at the top (conformance classic.leave.unknown-group).
+            return self._deliver(key, LeaveGroupResponse(E.NONE, tuple(
+                LeaveGroupMemberResponse(m.member_id, m.group_instance_id, E.UNKNOWN_MEMBER_ID)
+                for m in req.members)))
         if group.is_(S.DEAD):
             return self._deliver(key, LeaveGroupResponse(E.COORDINATOR_NOT_AVAILABLE))
         results = []

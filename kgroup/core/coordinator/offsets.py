@@ -34,13 +34,15 @@ S = GroupState
 class OffsetHandler:
     def __init__(self, groups: Mapping[str, Group], create_group: Callable[[str], Group],
                  heard_from: Callable[[Member, int], None], emit: Callable[[Record], None],
-                 consumer_groups: Optional[Mapping[str, ConsumerGroup]] = None) -> None:
+                 consumer_groups: Optional[Mapping[str, ConsumerGroup]] = None,
+                 metadata_max_bytes: int = 4096) -> None:
         #: Read-only: the coordinator adds and drops groups.
         self._groups = groups
         self._create_group = create_group
         #: Restarts a member's session deadline at now_ms (Kafka reschedules the heartbeat on a commit).
         self._heard_from = heard_from
         self._emit = emit
+        self._metadata_max_bytes = metadata_max_bytes
         self._consumer_groups: Mapping[str, ConsumerGroup] = (
             {} if consumer_groups is None else consumer_groups)
 
@@ -50,10 +52,18 @@ class OffsetHandler:
 
     def commit(self, req: OffsetCommitRequest, now_ms: int) -> OffsetCommitResponse:
         code, group = self._check_commit(req, now_ms)
-        if group is not None:
-            for commit in req.offsets:
-                self._emit(group.commit_offset(commit.topic_partition, commit.committed))
-        return OffsetCommitResponse(tuple(PartitionError(c.topic_partition, code) for c in req.offsets))
+        errors = []
+        for commit in req.offsets:
+            partition_code = code
+            if group is not None:
+                metadata = commit.committed.metadata
+                if metadata is not None and len(metadata) > self._metadata_max_bytes:
+                    # Kafka's OffsetMetadataManager refuses that partition alone and stores the others.
+                    partition_code = E.OFFSET_METADATA_TOO_LARGE
+                else:
+                    self._emit(group.commit_offset(commit.topic_partition, commit.committed))
+            errors.append(PartitionError(commit.topic_partition, partition_code))
+        return OffsetCommitResponse(tuple(errors))
 
     def _check_commit(self, req: OffsetCommitRequest,
                       now_ms: int) -> tuple[ErrorCode, Optional[Union[Group, ConsumerGroup]]]:

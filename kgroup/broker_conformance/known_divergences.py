@@ -1,0 +1,126 @@
+"""kgroup's broker where it differs from Apache Kafka's recorded answers: ONE table, enforced exactly.
+
+``tests/broker_conformance/test_against_kgroup.py`` runs every scenario against
+:class:`kgroup.server.KafkaServer` and asserts that the scenarios that differ are exactly these: a
+listed scenario that starts matching (a fix elsewhere) fails the test until it is taken off the list,
+and an unlisted difference fails it too.  docs/conformance/broker.md explains each reason.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+# -- reasons (the code areas are where other issues are at work; see docs/conformance/broker.md) ----
+
+KIP848_EPOCHS = ("KIP-848 epochs: Kafka 4.4 answers a new group's first member with member epoch 2 where "
+                 "kgroup answers 1 (every later epoch is one higher), and its error answers carry "
+                 "member_epoch 0 where kgroup's carry -1; ConsumerGroupDescribe lists "
+                 "subscribed_topic_regex as \"\" where kgroup has null (KIP-848 coordinator, issue 23)")
+KIP848_DESCRIBE = ("ConsumerGroupDescribe of a missing or classic group: group_state \"\" in Kafka, "
+                   "\"Dead\" in kgroup")
+KIP848_CLASSIC_DESCRIBE = ("DescribeGroups (classic API) of a consumer group: Kafka answers Dead with no "
+                           "members (not a classic group), kgroup describes it")
+KIP848_MIGRATION = ("online migration between classic and consumer groups (Kafka's default "
+                    "group.consumer.migration.policy=bidirectional) is not implemented: a classic JoinGroup"
+                    " into a consumer group is INCONSISTENT_GROUP_PROTOCOL, an upgrade heartbeat gets no "
+                    "assignment (documented in docs/guide/consumer-protocol.md)")
+VALIDATE_ONLY = ("CreateTopics validate_only answers -1 partitions and replicas; Kafka answers the figures "
+                 "it would create (data plane)")
+TOPIC_CONFIGS = ("topic configs are neither kept nor validated (no retention or compaction in kgroup, a "
+                 "deliberate departure): an unknown config or a bad value is accepted, Kafka says "
+                 "INVALID_CONFIG")
+METADATA_INVALID_NAME = ("Metadata of an invalid topic name answers UNKNOWN_TOPIC_OR_PARTITION; Kafka "
+                         "answers INVALID_TOPIC_EXCEPTION (CreateTopics itself matches)")
+DUPLICATE_TOPIC = ("CreateTopics naming one topic twice creates it and answers TOPIC_ALREADY_EXISTS for the"
+                   " second; Kafka answers INVALID_REQUEST once and creates nothing")
+TOPIC_COLLISION = ("no check for names that collide through '.' and '_' (Kafka's Topic.hasCollision)")
+PRODUCE_INTERNAL = ("a client may append to __consumer_offsets; Kafka refuses with INVALID_TOPIC_EXCEPTION "
+                    "(data plane: should be fixed)")
+PRODUCE_ERROR_LOG_START = ("a refused produce answers log_start_offset 0 where Kafka answers -1")
+MALFORMED_BATCH = ("a malformed batch (magic 1, truncated, bad length, bad record count) is CORRUPT_MESSAGE"
+                   " or UNSUPPORTED_FOR_MESSAGE_FORMAT in kgroup, INVALID_RECORD (87) in Kafka; and "
+                   "log_start_offset")
+LIST_OFFSETS_NOT_FOUND_EPOCH = ("a ListOffsets timestamp lookup that finds nothing answers leader_epoch 0, "
+                                "Kafka -1")
+FETCH_OUT_OF_RANGE_HWM = ("an OFFSET_OUT_OF_RANGE fetch answer carries the high watermark; Kafka's carries "
+                          "-1")
+FIND_COORDINATOR_KEY_TYPE = ("FindCoordinator with an unknown key type: COORDINATOR_NOT_AVAILABLE, Kafka "
+                             "INVALID_REQUEST")
+DUPLICATE_APPEND_TIME = ("the answer to a duplicate idempotent batch carries log_append_time_ms -1; Kafka's"
+                         " carries the batch's max timestamp")
+SYNC_V5_NULL_PROTOCOL = ("SyncGroup v5+ with null protocol type and name is accepted; Kafka requires both "
+                         "from v5 (KIP-559, KafkaApis.handleSyncGroupRequest) and answers "
+                         "INCONSISTENT_GROUP_PROTOCOL (group codec)")
+COMMIT_UNKNOWN_TOPIC = ("OffsetCommit to a topic or partition that does not exist is stored; Kafka answers "
+                        "UNKNOWN_TOPIC_OR_PARTITION per partition (KafkaApis.handleOffsetCommitRequest)")
+
+#: scenario id -> why kgroup's broker answers differently.
+KNOWN_DIVERGENCES: Dict[str, str] = {
+    "broker.create-topics.validate-only": VALIDATE_ONLY,
+    "broker.create-topics.unknown-config": TOPIC_CONFIGS,
+    "broker.create-topics.bad-config-value": TOPIC_CONFIGS,
+    "broker.create-topics.name-empty": METADATA_INVALID_NAME,
+    "broker.create-topics.name-dot": METADATA_INVALID_NAME,
+    "broker.create-topics.name-dotdot": METADATA_INVALID_NAME,
+    "broker.create-topics.name-slash": METADATA_INVALID_NAME,
+    "broker.create-topics.name-space": METADATA_INVALID_NAME,
+    "broker.create-topics.name-too-long": METADATA_INVALID_NAME,
+    "broker.create-topics.duplicate-in-request": DUPLICATE_TOPIC,
+    "broker.create-topics.collision": TOPIC_COLLISION,
+    "broker.produce.internal-topic": PRODUCE_INTERNAL,
+    "broker.produce.unknown-topic": PRODUCE_ERROR_LOG_START,
+    "broker.produce.unknown-partition": PRODUCE_ERROR_LOG_START,
+    "broker.produce.invalid-acks": PRODUCE_ERROR_LOG_START,
+    "broker.produce.malformed-crc": PRODUCE_ERROR_LOG_START,
+    "broker.produce.malformed-magic": MALFORMED_BATCH,
+    "broker.produce.malformed-truncated": MALFORMED_BATCH,
+    "broker.produce.malformed-length": MALFORMED_BATCH,
+    "broker.produce.malformed-count": MALFORMED_BATCH,
+    "broker.list-offsets.v4": LIST_OFFSETS_NOT_FOUND_EPOCH,
+    "broker.list-offsets.v6": LIST_OFFSETS_NOT_FOUND_EPOCH,
+    "broker.list-offsets.v7": LIST_OFFSETS_NOT_FOUND_EPOCH,
+    "broker.list-offsets.empty-log": LIST_OFFSETS_NOT_FOUND_EPOCH,
+    "broker.fetch.out-of-range": FETCH_OUT_OF_RANGE_HWM,
+    "broker.find-coordinator.invalid-key-type": FIND_COORDINATOR_KEY_TYPE,
+    "broker.produce.idempotent-duplicate": DUPLICATE_APPEND_TIME,
+    "classic.sync.v5-null-protocol": SYNC_V5_NULL_PROTOCOL,
+    "consumer.join.v0": KIP848_EPOCHS,
+    "consumer.join.v1": KIP848_EPOCHS,
+    "consumer.join.v1-requires-member-id": KIP848_EPOCHS,
+    "consumer.join.no-rebalance-timeout": KIP848_EPOCHS,
+    "consumer.join.no-subscription": KIP848_EPOCHS,
+    "consumer.join.no-owned-partitions": KIP848_EPOCHS,
+    "consumer.join.unknown-assignor": KIP848_EPOCHS,
+    "consumer.heartbeat.epoch-below-minus-two": KIP848_EPOCHS,
+    "consumer.join.empty-group-id": KIP848_EPOCHS,
+    "consumer.heartbeat.unknown-member": KIP848_EPOCHS,
+    "consumer.heartbeat.fenced-epoch": KIP848_EPOCHS,
+    "consumer.heartbeat.stale-epoch-with-owned": KIP848_EPOCHS,
+    "consumer.revocation-before-reassignment": KIP848_EPOCHS,
+    "consumer.leave": KIP848_EPOCHS,
+    "consumer.leave-unknown-member": KIP848_EPOCHS,
+    "consumer.leave-rebalances-survivor": KIP848_EPOCHS,
+    "consumer.static.temporary-leave-and-return": KIP848_EPOCHS,
+    "consumer.static.unreleased-instance": KIP848_EPOCHS,
+    "consumer.static.leave-for-good": KIP848_EPOCHS,
+    "consumer.assignor.uniform": KIP848_EPOCHS,
+    "consumer.assignor.range": KIP848_EPOCHS,
+    "consumer.subscription-change": KIP848_EPOCHS,
+    "consumer.subscribe-unknown-topic": KIP848_EPOCHS,
+    "consumer.describe.v0": KIP848_EPOCHS + "; " + KIP848_DESCRIBE,
+    "consumer.describe.v1": KIP848_EPOCHS + "; " + KIP848_DESCRIBE,
+    "consumer.describe-groups-on-consumer-group": KIP848_EPOCHS + "; " + KIP848_CLASSIC_DESCRIBE,
+    "consumer.delete-non-empty": KIP848_EPOCHS,
+    "consumer.classic-join-into-consumer-group": KIP848_EPOCHS + "; " + KIP848_MIGRATION,
+    "consumer.heartbeat-into-classic-group": KIP848_EPOCHS + "; " + KIP848_MIGRATION,
+    "consumer.offset-commit.epoch.v8": KIP848_EPOCHS,
+    "consumer.offset-commit.epoch.v9": KIP848_EPOCHS,
+    "consumer.offset-fetch.v9-member-epoch": KIP848_EPOCHS,
+    "consumer.rebalance-timeout-fences-member": KIP848_EPOCHS,
+    "consumer.session-timeout-removes-member": KIP848_EPOCHS,
+    "groups.list-types-filter.classic": KIP848_EPOCHS,
+    "groups.list-types-filter.consumer": KIP848_EPOCHS,
+    "offsets.commit-unknown-topic.v2": COMMIT_UNKNOWN_TOPIC,
+    "offsets.commit-unknown-topic.v7": COMMIT_UNKNOWN_TOPIC,
+    "offsets.commit-unknown-topic.v8": COMMIT_UNKNOWN_TOPIC,
+    "offsets.commit-unknown-topic.v9": COMMIT_UNKNOWN_TOPIC,
+}
