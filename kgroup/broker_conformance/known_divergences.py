@@ -25,9 +25,6 @@ KIP848_MIGRATION = ("online migration between classic and consumer groups (Kafka
                     "assignment (documented in docs/guide/consumer-protocol.md)")
 VALIDATE_ONLY = ("CreateTopics validate_only answers -1 partitions and replicas; Kafka answers the figures "
                  "it would create (data plane)")
-TOPIC_CONFIGS = ("topic configs are neither kept nor validated (no retention or compaction in kgroup, a "
-                 "deliberate departure): an unknown config or a bad value is accepted, Kafka says "
-                 "INVALID_CONFIG")
 METADATA_INVALID_NAME = ("Metadata of an invalid topic name answers UNKNOWN_TOPIC_OR_PARTITION; Kafka "
                          "answers INVALID_TOPIC_EXCEPTION (CreateTopics itself matches)")
 DUPLICATE_TOPIC = ("CreateTopics naming one topic twice creates it and answers TOPIC_ALREADY_EXISTS for the"
@@ -50,14 +47,10 @@ DUPLICATE_APPEND_TIME = ("the answer to a duplicate idempotent batch carries log
 SYNC_V5_NULL_PROTOCOL = ("SyncGroup v5+ with null protocol type and name is accepted; Kafka requires both "
                          "from v5 (KIP-559, KafkaApis.handleSyncGroupRequest) and answers "
                          "INCONSISTENT_GROUP_PROTOCOL (group codec)")
-COMMIT_UNKNOWN_TOPIC = ("OffsetCommit to a topic or partition that does not exist is stored; Kafka answers "
-                        "UNKNOWN_TOPIC_OR_PARTITION per partition (KafkaApis.handleOffsetCommitRequest)")
 
 #: scenario id -> why kgroup's broker answers differently.
 KNOWN_DIVERGENCES: Dict[str, str] = {
     "broker.create-topics.validate-only": VALIDATE_ONLY,
-    "broker.create-topics.unknown-config": TOPIC_CONFIGS,
-    "broker.create-topics.bad-config-value": TOPIC_CONFIGS,
     "broker.create-topics.name-empty": METADATA_INVALID_NAME,
     "broker.create-topics.name-dot": METADATA_INVALID_NAME,
     "broker.create-topics.name-dotdot": METADATA_INVALID_NAME,
@@ -74,7 +67,6 @@ KNOWN_DIVERGENCES: Dict[str, str] = {
     "broker.produce.malformed-magic": MALFORMED_BATCH,
     "broker.produce.malformed-truncated": MALFORMED_BATCH,
     "broker.produce.malformed-length": MALFORMED_BATCH,
-    "broker.produce.malformed-count": MALFORMED_BATCH,
     "broker.list-offsets.v4": LIST_OFFSETS_NOT_FOUND_EPOCH,
     "broker.list-offsets.v6": LIST_OFFSETS_NOT_FOUND_EPOCH,
     "broker.list-offsets.v7": LIST_OFFSETS_NOT_FOUND_EPOCH,
@@ -119,8 +111,4 @@ KNOWN_DIVERGENCES: Dict[str, str] = {
     "consumer.session-timeout-removes-member": KIP848_EPOCHS,
     "groups.list-types-filter.classic": KIP848_EPOCHS,
     "groups.list-types-filter.consumer": KIP848_EPOCHS,
-    "offsets.commit-unknown-topic.v2": COMMIT_UNKNOWN_TOPIC,
-    "offsets.commit-unknown-topic.v7": COMMIT_UNKNOWN_TOPIC,
-    "offsets.commit-unknown-topic.v8": COMMIT_UNKNOWN_TOPIC,
-    "offsets.commit-unknown-topic.v9": COMMIT_UNKNOWN_TOPIC,
 }
