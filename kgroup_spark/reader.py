@@ -11,9 +11,10 @@ whose worker died leaves the group after its session timeout.
 A task claims an identity for its duration with an exclusive file lock (one
 per identity on the host): first the identity its own process already holds a
 member for (so a partition stays with the same member and executor from
-batch to batch: stickiness), then the one of its Spark partition index, then
-any free one.  A task of another process that claims an identity joins with
-its instance id, which fences the idle member elsewhere (KIP-345): that member
+batch to batch: stickiness), then one whose holding process died, then the
+one of its Spark partition index, then any free one.  A task of another
+process that claims an identity joins with its instance id, which fences the
+idle member elsewhere (KIP-345): that member
 is dropped, never rejoined.  A task that finds every identity claimed reads
 nothing and waits for the batch to be covered; after a session timeout (a
 holder may be frozen) it takes its slot's identity anyway.
@@ -43,7 +44,7 @@ import re
 import tempfile
 import threading
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import attrs
 
@@ -194,7 +195,34 @@ class IdentityClaim:
             os.close(fd)
             return False
         self._fd = fd
+        try:  # who holds the identity's member now (its keeper keeps it between tasks)
+            with open(self.holder_path + ".tmp", "w") as out:
+                out.write(str(os.getpid()))
+            os.replace(self.holder_path + ".tmp", self.holder_path)
+        except OSError as error:
+            log.debug("kgroup: cannot record the holder of identity %d: %s", self.identity, error)
         return True
+
+    @property
+    def holder_path(self) -> str:
+        return self.path[: -len(".lock")] + ".holder"
+
+    def holder_gone(self) -> bool:
+        """True when no live process on this host holds the identity's member (or none ever did)."""
+        try:
+            with open(self.holder_path) as handle:
+                pid = int(handle.read())
+        except (OSError, ValueError):
+            return True
+        if pid == os.getpid():
+            return False
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except OSError:
+            return False
+        return False
 
     def release(self) -> None:
         if self._fd is not None:
@@ -243,7 +271,13 @@ def _drop(held: HeldMember) -> None:
 def claim_identity(options: ReaderOptions, group_id: str, slot: int) -> Optional[IdentityClaim]:
     """Claim a reader identity for this task; None when every identity is claimed by other tasks."""
     own = [h.identity for h in _held(options.bootstrap_servers, group_id) if h.healthy()]
-    order = own + [slot] + list(range(options.readers))
+    # Then identities whose holder died (a lost worker or executor): taking one over keeps the other
+    # processes' members where they are; then the Spark partition's own index; then any.
+    orphaned = [
+        identity for identity in range(options.readers)
+        if identity not in own and IdentityClaim(options.bootstrap_servers, group_id, identity).holder_gone()
+    ]
+    order = own + orphaned + [slot] + list(range(options.readers))
     tried: set[int] = set()
     for identity in order:
         if identity in tried or identity >= options.readers:
@@ -438,7 +472,7 @@ def read_slot(plan: SlotPlan) -> Iterator[tuple]:
                         held = take_member(options, group_id, identity)
                         _join(held, plan, deadline, label)
             if held is not None:
-                yield from _read_owned(held, plan, options, group_id, attempt, ranges, state, label)
+                yield from _read_owned(held, plan, options, group_id, attempt, ranges, committed)
             state = committed()
             uncovered = missing(state)
             if not uncovered:
@@ -466,8 +500,7 @@ def _read_owned(
     group_id: str,
     attempt: int,
     ranges: dict[int, tuple[int, int]],
-    state: dict,
-    label: str,
+    committed: Callable[[], dict],
 ) -> Iterator[tuple]:
     """Read what the member owns and nobody committed yet; commit it under the token it was read with."""
     member = held.consumer
@@ -476,6 +509,11 @@ def _read_owned(
         group_id, plan.slot, generation.member_id, generation.generation_id, plan.batch, attempt
     )
     owned = {tp.partition for tp in member.assignment() if tp.topic == plan.topic}
+    # The committed offsets are read *after* the ownership: a partition's previous owner commits before
+    # it gives the partition up (cooperative and eager alike), so a commit it made is seen here and the
+    # partition is not read twice in one batch.  (Read before, a reader could take over a partition
+    # with a stale view and deliver its rows a second time.)
+    state = committed()
     todo = [p for p in sorted(ranges) if p in owned and state[p][0] < ranges[p][1]]
     for partition in todo:
         start, end = ranges[partition]
