@@ -263,7 +263,9 @@ def _drop(held: HeldMember) -> None:
         if _members.get(held.key) is held:
             del _members[held.key]
     try:
-        held.consumer.close(leave_group=False, timeout_ms=1_000)
+        # Kafka's default on close: a static member stays (the identity's next member replaces it),
+        # a dynamic one (static=false) leaves so the group rebalances without waiting for its session.
+        held.consumer.close(timeout_ms=1_000)
     except KGroupError as error:
         log.debug("closing reader member %s: %s", held.identity, error)
 
