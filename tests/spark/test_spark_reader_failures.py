@@ -77,9 +77,11 @@ def test_a_frozen_reader_costs_a_session_timeout_and_its_late_commit_is_refused(
     assert group_host.ownership_overlaps(group_name) == []
 
 
-def test_ten_killed_readers_in_a_row_cost_seconds_each_and_the_query_lives_on(
+def test_ten_reader_failures_in_a_row_cost_seconds_each_and_the_query_lives_on(
     spark, group_host, queue, group_name, tmp_path
 ):
+    """Ten consecutive batches, each with a failed reader: SIGKILLed (even batches) or frozen with
+    SIGSTOP until the others covered the batch, then resumed as a zombie (odd batches)."""
     pause_dir = tmp_path / "pause"
     pause_dir.mkdir()
     sink = KeyedSink()
@@ -95,18 +97,28 @@ def test_ten_killed_readers_in_a_row_cost_seconds_each_and_the_query_lives_on(
         for failure in range(10):
             if failure:  # partition 0 needs two records for the pause
                 queue.append_all({p: [f"p{p}-f{failure}-{i}" for i in range(2)] for p in range(12)})
+            end = {p: 5 + 2 * failure for p in range(12)}
             pid = int(wait_for_file(str(pause_dir / f"reader-{start}.pid"), timeout_s=120))
-            killed_at = time.monotonic()
-            os.kill(pid, signal.SIGKILL)
-            (pause_dir / f"release-{start}").touch()
+            failed_at = time.monotonic()
+            if failure % 2 == 0:
+                os.kill(pid, signal.SIGKILL)
+                (pause_dir / f"release-{start}").touch()
+            else:
+                os.kill(pid, signal.SIGSTOP)
+                try:
+                    _wait_until(lambda: group_offsets(group_host.bootstrap_servers, group_name) == end,
+                                SESSION_TIMEOUT_MS / 1000 + MARGIN_S)
+                finally:
+                    (pause_dir / f"release-{start}").touch()
+                    os.kill(pid, signal.SIGCONT)
             query.processAllAvailable()
-            durations.append(time.monotonic() - killed_at)
+            durations.append(time.monotonic() - failed_at)
             assert query.isActive and query.exception() is None, f"the query died after failure {failure + 1}"
             start = 5 if failure == 0 else start + 2
     finally:
         query.stop()
 
-    print("killed reader -> batch completed (s):", " ".join(f"{d:.1f}" for d in durations))
+    print("failed reader -> batch completed (s):", " ".join(f"{d:.1f}" for d in durations))
     assert max(durations) < SESSION_TIMEOUT_MS / 1000 + MARGIN_S
     expected = {(p, o) for p in range(12) for o in range(5 + 2 * 9)}
     assert set(sink.rows) == expected
