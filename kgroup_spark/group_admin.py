@@ -44,6 +44,33 @@ class GroupAdmin:
     def check_reachable(self) -> None:
         self._client()
 
+    def ensure_topic(self, topic: str, partitions: int) -> None:
+        """Make the group's topic exist with at least ``partitions`` partitions on the coordinator's cluster.
+
+        The readers commit offsets of the source's partitions under the source's name, and a Kafka
+        broker refuses a commit for a topic or partition it does not have
+        (``KafkaApis.handleOffsetCommitRequest``: UNKNOWN_TOPIC_OR_PARTITION).  Created with the
+        broker's default replication factor (-1, KIP-464).
+        """
+        from kafka.admin import NewPartitions, NewTopic
+        from kafka.errors import KafkaError, TopicAlreadyExistsError
+
+        admin = self._client()
+        try:
+            admin.create_topics([NewTopic(topic, partitions, -1)])
+            return
+        except TopicAlreadyExistsError:
+            pass
+        except KafkaError as error:
+            raise CoordinatorUnreachableError(
+                f"kgroup: cannot create topic {topic!r} ({partitions} partitions) for the group's commits "
+                f"at {self.bootstrap_servers!r}: {type(error).__name__}: {error}"
+            ) from None
+        described = admin.describe_topics([topic])
+        existing = len(described[0].get("partitions", [])) if described else 0
+        if 0 < existing < partitions:
+            admin.create_partitions({topic: NewPartitions(partitions)})
+
     def committed(self, topic: str) -> dict[int, tuple[int, str]]:
         """``{partition: (offset, metadata)}`` the group committed for ``topic``."""
         offsets = self._client().list_group_offsets({self.group_id: None}).get(self.group_id, {})

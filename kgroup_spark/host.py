@@ -13,6 +13,7 @@ from typing import Any, Optional
 from kgroup.core.coordinator.config import GroupCoordinatorConfig
 from kgroup.server import KafkaServer, ServerConfig
 from kgroup_spark.ownership import OwnershipInterval, OwnershipRecorder
+from kgroup_spark.stickiness import BatchRead, ReadRecorder, Stickiness
 
 #: Readers of one batch start within a few hundred ms of each other; a short initial
 #: delay lets them form one generation without holding the first batch for Kafka's 3 s.
@@ -34,6 +35,7 @@ class GroupHost:
             )
         )
         self._recorder = OwnershipRecorder()
+        self._reads = ReadRecorder()
         self._lock = threading.Lock()
 
     def start(self) -> "GroupHost":
@@ -60,6 +62,7 @@ class GroupHost:
     def _observe(self, request: Any, response: Any, now_ms: int) -> None:
         with self._lock:
             self._recorder.observe(request, response, now_ms)
+            self._reads.observe(request, response, now_ms)
 
     def ownership(self, group_id: Optional[str] = None) -> list[OwnershipInterval]:
         """Every interval a member id held a partition, in the coordinator's view."""
@@ -70,3 +73,13 @@ class GroupHost:
         """Pairs of intervals where two members held one partition at once (empty when all is well)."""
         with self._lock:
             return self._recorder.overlaps(group_id)
+
+    def batch_reads(self, group_id: str) -> list[dict[int, BatchRead]]:
+        """Per batch, in commit order: who (member id, reader identity, executor) read each partition."""
+        with self._lock:
+            return self._reads.batches(group_id)
+
+    def stickiness(self, group_id: str, skip_batches: int = 0) -> Stickiness:
+        """How often a partition was read by the same member / executor in consecutive batches."""
+        with self._lock:
+            return self._reads.stickiness(group_id, skip_batches)

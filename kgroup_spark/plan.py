@@ -36,23 +36,45 @@ def batch_tag(start: Mapping[int, int], end: Mapping[int, int]) -> str:
 
 @attrs.frozen
 class CommitTag:
+    """What a reader's commit of one partition says about the rows behind it (its metadata).
+
+    ``floor`` is the lowest offset of the partition the planning run of the query read from, so a
+    driver can acknowledge a batch it did not plan itself (the previous run's last one, which Spark
+    commits before the new run plans anything) without acknowledging records no run read;
+    ``member`` is the reading member's instance (``reader-<n>``) and ``executor`` the Spark executor
+    it ran in, for stickiness reports.
+    """
+
     batch: str
     slot: int
     attempt: int
     generation: int
+    floor: Optional[int] = None
+    member: str = ""
+    executor: str = ""
 
     def encode(self) -> str:
-        return f"{COMMIT_TAG_PREFIX}:{self.batch}:{self.slot}:{self.attempt}:{self.generation}"
+        fields = [COMMIT_TAG_PREFIX, self.batch, self.slot, self.attempt, self.generation,
+                  "" if self.floor is None else self.floor, _clean(self.member), _clean(self.executor)]
+        return ":".join(str(f) for f in fields)
 
     @classmethod
     def decode(cls, metadata: Optional[str]) -> Optional["CommitTag"]:
         parts = (metadata or "").split(":")
-        if len(parts) != 5 or parts[0] != COMMIT_TAG_PREFIX:
+        if len(parts) not in (5, 8) or parts[0] != COMMIT_TAG_PREFIX:
             return None
         try:
-            return cls(parts[1], int(parts[2]), int(parts[3]), int(parts[4]))
+            tag = cls(parts[1], int(parts[2]), int(parts[3]), int(parts[4]))
+            if len(parts) == 8:
+                tag = attrs.evolve(tag, floor=int(parts[5]) if parts[5] else None, member=parts[6],
+                                   executor=parts[7])
+            return tag
         except ValueError:
             return None
+
+
+def _clean(text: str) -> str:
+    return text.replace(":", "_")
 
 
 @attrs.frozen
@@ -68,3 +90,5 @@ class SlotPlan:
     ranges: tuple[tuple[int, int, int], ...]
     #: The query's options (strings), for the source and the member.
     options: tuple[tuple[str, str], ...]
+    #: (partition, floor): the lowest offset this run of the query planned from, per partition.
+    ack_floors: tuple[tuple[int, int], ...] = ()

@@ -12,7 +12,7 @@ from typing import Mapping, Optional
 from kgroup_spark.errors import SourceOptionError
 from kgroup_spark.group_admin import GroupAdmin
 from kgroup_spark.options import ReaderOptions, parse_options
-from kgroup_spark.plan import SlotPlan, batch_tag
+from kgroup_spark.plan import CommitTag, SlotPlan, batch_tag
 from kgroup_spark.source import PartitionedSource, load_source, ranges_of
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ class Planner:
         if count < 1:
             raise SourceOptionError(f"source {self.options.source_class!r} ({source.name}) has no partitions")
         self.admin.check_reachable()
+        self.admin.ensure_topic(source.name, count)
         return f"{ROW_PREFIX_SCHEMA}, {source.schema()}"
 
     def close(self) -> None:
@@ -99,8 +100,9 @@ class Planner:
         readers = self.options.readers
         tag = batch_tag(start, end)
         count = self.source.partition_count()
+        floors = tuple((partition, self._ack_floor[partition]) for partition, _, _ in ranges)
         return [
-            SlotPlan(slot, readers, tag, self.source.name, count, ranges, self.options.raw)
+            SlotPlan(slot, readers, tag, self.source.name, count, ranges, self.options.raw, floors)
             for slot in range(readers)
         ]
 
@@ -118,17 +120,27 @@ class Planner:
         Only offsets the coordinator accepted in a commit are acknowledged, each
         range once: the watermark is the source's own (persisted with the
         acknowledgement) or, for sources that do not track it, this run's.
+        Never below the offset the query's run started reading from: this run's
+        plans, or, for the previous run's last batch (which Spark commits when a
+        query restarts, before it plans anything), the floor its readers wrote in
+        their commit's tag.
         """
         source = self.source
         committed = self.admin.committed(source.name)
         persisted: Optional[dict[int, int]] = source.acknowledged_offsets()
         done: dict[int, tuple[int, int]] = {}
         for partition, batch_end in sorted(end.items()):
-            if partition not in committed or partition not in self._ack_floor:
+            if partition not in committed:
+                continue
+            floor = self._ack_floor.get(partition)
+            if floor is None:
+                tag = CommitTag.decode(committed[partition][1])
+                floor = tag.floor if tag is not None else None
+            if floor is None:
                 continue
             upto = min(committed[partition][0], batch_end)
             acked = persisted.get(partition, 0) if persisted is not None else self._acked.get(partition, 0)
-            begin = max(acked, self._ack_floor[partition])
+            begin = max(acked, floor)
             if upto > begin:
                 source.acknowledge(partition, begin, upto)
                 self._acked[partition] = upto

@@ -24,6 +24,7 @@ from kgroup.core.member import (
     CommitCompleted,
     CommittedFetched,
     FatalError,
+    Generation,
     GroupMember,
     MemberConfig,
     PartitionsAssigned,
@@ -200,13 +201,23 @@ class GroupConsumer:
     # -- offsets ---------------------------------------------------------------
 
     def commit(self, offsets: Optional[Mapping[TopicPartition, Union[int, OffsetAndMetadata]]] = None,
-               timeout_ms: int = 10_000) -> None:
-        """Commit (default: the owned positions) and wait; raises CommitFailedError and friends."""
+               timeout_ms: int = 10_000, generation: Optional[Generation] = None) -> None:
+        """Commit (default: the owned positions) and wait; raises CommitFailedError and friends.
+
+        ``generation`` (classic protocol): the generation the offsets were read in, when it may
+        have changed since; the commit is refused unless it is still the member's.
+        """
         self._check_open()
         clock = self._runner.clock
         offsets = self._owned_positions() if offsets is None else offsets
         with self._runner.foreground() as member:
-            token = member.commit_offsets(offsets, clock(), deadline_ms=clock() + timeout_ms)
+            if generation is None:
+                token = member.commit_offsets(offsets, clock(), deadline_ms=clock() + timeout_ms)
+            elif isinstance(member, GroupMember):
+                token = member.commit_offsets(offsets, clock(), deadline_ms=clock() + timeout_ms,
+                                              generation=generation)
+            else:
+                raise ConfigError("commit(generation=...) is for the classic group protocol")
         result = self._wait_for(self._commit_results, token, timeout_ms)
         if result.error is not None:
             raise result.error

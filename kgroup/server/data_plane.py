@@ -153,7 +153,9 @@ class DataPlane:
         else:
             if partitions < 1:
                 return E.INVALID_PARTITIONS
-            rf = replication_factor or min(self.config.default_replication_factor, len(self.cluster.brokers))
+            # None or -1 (CreateTopics v4+, KIP-464): the broker's default replication factor.
+            default_rf = min(self.config.default_replication_factor, len(self.cluster.brokers))
+            rf = default_rf if replication_factor in (None, -1) else replication_factor
             if rf < 1 or rf > len(self.cluster.brokers):
                 return E.INVALID_REPLICATION_FACTOR
             replication_factor = rf

@@ -45,16 +45,25 @@ class SqliteQueue:
 
     def append(self, partition: int, values: Iterable[str]) -> list[int]:
         """Append values to a partition; returns their offsets."""
+        return self.append_all({partition: values})[partition]
+
+    def append_all(self, values_by_partition: Mapping[int, Iterable[str]]) -> dict[int, list[int]]:
+        """Append to several partitions in one transaction (a reader sees all or none); their offsets."""
         connection = _connect(self.path)
         try:
             connection.execute("BEGIN IMMEDIATE")
-            (next_offset,) = connection.execute(
-                "SELECT COALESCE(MAX(offset) + 1, 0) FROM records WHERE partition = ?", (partition,)
-            ).fetchone()
-            rows = [(partition, next_offset + i, value) for i, value in enumerate(values)]
-            connection.executemany("INSERT INTO records (partition, offset, value) VALUES (?, ?, ?)", rows)
+            offsets: dict[int, list[int]] = {}
+            for partition, values in values_by_partition.items():
+                (next_offset,) = connection.execute(
+                    "SELECT COALESCE(MAX(offset) + 1, 0) FROM records WHERE partition = ?", (partition,)
+                ).fetchone()
+                rows = [(partition, next_offset + i, value) for i, value in enumerate(values)]
+                connection.executemany(
+                    "INSERT INTO records (partition, offset, value) VALUES (?, ?, ?)", rows
+                )
+                offsets[partition] = [row[1] for row in rows]
             connection.execute("COMMIT")
-            return [row[1] for row in rows]
+            return offsets
         finally:
             connection.close()
 

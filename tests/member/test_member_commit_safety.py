@@ -103,6 +103,25 @@ def test_commit_made_in_an_old_generation_is_not_sent_in_the_new_one():
     assert result[0].error.error_code is ErrorCode.ILLEGAL_GENERATION
 
 
+def test_commit_stamped_with_the_generation_its_offsets_were_read_in_is_refused_after_a_rejoin():
+    """kgroup_spark's fencing token (issue 24 item 2): rows read in generation 1, committed after the
+    member rejoined into generation 2, must not be accepted in generation 2's name."""
+    h = stable_harness()
+    read_in = h.member.generation
+    h.member.request_rejoin("test")
+    h.join([T0, T1], generation=2)
+    h.member.take_events()
+    token = h.member.commit_offsets({T0: 5}, h.now, generation=read_in)
+    assert sent_commits(h) == []
+    [result] = [e for e in h.member.take_events() if isinstance(e, CommitCompleted)]
+    assert result.token == token and isinstance(result.error, CommitFailedError)
+    assert result.error.error_code is ErrorCode.ILLEGAL_GENERATION
+    # The same offsets stamped with the current generation go out in it.
+    h.member.commit_offsets({T0: 5}, h.now)
+    [sent] = sent_commits(h)
+    assert sent.generation_id == 2
+
+
 def test_close_commits_before_it_leaves():
     h = Harness(enable_auto_commit=True)
     h.join([T0], generation=1)

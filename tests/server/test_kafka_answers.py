@@ -272,6 +272,17 @@ def test_create_topics_checks_the_name_before_the_configs(engine):
                                                              "bad name": E.INVALID_TOPIC_EXCEPTION}
 
 
+def test_create_topics_with_replication_factor_minus_one_takes_the_brokers_default(engine):
+    """KIP-464 (CreateTopics v4+): -1 partitions / replication factor mean the broker's defaults
+    (CreateTopicsRequestTest.testValidCreateTopicsRequests, "topic10"); kgroup_spark creates its
+    group's topic this way.  (kgroup answered INVALID_REPLICATION_FACTOR.)"""
+    answer = engine.call(CreateTopicsRequest(version=7, timeout_ms=1_000, validate_only=False, topics=[
+        _CREATABLE(version=7, name="defaulted", num_partitions=3, replication_factor=-1, assignments=[],
+                   configs=[])]))
+    assert [(r.name, r.error_code) for r in answer.topics] == [("defaulted", 0)]
+    assert "defaulted" in engine.cluster.topics
+
+
 # -- ConsumerGroupHeartbeat: blank ids ---------------------------------------------------------------
 
 

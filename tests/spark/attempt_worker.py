@@ -16,6 +16,7 @@ def main() -> int:
     options = json.loads(sys.argv[1])
     slot = int(sys.argv[2])
     planner = Planner(options)
+    planner.validate()
     plan = planner.plan({}, planner.latest())[slot]
     try:
         rows = sum(1 for _ in read_slot(plan))

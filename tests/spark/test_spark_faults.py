@@ -87,7 +87,7 @@ def test_a_duplicated_attempt_of_a_task_gets_exactly_one_acknowledgement(
     import sys
 
     from kgroup_spark.planner import Planner
-    from kgroup_spark.reader import forget_slot_member, read_slot
+    from kgroup_spark.reader import close_all, read_slot
 
     pause_dir = tmp_path / "pause"
     pause_dir.mkdir()
@@ -120,7 +120,7 @@ def test_a_duplicated_attempt_of_a_task_gets_exactly_one_acknowledgement(
     finally:
         if first.poll() is None:
             first.kill()
-        forget_slot_member(planner.options, group_name, 0)
+        close_all()
 
     assert len(second_rows) == 60
     assert first_out.startswith("error OwnershipFencedError"), first_out

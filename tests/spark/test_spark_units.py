@@ -132,3 +132,25 @@ def test_acknowledgements_follow_accepted_commits_once_each(tmp_path):
     assert again.acknowledge({0: 6, 1: 6}) == {}
     planner.close()
     again.close()
+
+
+def test_commit_tags_carry_the_floor_identity_and_executor_and_old_tags_still_decode():
+    tag = CommitTag("abc", 1, 0, 4, floor=7, member="reader-1", executor="exec:2")
+    decoded = CommitTag.decode(tag.encode())
+    assert decoded == CommitTag("abc", 1, 0, 4, floor=7, member="reader-1", executor="exec_2")
+    assert CommitTag.decode("kgroup-spark:abc:1:0:4") == CommitTag("abc", 1, 0, 4)
+
+
+def test_stickiness_compares_consecutive_batches_per_member_identity_and_executor():
+    from kgroup_spark.stickiness import BatchRead, stickiness_of
+
+    def batch(name, owners):
+        return {p: BatchRead(name, p, *owners[p]) for p in owners}
+
+    first = batch("b1", {0: ("m1", "reader-0", "e1"), 1: ("m2", "reader-1", "e2")})
+    second = batch("b2", {0: ("m3", "reader-0", "e1"), 1: ("m2", "reader-1", "e2")})  # m1 replaced
+    third = batch("b3", {0: ("m3", "reader-0", "e2"), 2: ("m2", "reader-1", "e2")})   # moved executor
+    figures = stickiness_of([first, second, third])
+    assert figures.compared == 3
+    assert (figures.same_member, figures.same_identity, figures.same_executor) == (2, 3, 2)
+    assert stickiness_of([first]).per_member == 1.0

@@ -99,13 +99,18 @@ class GroupMember(MemberView):
         self._rejoin.request(reason)
 
     def commit_offsets(self, offsets: Mapping[TopicPartition, Union[int, m.OffsetAndMetadata]],
-                       now_ms: int, deadline_ms: Optional[int] = None) -> int:
+                       now_ms: int, deadline_ms: Optional[int] = None,
+                       generation: Optional[Generation] = None) -> int:
         """Queue a commit with the current generation; its result is a CommitCompleted(token).
 
+        ``generation`` stamps the commit with the generation the offsets were produced in when the
+        application read them earlier (default: the current one).  A commit whose generation is
+        no longer the member's fails without being sent, as any commit of a gone generation.
         Retriable failures are retried until ``deadline_ms`` (None: reported at once).
         """
         self._check_open()
-        return self._commits.commit(normalize_offsets(offsets), deadline_ms, self._generation, now_ms)
+        stamp = self._generation if generation is None else generation
+        return self._commits.commit(normalize_offsets(offsets), deadline_ms, stamp, now_ms)
 
     def fetch_committed(self, partitions: Sequence[TopicPartition], now_ms: int) -> int:
         """Queue an OffsetFetch; its result is a CommittedFetched(token)."""
