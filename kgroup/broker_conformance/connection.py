@@ -22,6 +22,10 @@ class ConnectionClosedError(KGroupError):
     """The broker closed the connection instead of answering."""
 
 
+class UndecodableAnswerError(KGroupError):
+    """The broker's answer does not decode as the response to the request sent."""
+
+
 class AnswerTimeoutError(KGroupError):
     """No answer came within the scenario's bound."""
 
@@ -61,7 +65,12 @@ class BrokerConnection:
         correlation_id, request = self._in_flight.popleft()
         (size,) = struct.unpack(">i", self._read_exactly(4, timeout_s, request))
         frame = self._read_exactly(size, timeout_s, request)
-        response = response_class_of(request).decode(frame, version=request.API_VERSION, header=True)
+        try:
+            response = response_class_of(request).decode(frame, version=request.API_VERSION, header=True)
+        except Exception as error:  # bytes from a broker under test: any decoding failure is its answer
+            raise UndecodableAnswerError(
+                f"{type(request).__name__} v{request.API_VERSION}: the {size}-byte answer does not decode "
+                f"({type(error).__name__})") from None
         if response.header.correlation_id != correlation_id:
             raise KGroupError(f"{type(request).__name__}: answer carries correlation id "
                               f"{response.header.correlation_id}, expected {correlation_id}")

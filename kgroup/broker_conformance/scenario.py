@@ -19,7 +19,7 @@ from kafka.protocol.admin import CreateTopicsRequest, DescribeGroupsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
 from kgroup.broker_conformance.connection import (
-    AnswerTimeoutError, BrokerConnection, ConnectionClosedError,
+    AnswerTimeoutError, BrokerConnection, ConnectionClosedError, UndecodableAnswerError,
 )
 from kgroup.broker_conformance.normalise import Normaliser
 from kgroup.errors import KGroupError
@@ -134,6 +134,9 @@ class ScenarioContext:
         except ConnectionClosedError:
             self.steps.append([label, "closed"])
             return None
+        except UndecodableAnswerError as error:
+            self.steps.append([label, "undecodable answer"])
+            raise ScenarioError(str(error)) from None
         except AnswerTimeoutError:
             self.steps.append([label, f"no answer within {timeout_s:g} s"])
             raise ScenarioError(f"{label}: no answer within {timeout_s:g} s") from None
@@ -300,7 +303,7 @@ def run_scenario(bootstrap: str, chosen: Scenario) -> Tuple[List[List[Any]], Opt
     problem: Optional[str] = None
     try:
         chosen.run(context)
-    except (ScenarioError, OSError) as error:
+    except (KGroupError, OSError) as error:  # ScenarioError and the connection errors
         problem = str(error) or type(error).__name__
     finally:
         context.close()
