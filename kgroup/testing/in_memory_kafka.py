@@ -26,7 +26,7 @@ from kgroup.core.broker import DEFAULT_CLIENT_ID
 from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinatorConfig
-from kgroup.core.messages import DescribeGroupsRequest
+from kgroup.core.messages import DescribeGroupsRequest, DescribeGroupsResponse
 from kgroup.core.member import MemberState
 from kgroup.core.member.consumer_protocol import ConsumerMemberState
 from kgroup.errors import ConfigError
@@ -282,7 +282,9 @@ class InMemoryKafka:
             if coordinator is None:
                 return None
             result = coordinator.handle(None, DescribeGroupsRequest((group_id,)), now_ms)
-            return result.deliveries[0].response.groups[0]
+            response = result.deliveries[0].response
+            assert isinstance(response, DescribeGroupsResponse)
+            return response.groups[0]
         return self.hub.query(read)
 
     # -- faults ----------------------------------------------------------------------
