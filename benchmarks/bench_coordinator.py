@@ -37,7 +37,7 @@ def join_group(members: int = MEMBERS) -> tuple[GroupCoordinator, list[str], int
         member_ids.append(member_id)
         coordinator.handle(("j1", i), JoinGroupRequest("g", member_id=member_id, client_id=f"c{i}",
                                                        protocols=PROTOCOLS), now_ms)
-    joined = coordinator.on_timers(now_ms)
+    joined = coordinator.handle_timer(now_ms)
     responses = {d.request_key: d.response for d in joined.deliveries}
     assert len(responses) == members
     leader_response = next(r for r in responses.values() if r.members)

@@ -113,7 +113,7 @@ def coordinator_items() -> None:
     from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
     from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatRequest
     from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
-    from kgroup.core.coordinator.records import (
+    from kgroup.core.consumer_group.records import (
         ConsumerGroupMemberRecord, ConsumerGroupMetadataRecord, ConsumerGroupTargetAssignmentRecord,
     )
     from kgroup.values import TopicPartition
@@ -141,7 +141,7 @@ def coordinator_items() -> None:
             outcome = f"{answer.error_code.name} ({answer.error_message})"
         except Exception as error:
             outcome = f"raised {type(error).__name__}"
-        later = coordinator.on_timers(0)
+        later = coordinator.handle_timer(0)
         try:
             coordinator.assert_invariants()
             invariants = "hold"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional
 
-from kgroup.core.coordinator.config import GroupCoordinatorConfig
+from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
 from kgroup.server import KafkaServer, ServerConfig
 from kgroup_spark.ownership import OwnershipInterval, OwnershipRecorder
 from kgroup_spark.stickiness import BatchRead, ReadRecorder, Stickiness

@@ -3,11 +3,12 @@
 A transport (the in-process hub today, a wire server tomorrow) hands each
 request to a :class:`BrokerBackend` together with the node it was sent to and
 the :class:`RequestContext` of its request header, and routes the
-:class:`~kgroup.core.coordinator.Delivery` values the backend answers back to
+:class:`Delivery` values the backend answers back to
 whoever sent the request (matched by the caller's opaque ``request_key``).
 Implementations: the in-memory cluster's coordinators
 (:class:`kgroup.core.cluster.group_hosting.GroupHosting`) and a single
-coordinator posing as one broker (:class:`StandaloneCoordinator`).
+coordinator posing as one broker
+(:class:`kgroup.core.coordinator.standalone.StandaloneCoordinator`).
 
 Sans-I/O like the rest of the core: every call takes ``now_ms``; the
 transport calls :meth:`BrokerBackend.tick` by ``next_deadline_ms``.
@@ -25,26 +26,22 @@ internals:
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Hashable, List, Optional, Protocol, Tuple
+from typing import Hashable, List, Optional, Protocol
 
 import attrs
 
 from kgroup.core import consumer_group_messages as cg
 from kgroup.core import messages as m
-from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import KGroupError
-
-if TYPE_CHECKING:  # the coordinator package is only needed for the type names
-    from kgroup.core.coordinator import Delivery, GroupCoordinator
 
 __all__ = [
     "BrokerBackend",
     "BrokerUnreachable",
     "DEFAULT_CLIENT_HOST",
     "DEFAULT_CLIENT_ID",
+    "Delivery",
     "InvalidRequestContextError",
     "RequestContext",
-    "StandaloneCoordinator",
     "UnsupportedRequestError",
     "with_context",
 ]
@@ -111,6 +108,16 @@ def with_context(request: object, context: Optional[RequestContext]) -> object:
 
 
 @attrs.frozen
+class Delivery:
+    """One answer a backend hands back: the response to the request sent under ``request_key``."""
+
+    #: The caller's opaque key of the request being answered.
+    request_key: Hashable
+    #: A response value from kgroup.core.messages (or :class:`BrokerUnreachable`).
+    response: object
+
+
+@attrs.frozen
 class BrokerUnreachable:
     """The answer for a request whose broker is dead or cut off: the connection failed."""
 
@@ -139,35 +146,8 @@ class BrokerBackend(Protocol):
     """
 
     def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int,
-             context: Optional[RequestContext] = None) -> List["Delivery"]: ...
+             context: Optional[RequestContext] = None) -> List[Delivery]: ...
 
-    def tick(self, now_ms: int) -> List["Delivery"]: ...
+    def tick(self, now_ms: int) -> List[Delivery]: ...
 
     def next_deadline_ms(self) -> Optional[int]: ...
-
-
-class StandaloneCoordinator:
-    """A single GroupCoordinator posing as broker ``node_id`` (it answers FindCoordinator itself)."""
-
-    def __init__(self, coordinator: "GroupCoordinator", node_id: int = 0,
-                 listener: Tuple[str, int] = ("in-process", 0)) -> None:
-        self.coordinator = coordinator
-        self.node_id = node_id
-        #: The (host, port) FindCoordinator answers.
-        self.listener = listener
-
-    def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int,
-             context: Optional[RequestContext] = None) -> List["Delivery"]:
-        from kgroup.core.coordinator import Delivery
-
-        if isinstance(request, m.FindCoordinatorRequest):
-            host, port = self.listener
-            response = m.FindCoordinatorResponse(ErrorCode.NONE, self.node_id, host, port)
-            return [Delivery(request_key, response)]
-        return list(self.coordinator.handle(request_key, with_context(request, context), now_ms).deliveries)
-
-    def tick(self, now_ms: int) -> List["Delivery"]:
-        return list(self.coordinator.on_timers(now_ms).deliveries)
-
-    def next_deadline_ms(self) -> Optional[int]:
-        return self.coordinator.next_deadline_ms()

@@ -20,7 +20,8 @@ from typing import Callable, Optional, TypeVar
 
 from kgroup.core import messages as m
 from kgroup.core.broker import (DEFAULT_CLIENT_HOST, DEFAULT_CLIENT_ID, BrokerBackend, BrokerUnreachable,
-                                RequestContext, StandaloneCoordinator)
+                                RequestContext)
+from kgroup.core.coordinator.standalone import StandaloneCoordinator
 from kgroup.core.error_codes import ErrorCode
 from kgroup.io.runner import monotonic_ms, wait_until_ms
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError

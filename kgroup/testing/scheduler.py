@@ -110,10 +110,10 @@ class CoordinatorTimers:
         self.absorb = absorb
 
     def next_deadline_ms(self) -> Optional[int]:
-        return self.coordinator_of().next_deadline_ms()
+        return self.coordinator_of().get_timer()
 
     def fire(self, now_ms: int) -> None:
-        self.absorb(self.coordinator_of().on_timers(now_ms))
+        self.absorb(self.coordinator_of().handle_timer(now_ms))
 
 
 class PollCadence:

@@ -108,7 +108,7 @@ def test_join_response_is_held_until_the_records_are_committed_on_the_isr():
     assert h.send(node, "j2", _join(member_id=member_id), h.cluster.now_ms) == []
     answers = {}
     while "j2" not in answers:  # the join completes on its (0 ms) timer, then its records replicate
-        assert p.logs[node].leo > p.logs[node].hw or h.coordinator_for("g").next_deadline_ms() is not None
+        assert p.logs[node].leo > p.logs[node].hw or h.coordinator_for("g").get_timer() is not None
         answers = _answers(h.tick(h.cluster.next_deadline_ms()))
     assert answers["j2"].error_code is E.NONE and answers["j2"].generation_id == 1
     assert p.logs[node].hw == p.logs[node].leo

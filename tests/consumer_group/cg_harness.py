@@ -81,7 +81,7 @@ class Driver:
     def advance(self, ms: int) -> list:
         """Move the clock and fire due timers; the responses they released."""
         self.now_ms += ms
-        result = self.coordinator.on_timers(self.now_ms)
+        result = self.coordinator.handle_timer(self.now_ms)
         self.records.extend(result.records)
         self.coordinator.assert_invariants()
         return [d.response for d in result.deliveries]
@@ -108,7 +108,7 @@ def ok(response: ConsumerGroupHeartbeatResponse) -> ConsumerGroupHeartbeatRespon
 def group_records(group_id: str, group_epoch: int, members, targets: dict, *,
                   assignment_epoch: Optional[int] = None, metadata: Optional[dict[str, int]] = None) -> list:
     """The records of an existing group, as Kafka's tests replay them (ConsumerGroupBuilder)."""
-    from kgroup.core.coordinator.records import (
+    from kgroup.core.consumer_group.records import (
         ConsumerGroupMemberRecord, ConsumerGroupMetadataRecord, ConsumerGroupTargetAssignmentRecord,
     )
     header = ConsumerGroupMetadataRecord(group_id, group_epoch,

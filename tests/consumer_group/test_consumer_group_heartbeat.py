@@ -382,7 +382,7 @@ def test_partition_assignor_exception_on_regular_heartbeat():
     assert failed.error_code is E.UNKNOWN_SERVER_ERROR
     assert failed.error_message == "Failed to compute a new target assignment for epoch 1: Assignment failed."
     assert d.coordinator.consumer_group(GROUP) is None and d.coordinator.group_ids() == []
-    assert d.records == [] and d.coordinator.next_deadline_ms() is None
+    assert d.records == [] and d.coordinator.get_timer() is None
     d.advance(60_000)  # the next call writes nothing left over either
     assert d.records == []
 
@@ -393,13 +393,13 @@ def test_partition_assignor_exception_leaves_an_existing_group_unchanged():
     d = two_member_group()
     before, written = d.coordinator.persisted_view(), len(d.records)
     d.advance(1_000)
-    deadline = d.coordinator.next_deadline_ms()  # the members' session timers, armed at load (time 0)
+    deadline = d.coordinator.get_timer()  # the members' session timers, armed at load (time 0)
     d._assignors["prepared"] = _FailingAssignor()
     assert d.join("m3", ["foo"]).error_code is E.UNKNOWN_SERVER_ERROR
     assert d.heartbeat("m1", 10, subscribed_topic_names=("foo",)).error_code is E.UNKNOWN_SERVER_ERROR
     assert d.coordinator.persisted_view() == before and len(d.records) == written
     assert (d.group().group_epoch, d.group().state) == (10, S.STABLE)
-    assert d.coordinator.next_deadline_ms() == deadline  # a refused heartbeat is not a heartbeat
+    assert d.coordinator.get_timer() == deadline  # a refused heartbeat is not a heartbeat
     d.assert_replays()
 
 
@@ -469,7 +469,7 @@ def test_replay_consumer_group_member_metadata():
     """testReplayConsumerGroupMemberMetadata: a member record of a group whose metadata record was not
     seen creates the group and the member (kgroup dropped it)."""
     from kgroup.core.coordinator import GroupCoordinator
-    from kgroup.core.coordinator.records import ConsumerGroupMemberRecord
+    from kgroup.core.consumer_group.records import ConsumerGroupMemberRecord
     member = ConsumerGroupMember("member", client_id="clientid", client_host="clienthost",
                                  server_assignor="range", rack_id="rackid", subscribed_topic_names=("foo",))
     loaded = GroupCoordinator.load([ConsumerGroupMemberRecord("foo", member)], 0)
@@ -481,7 +481,7 @@ def test_replay_consumer_group_member_metadata():
 def test_replay_consumer_group_target_assignment_member():
     """testReplayConsumerGroupTargetAssignmentMember: a target-assignment record alone creates the group."""
     from kgroup.core.coordinator import GroupCoordinator
-    from kgroup.core.coordinator.records import ConsumerGroupTargetAssignmentRecord
+    from kgroup.core.consumer_group.records import ConsumerGroupTargetAssignmentRecord
     record = ConsumerGroupTargetAssignmentRecord("foo", "m1", tps({"t": [0, 1, 2]}))
     loaded = GroupCoordinator.load([record], 0)
     group = loaded.consumer_group("foo")
@@ -492,7 +492,7 @@ def test_replay_consumer_group_current_member_assignment():
     """testReplayConsumerGroupCurrentMemberAssignment (kgroup's member record carries the current
     assignment too): the group and the member are created, UNRELEASED_PARTITIONS at epoch 10."""
     from kgroup.core.coordinator import GroupCoordinator
-    from kgroup.core.coordinator.records import ConsumerGroupMemberRecord
+    from kgroup.core.consumer_group.records import ConsumerGroupMemberRecord
     member = ConsumerGroupMember("member", member_epoch=10, previous_member_epoch=9,
                                  state=M.UNRELEASED_PARTITIONS, assigned_partitions=tps({"t": [0, 1, 2]}))
     loaded = GroupCoordinator.load([ConsumerGroupMemberRecord("bar", member)], 0)
@@ -506,6 +506,6 @@ def test_replay_tombstones_of_groups_that_do_not_exist_create_nothing():
     """testReplayConsumerGroupMemberMetadataTombstone / TargetAssignmentMemberTombstone /
     CurrentMemberAssignmentTombstone: a tombstone alone is a no-op."""
     from kgroup.core.coordinator import GroupCoordinator
-    from kgroup.core.coordinator.records import ConsumerGroupMemberTombstone
+    from kgroup.core.consumer_group.records import ConsumerGroupMemberTombstone
     loaded = GroupCoordinator.load([ConsumerGroupMemberTombstone("bar", "m1")], 0)
     assert loaded.consumer_group("bar") is None and loaded.group_ids() == []

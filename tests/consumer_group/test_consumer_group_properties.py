@@ -19,7 +19,6 @@ from cg_harness import GROUP, Driver
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kgroup.core.consumer_group.manager import ConsumerGroupManager
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import OffsetAndMetadata, OffsetCommitRequest, PartitionOffsetCommit
@@ -75,7 +74,7 @@ def _check_clients(d: Driver, clients: dict) -> None:
                 offsets = (PartitionOffsetCommit(tp, OffsetAndMetadata(0)),)
                 commit = OffsetCommitRequest(GROUP, offsets, c.epoch, c.member_id, api_version=9)
                 fenced = (group is None
-                          or ConsumerGroupManager.validate_offset_commit(group, commit) is not E.NONE)
+                          or group.validate_offset_commit(commit) is not E.NONE)
                 assert fenced, f"zombie {c.member_id} can commit {tp}"
             continue
         for tp in c.held:

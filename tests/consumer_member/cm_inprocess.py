@@ -12,9 +12,10 @@ from typing import Callable, Iterable, Optional
 import pytest
 
 from kgroup.core import messages as m
-from kgroup.core.broker import StandaloneCoordinator, with_context
+from kgroup.core.broker import with_context
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
-from kgroup.core.coordinator.records import ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone
+from kgroup.core.coordinator.standalone import StandaloneCoordinator
+from kgroup.core.consumer_group.records import ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone
 from kgroup.io.group_consumer import GroupConsumer
 from kgroup.io.inprocess import InProcessHub
 
@@ -119,7 +120,7 @@ class RecordingCoordinator(StandaloneCoordinator):
         return list(result.deliveries)
 
     def tick(self, now_ms):
-        result = self.coordinator.on_timers(now_ms)
+        result = self.coordinator.handle_timer(now_ms)
         self._keep(result.records)
         return list(result.deliveries)
 

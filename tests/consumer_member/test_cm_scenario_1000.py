@@ -17,7 +17,7 @@ from typing import Optional
 
 from kgroup.core.consumer_group.member import MemberState as CoordinatorMemberState
 from kgroup.core.coordinator import GroupCoordinator
-from kgroup.core.coordinator.records import ConsumerGroupMemberRecord
+from kgroup.core.consumer_group.records import ConsumerGroupMemberRecord
 from kgroup.errors import CommitFailedError
 from kgroup.io.group_consumer import GroupConsumer
 from kgroup.io.inprocess import InProcessHub

@@ -69,7 +69,7 @@ class Driver:
         self.scheduler.advance_timers_to(self.clock.now_ms + delta_ms)
 
     def fire(self) -> None:
-        self._absorb(self.coordinator.on_timers(self.clock.now_ms))
+        self._absorb(self.coordinator.handle_timer(self.clock.now_ms))
 
     def states(self, group_id: str = "g") -> list[GroupState]:
         seq = [t[1] for t in self.transitions if t[0] == group_id][:1]

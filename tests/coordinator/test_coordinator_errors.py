@@ -262,7 +262,7 @@ def test_pending_member_leaving_does_not_start_a_rebalance():
     assert d.request(c2.join_request(member_id=pending)).error_code is E.UNKNOWN_MEMBER_ID
 
 
-def test_zero_timeouts_do_not_make_on_timers_spin():
+def test_zero_timeouts_do_not_make_handle_timer_spin():
     d = Driver(GroupCoordinatorConfig(group_min_session_timeout_ms=0, group_initial_rebalance_delay_ms=0))
     c1 = Client(d, "c1", session_timeout_ms=0, rebalance_timeout_ms=0)
     s = Client(d, "s", session_timeout_ms=0, rebalance_timeout_ms=0, instance_id="i")

@@ -14,12 +14,11 @@ from coord_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.coordinator.admin import AdminHandler
-from kgroup.core.coordinator.group import Group, GroupInvariantViolation, Member
+from kgroup.core.coordinator.group import Group, Member
 from kgroup.core.coordinator.offsets import OffsetHandler
-from kgroup.core.coordinator.records import (
-    GroupMetadataRecord, GroupTombstone, MemberMetadataRecord, MemberTombstone, OffsetCommitRecord,
-    OffsetTombstone,
-)
+from kgroup.core.coordinator.records import GroupMetadataRecord, MemberMetadataRecord, MemberTombstone
+from kgroup.core.coordinator_common.errors import GroupInvariantViolation
+from kgroup.core.coordinator_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
     DeleteGroupsRequest, JoinGroupProtocol, OffsetAndMetadata, OffsetCommitRequest, PartitionOffsetCommit,
@@ -386,7 +385,7 @@ def test_coordinator_assert_invariants_catches_a_member_that_can_never_expire():
     c1 = Client(d, "c1")
     make_stable(d, c1)
     d.coordinator.assert_invariants()
-    d.coordinator._timers.cancel(("session", "g", c1.member_id))  # simulate a lost session timer
+    d.coordinator._context.timer.cancel(("session", "g", c1.member_id))  # simulate a lost session timer
     with pytest.raises(GroupInvariantViolation, match="can never expire"):
         d.coordinator.assert_invariants()
 

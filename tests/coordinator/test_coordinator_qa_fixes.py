@@ -131,7 +131,7 @@ def test_join_with_a_duplicated_protocol_name_is_rejected_before_any_change():
     twice = (JoinGroupProtocol("range", b"a"), JoinGroupProtocol("range", b"b"))
     response = d.request(JoinGroupRequest("g", protocols=twice, api_version=3))
     assert response.error_code is E.INCONSISTENT_GROUP_PROTOCOL
-    assert d.coordinator.next_deadline_ms() is None
+    assert d.coordinator.get_timer() is None
     c = Client(d, "c1")
     c.join()
     d.fire()
@@ -339,10 +339,10 @@ def test_a_request_that_raises_leaves_no_answer_behind_for_a_later_call():
     coordinator = GroupCoordinator(NO_DELAY)
 
     def deliver_then_fail(key, group, req, now_ms):
-        coordinator._deliver(key, JoinGroupResponse(E.NONE))
+        coordinator._context.deliver(key, JoinGroupResponse(E.NONE))
         raise RuntimeError("coordinator bug")
 
-    coordinator._join_new_member = deliver_then_fail
+    coordinator._classic_handlers._join_new_member = deliver_then_fail
     try:
         coordinator.handle("failed", JoinGroupRequest("g", protocols=(JoinGroupProtocol("range", b""),)), 0)
     except RuntimeError:

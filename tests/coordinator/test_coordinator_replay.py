@@ -102,7 +102,7 @@ def _step(d: Driver, clients: list[Client], op: tuple) -> None:
 def _check_invariants(coordinator: GroupCoordinator) -> None:
     """The counters the join barrier relies on match a full recount (the harness also runs
     GroupCoordinator.assert_invariants after every request and timer firing)."""
-    for group in coordinator._groups.values():
+    for group in coordinator._classic.groups.values():
         members = group.members.values()
         assert group.num_awaiting_join == sum(m.join_key is not None for m in members)
         for name, count in group.supported_protocols.items():
@@ -115,7 +115,7 @@ def _check_invariants(coordinator: GroupCoordinator) -> None:
         for m in members:  # every member can expire
             assert coordinator.session_deadline_ms(group.group_id, m.member_id) is not None
         if group.is_(GroupState.PREPARING_REBALANCE):
-            assert coordinator._timers.deadline_of(group.join_key) is not None
+            assert coordinator._context.timer.deadline_of(group.join_key) is not None
         else:
             assert all(m.join_key is None for m in members)
         if not group.is_(GroupState.COMPLETING_REBALANCE):

@@ -15,10 +15,11 @@ import pytest
 
 from kgroup.core import messages as m
 from kgroup.core.broker import (BrokerBackend, BrokerUnreachable, InvalidRequestContextError, RequestContext,
-                                StandaloneCoordinator, UnsupportedRequestError, with_context)
+                                UnsupportedRequestError, with_context)
 from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
+from kgroup.core.coordinator.standalone import StandaloneCoordinator
 from kgroup.core.error_codes import ErrorCode as E
 from kgroup.errors import ConfigError, KGroupError
 from kgroup.io.inprocess import InProcessHub

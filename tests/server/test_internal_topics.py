@@ -18,7 +18,8 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer import ProduceRequest
 
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC
-from kgroup.core.coordinator.records import OffsetCommitRecord, replay
+from kgroup.core.coordinator.records import replay
+from kgroup.core.coordinator_common.records import OffsetCommitRecord
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.server.faults import error_codes_of
 from kgroup.server.record_log import BatchSlice, parse_batches

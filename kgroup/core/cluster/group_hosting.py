@@ -177,7 +177,7 @@ class GroupHosting:
         out = self._advance(now_ms)
         for slot in self._slots:
             if slot.coordinator is not None:
-                out.extend(self._apply(slot, slot.coordinator.on_timers(now_ms)))
+                out.extend(self._apply(slot, slot.coordinator.handle_timer(now_ms)))
         out.extend(self._release())
         return out
 
@@ -186,7 +186,7 @@ class GroupHosting:
         for slot in self._slots:
             deadline = slot.load_due_ms
             if deadline is None and slot.coordinator is not None:
-                deadline = slot.coordinator.next_deadline_ms()
+                deadline = slot.coordinator.get_timer()
             if deadline is not None and deadline < best:
                 best = deadline
         return best

@@ -2,9 +2,7 @@
 
 * :mod:`.member` - a member as a frozen value and its reconciliation states;
 * :mod:`.reconciliation` - CurrentAssignmentBuilder: one member's step towards the target;
+* :mod:`.records` - the records a consumer group writes;
 * :mod:`.group` - the group: epochs, members, target assignment, partition epochs;
 * :mod:`.manager` - the ConsumerGroupHeartbeat / ConsumerGroupDescribe handlers and timers.
 """
-# The coordinator package imports .group and .manager, which import the coordinator's records;
-# loading the coordinator first gives every entry point (this package included) one acyclic order.
-import kgroup.core.coordinator  # noqa: F401,E402

@@ -17,17 +17,20 @@ import enum
 from typing import Callable, Mapping, Optional
 
 from kgroup.core.consumer_group.member import ConsumerGroupMember
-from kgroup.core.coordinator.group import GroupInvariantViolation
-from kgroup.core.coordinator.records import (
-    ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord,
-    ConsumerGroupTargetAssignmentRecord, GroupTombstone, OffsetCommitRecord, OffsetTombstone,
-    PersistedConsumerGroup, Record,
+from kgroup.core.consumer_group.records import (
+    ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord, ConsumerGroupRecord,
+    ConsumerGroupTargetAssignmentRecord, PersistedConsumerGroup,
 )
+from kgroup.core.coordinator_common.errors import GroupInvariantViolation
+from kgroup.core.coordinator_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
+from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import StateMachine, TransitionObserver, check_table
-from kgroup.core.messages import OffsetAndMetadata
+from kgroup.core.messages import OffsetAndMetadata, OffsetCommitRequest, OffsetFetchRequest
 from kgroup.values import TopicPartition
 
 __all__ = ["ConsumerGroup", "ConsumerGroupState", "LEGAL_PREVIOUS"]
+
+E = ErrorCode
 
 
 class ConsumerGroupState(enum.Enum):
@@ -60,7 +63,7 @@ check_table(ConsumerGroupState, LEGAL_PREVIOUS)
 
 
 class ConsumerGroup:
-    def __init__(self, group_id: str, emit: Callable[[Record], None],
+    def __init__(self, group_id: str, emit: Callable[[ConsumerGroupRecord], None],
                  observer: Optional[TransitionObserver] = None) -> None:
         self._group_id = group_id
         self._emit = emit
@@ -194,6 +197,34 @@ class ConsumerGroup:
             self._target[new_member.member_id] = target
             self._emit(ConsumerGroupTargetAssignmentRecord(self._group_id, new_member.member_id, target))
 
+    # -- offsets -------------------------------------------------------------------------
+
+    def validate_offset_commit(self, req: OffsetCommitRequest) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetCommit: the member epoch, not a generation, is checked."""
+        if req.generation_id < 0 and not self._members:
+            # An admin client or a consumer without group management: allowed on an empty group.
+            return E.NONE
+        member = self._members.get(req.member_id)
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        if req.api_version is not None and req.api_version < 9:
+            # Members of the consumer protocol must commit with OffsetCommit v9+.
+            return E.UNSUPPORTED_VERSION
+        if req.generation_id != member.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
+
+    def validate_offset_fetch(self, req: OffsetFetchRequest) -> ErrorCode:
+        """Kafka's ConsumerGroup.validateOffsetFetch."""
+        if req.member_id is None and req.member_epoch < 0:
+            return E.NONE
+        member = self._members.get(req.member_id or "")
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        if req.member_epoch != member.member_epoch:
+            return E.STALE_MEMBER_EPOCH
+        return E.NONE
+
     def commit_offset(self, topic_partition: TopicPartition,
                       committed: OffsetAndMetadata) -> OffsetCommitRecord:
         if self.is_(S.DEAD):
@@ -211,11 +242,11 @@ class ConsumerGroup:
             return None
         return OffsetTombstone(self._group_id, topic_partition)
 
-    def delete(self) -> list[Record]:
+    def delete(self) -> list[ConsumerGroupRecord]:
         if self._members:
             raise GroupInvariantViolation(self._group_id, "a group with members cannot be deleted")
         self._machine.transition_to(S.DEAD)
-        tombstones: list[Record] = [OffsetTombstone(self._group_id, tp) for tp in self._offsets]
+        tombstones: list[ConsumerGroupRecord] = [OffsetTombstone(self._group_id, tp) for tp in self._offsets]
         tombstones.append(GroupTombstone(self._group_id))
         self._offsets = {}
         return tombstones

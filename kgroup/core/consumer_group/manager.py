@@ -2,9 +2,11 @@
 
 The consumer-group part of Kafka's GroupMetadataManager (consumerGroupHeartbeat,
 consumerGroupLeave, consumerGroupFenceMember, the two member timers) and of
-ConsumerGroup's offset validation.  The coordinator owns it and gives it a
-narrow view: the consumer groups (which it may add to), the classic groups (a
-group id keeps its type), the topic metadata, timers and a record sink.
+ConsumerGroup's offset validation.  It owns the consumer groups; the coordinator
+owns it and gives it one context object
+(:class:`kgroup.core.consumer_group.context.ConsumerGroupContext`): a record sink,
+timers that carry their operation, the topic metadata, and the classic group
+under an id (a group id keeps its type).
 
 A heartbeat is all or nothing, as in Kafka (whose handler builds every record
 first and applies them only when the whole heartbeat succeeded): the request is
@@ -15,13 +17,15 @@ does the group change.  An error answer never leaves half a change behind.
 from __future__ import annotations
 
 import collections
+import functools
 import uuid
-from typing import AbstractSet, Callable, Hashable, Iterable, Mapping, Optional
+from typing import AbstractSet, Callable, Iterable, Mapping, Optional
 
 import attrs
 
 from kgroup.assignors import get_server_assignor
 from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
+from kgroup.core.consumer_group.context import ConsumerGroupContext
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState, check_transition
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
@@ -30,11 +34,11 @@ from kgroup.core.consumer_group_messages import (
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse, DescribedConsumerGroup, DescribedConsumerGroupMember,
 )
-from kgroup.core.coordinator.config import GroupCoordinatorConfig
-from kgroup.core.coordinator.records import Record
+from kgroup.core.consumer_group.records import PersistedConsumerGroup
+from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import TransitionObserver
-from kgroup.core.messages import OffsetCommitRequest, OffsetFetchRequest
+from kgroup.core.messages import OffsetAndMetadata
 from kgroup.values import TopicPartition
 
 __all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key"]
@@ -42,9 +46,6 @@ __all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key"]
 E = ErrorCode
 #: The characters Java's String.trim() removes from both ends.
 _JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
-
-#: topic name -> partition count, or None when the topic does not exist.
-TopicMetadata = Callable[[str], Optional[int]]
 
 
 def session_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -91,31 +92,52 @@ def _preferred(assignor_names: list[str], default: str) -> str:
 
 
 class ConsumerGroupManager:
-    def __init__(self, config: GroupCoordinatorConfig, groups: dict[str, ConsumerGroup], *,
-                 classic_group_state: Callable[[str], Optional[str]],
-                 release_empty_classic_group: Callable[[str], Mapping],
-                 topic_metadata: TopicMetadata,
-                 schedule: Callable[[Hashable, int], None], cancel: Callable[[Hashable], object],
-                 emit: Callable[[Record], None], observer: Optional[TransitionObserver] = None,
+    def __init__(self, config: GroupCoordinatorConfig, context: ConsumerGroupContext, *,
+                 observer: Optional[TransitionObserver] = None,
                  member_id_factory: Optional[Callable[[], str]] = None,
                  server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> None:
         self.config = config
-        #: The coordinator's consumer groups; this manager adds groups to it.
-        self._groups = groups
-        #: The state of the classic group under an id ("Empty", ...), None when there is none.
-        self._classic_group_state = classic_group_state
-        #: Drops an empty classic group so its id can become a consumer group; returns its offsets.
-        self._release_empty_classic_group = release_empty_classic_group
-        self._topic_metadata = topic_metadata
-        self._schedule = schedule
-        self._cancel = cancel
-        self._emit = emit
+        self._context = context
+        #: Never rebound: the coordinator's offset and admin handlers hold it (read-only).
+        self._groups: dict[str, ConsumerGroup] = {}
         self._observer = observer
         self._new_member_id = member_id_factory or (lambda: str(uuid.uuid4()))
         #: Assignor instances by name that take precedence over the registry (tests' prepared assignors).
         self._server_assignors: Mapping[str, ServerAssignor] = server_assignors or {}
         #: (group id, member id) -> the epoch whose revocation the armed rebalance timer waits on.
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
+
+    # -- the groups ----------------------------------------------------------------------
+
+    @property
+    def groups(self) -> Mapping[str, ConsumerGroup]:
+        """Every consumer group by id, deleted (Dead) ones included until their id is reused."""
+        return self._groups
+
+    def group(self, group_id: str) -> Optional[ConsumerGroup]:
+        """The live consumer group under ``group_id``, None if there is none."""
+        group = self._groups.get(group_id)
+        return None if group is None or group.is_(ConsumerGroupState.DEAD) else group
+
+    def remove_group(self, group_id: str) -> None:
+        """The id becomes a classic group's (the caller takes the offsets first)."""
+        del self._groups[group_id]
+
+    def load_group(self, group_id: str, persisted: PersistedConsumerGroup,
+                   offsets: Mapping[TopicPartition, OffsetAndMetadata], now_ms: int) -> None:
+        """Rebuild a group from its records.  After a failover every member gets a fresh session,
+        a revoking one a fresh rebalance timeout."""
+        group = ConsumerGroup(group_id, self._context.emit, self._observer)
+        group.restore(persisted, offsets)
+        self._groups[group_id] = group
+        for member in group.members.values():
+            self._schedule_session(group.group_id, member.member_id, now_ms)
+            self._after_reconciliation(group, member, now_ms)
+
+    def clear(self) -> None:
+        """Forget every group (the coordinator resigns; its timer is reset with it)."""
+        self._groups.clear()
+        self._rebalance_epochs.clear()
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------
 
@@ -170,7 +192,7 @@ class ConsumerGroupManager:
     def _existing_group(self, group_id: str) -> ConsumerGroup:
         group = self._groups.get(group_id)
         if group is None or group.is_(ConsumerGroupState.DEAD):
-            if self._classic_group_state(group_id) is not None:
+            if self._context.classic_group_state(group_id) is not None:
                 raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             raise _Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         return group
@@ -180,12 +202,12 @@ class ConsumerGroupManager:
         group = self._groups.get(group_id)
         if group is not None and not group.is_(ConsumerGroupState.DEAD):
             return group, False
-        classic_state = self._classic_group_state(group_id)
+        classic_state = self._context.classic_group_state(group_id)
         if classic_state is not None and classic_state != "Empty":
             # Kafka upgrades a non-empty classic group only under group.consumer.migration.policy,
             # which kgroup does not implement.
             raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        return ConsumerGroup(group_id, self._emit, self._observer), True
+        return ConsumerGroup(group_id, self._context.emit, self._observer), True
 
     def _check_epoch(self, member: ConsumerGroupMember, received: int,
                      owned: Optional[AbstractSet[TopicPartition]]) -> None:
@@ -294,7 +316,7 @@ class ConsumerGroupManager:
 
         # Accepted: from here on the group changes.
         if is_new_group:
-            offsets = self._release_empty_classic_group(req.group_id)
+            offsets = self._context.release_empty_classic_group(req.group_id)
             self._groups[req.group_id] = group
             group.take_offsets(offsets)
             group.set_epochs(0, {})
@@ -310,8 +332,7 @@ class ConsumerGroupManager:
             check_transition(member_id, updated.state, reconciled.state)  # reported now that it happens
             group.update_member(reconciled)
             self._after_reconciliation(group, reconciled, now_ms)
-        self._schedule(session_timer_key(group.group_id, member_id),
-                       now_ms + self.config.consumer_group_session_timeout_ms)
+        self._schedule_session(group.group_id, member_id, now_ms)
         full_request = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
                                    and owned is not None)
         assignment = None
@@ -326,15 +347,22 @@ class ConsumerGroupManager:
         key = (group.group_id, member.member_id)
         if member.state is MemberState.UNREVOKED_PARTITIONS:
             self._rebalance_epochs[key] = member.member_epoch
-            self._schedule(rebalance_timer_key(*key), now_ms + max(member.rebalance_timeout_ms, 0))
+            self._context.schedule_timer(rebalance_timer_key(*key),
+                                         now_ms + max(member.rebalance_timeout_ms, 0),
+                                         functools.partial(self._expire_rebalance, *key))
         elif self._rebalance_epochs.pop(key, None) is not None:
-            self._cancel(rebalance_timer_key(*key))
+            self._context.cancel_timer(rebalance_timer_key(*key))
+
+    def _schedule_session(self, group_id: str, member_id: str, now_ms: int) -> None:
+        self._context.schedule_timer(session_timer_key(group_id, member_id),
+                                     now_ms + self.config.consumer_group_session_timeout_ms,
+                                     functools.partial(self._expire_session, group_id, member_id))
 
     def _metadata_of(self, topics: Iterable[str]) -> dict[str, int]:
         """The partition count of each of ``topics`` that exists (the group's subscription metadata)."""
         metadata = {}
         for topic in topics:
-            partitions = self._topic_metadata(topic)
+            partitions = self._context.partition_count(topic)
             if partitions is not None:
                 metadata[topic] = partitions
         return metadata
@@ -403,17 +431,17 @@ class ConsumerGroupManager:
         self._cancel_timers(group.group_id, member.member_id)
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self._cancel(session_timer_key(group_id, member_id))
-        self._cancel(rebalance_timer_key(group_id, member_id))
+        self._context.cancel_timer(session_timer_key(group_id, member_id))
+        self._context.cancel_timer(rebalance_timer_key(group_id, member_id))
         self._rebalance_epochs.pop((group_id, member_id), None)
 
-    def on_session_timeout(self, group_id: str, member_id: str) -> None:
+    def _expire_session(self, group_id: str, member_id: str, now_ms: int) -> None:
         group = self._groups.get(group_id)
         if group is None or member_id not in group.members:
             return
         self._fence(group, group.members[member_id])
 
-    def on_rebalance_timeout(self, group_id: str, member_id: str) -> None:
+    def _expire_rebalance(self, group_id: str, member_id: str, now_ms: int) -> None:
         """The member did not revoke within its rebalance timeout.
 
         Kafka's scheduleConsumerGroupRebalanceTimeout: fenced if it is still at the epoch it had to leave.
@@ -425,13 +453,6 @@ class ConsumerGroupManager:
         member = group.members[member_id]
         if member.member_epoch == epoch:
             self._fence(group, member)
-
-    def schedule_loaded(self, group: ConsumerGroup, now_ms: int) -> None:
-        """After a failover every member gets a fresh session, a revoking one a fresh rebalance timeout."""
-        for member in group.members.values():
-            self._schedule(session_timer_key(group.group_id, member.member_id),
-                           now_ms + self.config.consumer_group_session_timeout_ms)
-            self._after_reconciliation(group, member, now_ms)
 
     # -- ConsumerGroupDescribe -----------------------------------------------------------
 
@@ -455,31 +476,3 @@ class ConsumerGroupManager:
             E.NONE, group_id, group_state=group.state.value, group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch,
             assignor_name=group.preferred_assignor(self.config.consumer_group_assignors[0]), members=members)
-
-    # -- offsets (ConsumerGroup.validateOffsetCommit / validateOffsetFetch) -----------------
-
-    @staticmethod
-    def validate_offset_commit(group: ConsumerGroup, req: OffsetCommitRequest) -> ErrorCode:
-        if req.generation_id < 0 and not group.members:
-            # An admin client or a consumer without group management: allowed on an empty group.
-            return E.NONE
-        member = group.members.get(req.member_id)
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
-        if req.api_version is not None and req.api_version < 9:
-            # Members of the consumer protocol must commit with OffsetCommit v9+.
-            return E.UNSUPPORTED_VERSION
-        if req.generation_id != member.member_epoch:
-            return E.STALE_MEMBER_EPOCH
-        return E.NONE
-
-    @staticmethod
-    def validate_offset_fetch(group: ConsumerGroup, req: OffsetFetchRequest) -> ErrorCode:
-        if req.member_id is None and req.member_epoch < 0:
-            return E.NONE
-        member = group.members.get(req.member_id or "")
-        if member is None:
-            return E.UNKNOWN_MEMBER_ID
-        if req.member_epoch != member.member_epoch:
-            return E.STALE_MEMBER_EPOCH
-        return E.NONE

@@ -18,15 +18,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import AbstractSet, Callable, Hashable, Mapping, Optional, Union
 
-from kgroup.core.coordinator.records import (
-    GroupMetadataRecord, GroupTombstone, MemberMetadataRecord, MemberTombstone, OffsetCommitRecord,
-    OffsetTombstone,
-)
+from kgroup.core.coordinator.records import GroupMetadataRecord, MemberMetadataRecord, MemberTombstone
 from kgroup.core.coordinator.state import LEGAL_PREVIOUS, GroupState
+from kgroup.core.coordinator_common.errors import GroupInvariantViolation
+from kgroup.core.coordinator_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import StateMachine
 from kgroup.core.messages import JoinGroupProtocol, OffsetAndMetadata
-from kgroup.errors import KGroupError
 from kgroup.values import TopicPartition
 
 TransitionObserver = Callable[[str, GroupState, GroupState], None]
@@ -35,19 +33,6 @@ ChangeObserver = Callable[[str], None]
 GroupRecord = Union[GroupMetadataRecord, MemberMetadataRecord, MemberTombstone]
 
 S = GroupState
-
-
-class GroupInvariantViolation(KGroupError):
-    """A change would break (or has broken) one of a group's bookkeeping invariants.
-
-    Kafka raises IllegalStateException from ClassicGroup in the same places; here it is a
-    typed error naming the group and the violated rule.
-    """
-
-    def __init__(self, group_id: str, violation: str) -> None:
-        super().__init__(f"group {group_id!r}: {violation}")
-        self.group_id = group_id
-        self.violation = violation
 
 
 #: How group.py changes a Member: Member.__setattr__ refuses every other write.

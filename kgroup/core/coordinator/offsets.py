@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Callable, Mapping, Optional, Union
 
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
-from kgroup.core.consumer_group.manager import ConsumerGroupManager
 from kgroup.core.coordinator.group import Group, Member
 from kgroup.core.coordinator.records import Record
 from kgroup.core.coordinator.state import GroupState
@@ -70,7 +69,7 @@ class OffsetHandler:
         """The error code, and the group to store the offsets in when the commit is accepted."""
         consumer_group = self._consumer_group(req.group_id)
         if consumer_group is not None:
-            code = ConsumerGroupManager.validate_offset_commit(consumer_group, req)
+            code = consumer_group.validate_offset_commit(req)
             return code, consumer_group if code is E.NONE else None
         # The empty group id is a valid group here, as in Kafka ("for backwards compatibility").
         group = self._groups.get(req.group_id)
@@ -101,7 +100,7 @@ class OffsetHandler:
     def fetch(self, req: OffsetFetchRequest) -> OffsetFetchResponse:
         consumer_group = self._consumer_group(req.group_id)
         if consumer_group is not None:
-            code = ConsumerGroupManager.validate_offset_fetch(consumer_group, req)
+            code = consumer_group.validate_offset_fetch(req)
             if code is not E.NONE:
                 return OffsetFetchResponse(code)
             return self._answer_fetch(req, consumer_group.offsets)

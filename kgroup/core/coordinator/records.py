@@ -1,17 +1,15 @@
-"""Records the coordinator emits for every change of group metadata and offsets,
-and the replay that folds them back into the persisted view.
+"""The records of a classic group, the union of every record the coordinator emits, and the
+replay that folds them back into the persisted view.
 
 A group is described by one header record plus one record per member, so a
 join or a sync rewrites only what changed (a whole-group record per join
 would make a 1,000-member join quadratic).  Later records for the same key
 replace earlier ones; tombstones delete.
 
-A KIP-848 consumer group has its own records (after Kafka's
-ConsumerGroupMetadata / PartitionMetadata / TargetAssignmentMetadata,
-merged into one header; ConsumerGroupMemberMetadata and
-CurrentMemberAssignment, merged into one member record; and
-ConsumerGroupTargetAssignmentMember).  A group id has one type at a time: a
-header of one type replaces a group of the other type, offsets stay.
+A KIP-848 consumer group has its own records (:mod:`kgroup.core.consumer_group.records`);
+offsets and the group tombstone are shared (:mod:`kgroup.core.coordinator_common.records`).
+A group id has one type at a time: a header of one type replaces a group of the other type,
+offsets stay.
 """
 from __future__ import annotations
 
@@ -21,6 +19,11 @@ from typing import Iterable, Optional, Union, get_args
 import attrs
 
 from kgroup.core.consumer_group.member import ConsumerGroupMember
+from kgroup.core.consumer_group.records import (
+    ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord,
+    ConsumerGroupTargetAssignmentRecord, PersistedConsumerGroup,
+)
+from kgroup.core.coordinator_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 from kgroup.core.messages import JoinGroupProtocol, OffsetAndMetadata
 from kgroup.values import TopicPartition
 
@@ -54,60 +57,6 @@ class MemberTombstone:
     member_id: str
 
 
-@attrs.frozen
-class GroupTombstone:
-    """The group is deleted, with its members and its offsets."""
-
-    group_id: str
-
-
-@attrs.frozen
-class OffsetCommitRecord:
-    group_id: str
-    topic_partition: TopicPartition
-    committed: OffsetAndMetadata
-
-
-@attrs.frozen
-class OffsetTombstone:
-    group_id: str
-    topic_partition: TopicPartition
-
-
-@attrs.frozen
-class ConsumerGroupMetadataRecord:
-    """A consumer group's epochs and the partition counts of its subscribed topics."""
-
-    group_id: str
-    group_epoch: int
-    assignment_epoch: int
-    #: (topic, partition count) of every subscribed topic that exists, sorted.
-    subscription_metadata: tuple[tuple[str, int], ...]
-
-
-@attrs.frozen
-class ConsumerGroupMemberRecord:
-    """A consumer group member: subscription and current assignment."""
-
-    group_id: str
-    member: ConsumerGroupMember
-
-
-@attrs.frozen
-class ConsumerGroupTargetAssignmentRecord:
-    group_id: str
-    member_id: str
-    partitions: frozenset[TopicPartition]
-
-
-@attrs.frozen
-class ConsumerGroupMemberTombstone:
-    """The member and its target assignment are gone."""
-
-    group_id: str
-    member_id: str
-
-
 Record = Union[
     GroupMetadataRecord, MemberMetadataRecord, MemberTombstone, GroupTombstone, OffsetCommitRecord,
     OffsetTombstone, ConsumerGroupMetadataRecord, ConsumerGroupMemberRecord,
@@ -120,13 +69,6 @@ _RECORD_TYPES = get_args(Record)
 class PersistedGroup:
     header: GroupMetadataRecord
     members: dict[str, MemberMetadataRecord]
-
-
-@attrs.frozen
-class PersistedConsumerGroup:
-    header: ConsumerGroupMetadataRecord
-    members: dict[str, ConsumerGroupMember]
-    target_assignment: dict[str, frozenset[TopicPartition]]
 
 
 @attrs.frozen

@@ -76,13 +76,13 @@ class Ctx:
         deadlines), so a timer they re-arm counts from the end of the sleep.
         """
         self.now_ms += ms
-        self._absorb(self.coordinator.on_timers(self.now_ms))
+        self._absorb(self.coordinator.handle_timer(self.now_ms))
 
     def state(self, group_id: str = GROUP) -> Optional[GroupState]:
         return self.coordinator.group_state(group_id)
 
     def group(self, group_id: str = GROUP):
-        return self.coordinator._groups[group_id]
+        return self.coordinator._classic.groups[group_id]
 
     # -- requests ------------------------------------------------------------------
 

@@ -331,7 +331,7 @@ def test_testDeleteEmptyGroup():
 
 
 def test_testDeleteEmptyGroupWithStoredOffsets():
-    from kgroup.core.coordinator.records import GroupTombstone, OffsetTombstone
+    from kgroup.core.coordinator_common.records import GroupTombstone, OffsetTombstone
     ctx = _ctx()
     joined = _stable_single_member(ctx)
     assert ctx.commit(GROUP, member_id=joined.member_id, generation_id=joined.generation_id) is E.NONE
@@ -426,7 +426,7 @@ def test_testDeleteOffsetOfEmptyConsumerGroup():
     before = len(ctx.records)
     assert _delete_offsets(ctx, "foo") == (E.NONE, {"foo": E.NONE})
     assert _committed(ctx, "foo", "bar") == {"foo": -1, "bar": 37}
-    from kgroup.core.coordinator.records import OffsetTombstone
+    from kgroup.core.coordinator_common.records import OffsetTombstone
     from kgroup.values import TopicPartition
     assert ctx.records[before:] == [OffsetTombstone(GROUP, TopicPartition("foo", 0))]
 

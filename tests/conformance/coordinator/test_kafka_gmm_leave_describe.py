@@ -237,7 +237,7 @@ def test_testJoinedMemberPendingMemberBatchLeaveGroupWithUnknownMember():
 
 
 def test_testClassicGroupDelete():
-    from kgroup.core.coordinator.records import GroupTombstone
+    from kgroup.core.coordinator_common.records import GroupTombstone
     ctx = Ctx()
     ctx.create_group()
     before = len(ctx.records)

@@ -143,7 +143,7 @@ def test_testFetchAllOffsetsWithUnknownGroup():
 
 
 def test_testDeleteGroupAllOffsets():
-    from kgroup.core.coordinator.records import OffsetTombstone
+    from kgroup.core.coordinator_common.records import OffsetTombstone
     ctx = Ctx()
     assert ctx.commit("foo", partition=0) is E.NONE and ctx.commit("foo", partition=1) is E.NONE
     before = len(ctx.records)
