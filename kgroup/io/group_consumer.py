@@ -7,7 +7,7 @@ events delivered.  The application tracks its positions with
 ``set_position`` so auto-commit and ``commit()`` know what to store.
 
 ``group_protocol="consumer"`` makes the member speak KIP-848's
-ConsumerGroupHeartbeat (:mod:`kgroup.core.member.consumer_protocol`); the
+ConsumerGroupHeartbeat (:mod:`kgroup.core.member.consumer`); the
 coordinator then decides the session timeout, the heartbeat interval and
 the assignment, so ``session_timeout_ms``, ``heartbeat_interval_ms`` and
 ``assignors`` are configuration errors with it (as in Kafka's ``ConsumerConfig``),
@@ -31,13 +31,13 @@ from kgroup.core.member import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.consumer_protocol import (
+from kgroup.core.member.consumer import (
     CONSUMER,
     ConsumerGroupMember,
     ConsumerProtocolConfig,
     check_group_protocol_settings,
 )
-from kgroup.core.member.consumer_protocol.member_id import RandomBytes
+from kgroup.core.member.consumer.member_id import RandomBytes
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.errors import ConfigError, KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread

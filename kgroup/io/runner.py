@@ -19,7 +19,7 @@ import time
 from typing import Callable, Optional, Union
 
 from kgroup.core.member import GroupMember
-from kgroup.core.member.consumer_protocol import ConsumerGroupMember
+from kgroup.core.member.consumer import ConsumerGroupMember
 from kgroup.io.transport import Transport, TransportError
 
 Clock = Callable[[], int]

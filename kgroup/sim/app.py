@@ -34,7 +34,7 @@ from kgroup.core.member import (
     CommitCompleted, CommittedFetched, GroupMember, MemberState, PartitionsAssigned, PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.consumer_protocol import ConsumerGroupMember, ConsumerMemberState
+from kgroup.core.member.consumer import ConsumerGroupMember, ConsumerMemberState
 from kgroup.core.messages import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest
 from kgroup.errors import ClusterError
 from kgroup.io.runner import MemberRunner

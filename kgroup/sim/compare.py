@@ -23,7 +23,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
-from kgroup.core.member.consumer_protocol import CLASSIC, CONSUMER
+from kgroup.core.member.consumer import CLASSIC, CONSUMER
 from kgroup.errors import ConfigError
 from kgroup.sim.campaign import CampaignResult, Job, SeedOutcome, run_jobs
 from kgroup.sim.metrics import percentile

@@ -33,7 +33,7 @@ from kgroup.core.consumer_group.member import MemberState as CoordinatorMemberSt
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
 from kgroup.core.fsm import add_transition_sink, remove_transition_sink
 from kgroup.core.member import GroupMember, MemberConfig, MemberState
-from kgroup.core.member.consumer_protocol import (
+from kgroup.core.member.consumer import (
     CLASSIC, CONSUMER, ConsumerGroupMember, ConsumerMemberState, ConsumerProtocolConfig,
 )
 from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse

@@ -28,7 +28,7 @@ from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.messages import DescribeGroupsRequest
 from kgroup.core.member import MemberState
-from kgroup.core.member.consumer_protocol import ConsumerMemberState
+from kgroup.core.member.consumer import ConsumerMemberState
 from kgroup.errors import ConfigError
 from kgroup.io.inprocess import InProcessHub, InProcessTransport
 from kgroup.io.runner import AnyMember, MemberRunner, monotonic_ms

@@ -11,7 +11,7 @@ import contextlib
 import attrs
 
 from kgroup.core.member import commits
-from kgroup.core.member.member import GroupMember
+from kgroup.core.member.classic.member import GroupMember
 from kgroup.values import Subscription
 
 

@@ -15,7 +15,7 @@ from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatRequest, C
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import CommitCompleted, CommittedFetched, FatalError, PartitionsAssigned
 from kgroup.core.member import PartitionsLost, PartitionsRevoked
-from kgroup.core.member.consumer_protocol import ConsumerGroupMember, ConsumerProtocolConfig
+from kgroup.core.member.consumer import ConsumerGroupMember, ConsumerProtocolConfig
 from kgroup.testing import MockClock
 from kgroup.values import TopicPartition
 

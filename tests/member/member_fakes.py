@@ -3,7 +3,7 @@ import pytest
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member import codec
+from kgroup.core.member.classic import codec
 from kgroup.assignors import Assignor, RebalanceProtocol
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
 from kgroup.core.member import GroupMember, MemberConfig, MemberState, PartitionsAssigned

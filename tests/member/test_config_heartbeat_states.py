@@ -2,7 +2,7 @@ import pytest
 
 from kgroup.assignors import RebalanceProtocol
 from kgroup.core.member import LEGAL_PREVIOUS, HeartbeatTimer, MemberConfig, MemberState
-from kgroup.core.member.states import new_member_state_machine
+from kgroup.core.member.classic.states import new_member_state_machine
 from kgroup.errors import ConfigError, IllegalStateTransition
 
 from member_fakes import CooperativeOnly, EagerOnly, SplitAssignor

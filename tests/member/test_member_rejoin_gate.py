@@ -12,11 +12,11 @@ from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode as E
 from kgroup.core.fsm import check_table
 from kgroup.core.member import CommitCompleted, MemberState, PartitionsRevoked
-from kgroup.core.member import reactions
-from kgroup.core.member.events import EventQueue
-from kgroup.core.member.reactions import Reaction, reaction_to
-from kgroup.core.member.rejoin import LEGAL_PREVIOUS, Rejoin, RejoinGate
-from kgroup.core.member.requests import RequestKind
+from kgroup.core.member.classic import reactions
+from kgroup.core.member.shared.events import EventQueue
+from kgroup.core.member.classic.reactions import Reaction, reaction_to
+from kgroup.core.member.classic.rejoin import LEGAL_PREVIOUS, Rejoin, RejoinGate
+from kgroup.core.member.shared.requests import RequestKind
 from kgroup.errors import CommitFailedError, IllegalStateTransition
 from kgroup.values import TopicPartition as TP
 

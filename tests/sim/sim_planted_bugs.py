@@ -12,7 +12,7 @@ import attrs
 from kgroup.assignors.range import RangeAssignor
 from kgroup.assignors.sticky import StickyAssignor
 from kgroup.core.cluster.group_hosting import GroupHosting
-from kgroup.core.member.assignment import Ownership
+from kgroup.core.member.classic.assignment import Ownership
 from kgroup.sim import app as sim_app
 from kgroup.sim import simulator as sim_simulator
 

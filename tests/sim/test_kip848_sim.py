@@ -1,6 +1,6 @@
 """The simulator with KIP-848 members (``group_protocol="consumer"``): the same checks, faults and replay.
 
-The members are kgroup's pure :class:`~kgroup.core.member.consumer_protocol.ConsumerGroupMember`, the
+The members are kgroup's pure :class:`~kgroup.core.member.consumer.ConsumerGroupMember`, the
 coordinator the in-memory cluster's consumer groups, the assignor the coordinator's (``uniform`` or
 ``range``).  Generations are member epochs.
 """
@@ -9,7 +9,7 @@ import pytest
 import attrs
 
 from kgroup.cli import main
-from kgroup.core.member.consumer_protocol import ConsumerGroupMember
+from kgroup.core.member.consumer import ConsumerGroupMember
 from kgroup.errors import ConfigError
 from kgroup.sim import SimConfig, run
 from kgroup.sim.history import MemberFailed, MemberStopped

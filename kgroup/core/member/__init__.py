@@ -34,8 +34,8 @@ SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch
 emitted automatically for newly assigned partitions when
 ``MemberConfig.fetch_committed_on_assignment``).
 """
-from kgroup.core.member.config import MemberConfig
-from kgroup.core.member.events import (
+from kgroup.core.member.classic.config import MemberConfig
+from kgroup.core.member.shared.events import (
     CommitCompleted,
     CommittedFetched,
     FatalError,
@@ -45,9 +45,9 @@ from kgroup.core.member.events import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.heartbeat import HeartbeatTimer
-from kgroup.core.member.member import GroupMember, Outbound
-from kgroup.core.member.states import LEGAL_PREVIOUS, MemberState
+from kgroup.core.member.classic.heartbeat import HeartbeatTimer
+from kgroup.core.member.classic.member import GroupMember, Outbound
+from kgroup.core.member.classic.states import LEGAL_PREVIOUS, MemberState
 
 __all__ = [
     "CommitCompleted",

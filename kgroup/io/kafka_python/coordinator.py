@@ -40,7 +40,7 @@ from kgroup.core.member import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.consumer_protocol import (
+from kgroup.core.member.consumer import (
     CONSUMER,
     ConsumerGroupMember,
     ConsumerMemberState,

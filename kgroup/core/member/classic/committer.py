@@ -16,24 +16,24 @@ from typing import Callable, Mapping, Optional, Sequence
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.commits import CommitBook
-from kgroup.core.member.config import MemberConfig
-from kgroup.core.member.events import (
+from kgroup.core.member.shared.commits import CommitBook
+from kgroup.core.member.classic.config import MemberConfig
+from kgroup.core.member.shared.events import (
     NO_GENERATION_VALUE,
     CommitCompleted,
     CommittedFetched,
     Generation,
     MemberEvent,
 )
-from kgroup.core.member.offsets import (
+from kgroup.core.member.shared.offsets import (
     commit_error,
     commit_generation_error,
     commit_request,
     fetched_offsets,
     normalize_offsets,
 )
-from kgroup.core.member.rejoin import RejoinGate
-from kgroup.core.member.requests import Outbound, RequestBook, RequestKind, Sent
+from kgroup.core.member.classic.rejoin import RejoinGate
+from kgroup.core.member.shared.requests import Outbound, RequestBook, RequestKind, Sent
 from kgroup.errors import KGroupError
 from kgroup.values import TopicPartition
 

@@ -4,7 +4,7 @@
 rejoin gate, heartbeat timer, requests, events, coordinator link, commits,
 owned partitions, leadership and generation - and answers the adapter's
 questions about it.  It changes nothing:
-:class:`~kgroup.core.member.member.GroupMember` (``member.py``) is the
+:class:`~kgroup.core.member.classic.member.GroupMember` (``member.py``) is the
 protocol that does, so that module reads as the protocol alone.
 """
 from __future__ import annotations
@@ -12,16 +12,16 @@ from __future__ import annotations
 from typing import Optional
 
 from kgroup.assignors import RebalanceProtocol
-from kgroup.core.member.assignment import Ownership
-from kgroup.core.member.committer import Committer
-from kgroup.core.member.config import MemberConfig
-from kgroup.core.member.coordinator_link import CoordinatorLink
-from kgroup.core.member.events import NO_GENERATION_VALUE, EventQueue, Generation
-from kgroup.core.member.heartbeat import HeartbeatTimer
-from kgroup.core.member.leader import Leadership
-from kgroup.core.member.rejoin import RejoinGate
-from kgroup.core.member.requests import RequestBook
-from kgroup.core.member.states import MemberState, new_member_state_machine
+from kgroup.core.member.classic.assignment import Ownership
+from kgroup.core.member.classic.committer import Committer
+from kgroup.core.member.classic.config import MemberConfig
+from kgroup.core.member.classic.coordinator_link import CoordinatorLink
+from kgroup.core.member.shared.events import NO_GENERATION_VALUE, EventQueue, Generation
+from kgroup.core.member.classic.heartbeat import HeartbeatTimer
+from kgroup.core.member.classic.leader import Leadership
+from kgroup.core.member.classic.rejoin import RejoinGate
+from kgroup.core.member.shared.requests import RequestBook
+from kgroup.core.member.classic.states import MemberState, new_member_state_machine
 from kgroup.errors import KGroupError
 from kgroup.values import NO_GENERATION
 

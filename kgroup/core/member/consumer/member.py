@@ -5,7 +5,7 @@ member's states, reconciliation, fencing and leaving) and
 ``ConsumerHeartbeatRequestManager`` (when a heartbeat goes out and what it
 carries), driven like kgroup's classic :class:`~kgroup.core.member.GroupMember`:
 everything enters as a method call with an integer ``now_ms`` and leaves as
-:class:`~kgroup.core.member.requests.Outbound` requests and application
+:class:`~kgroup.core.member.shared.requests.Outbound` requests and application
 events, so the adapters drive both members the same way (see the package
 docstring).
 
@@ -36,15 +36,15 @@ from kgroup.core.consumer_group_messages import (
     ConsumerGroupHeartbeatResponse,
 )
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.consumer_protocol import heartbeat_errors
-from kgroup.core.member.consumer_protocol.committer import COORDINATOR_MOVED, membership_stamp
-from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
-from kgroup.core.member.consumer_protocol.heartbeat_errors import HeartbeatReaction
-from kgroup.core.member.consumer_protocol.heartbeat_fields import build_heartbeat
-from kgroup.core.member.consumer_protocol.local_assignment import NO_ASSIGNMENT
-from kgroup.core.member.consumer_protocol.member_id import RandomBytes
-from kgroup.core.member.consumer_protocol.reconciliation import ReconcileStep
-from kgroup.core.member.consumer_protocol.states import (
+from kgroup.core.member.consumer import heartbeat_errors
+from kgroup.core.member.consumer.committer import COORDINATOR_MOVED, membership_stamp
+from kgroup.core.member.consumer.config import ConsumerProtocolConfig
+from kgroup.core.member.consumer.heartbeat_errors import HeartbeatReaction
+from kgroup.core.member.consumer.heartbeat_fields import build_heartbeat
+from kgroup.core.member.consumer.local_assignment import NO_ASSIGNMENT
+from kgroup.core.member.consumer.member_id import RandomBytes
+from kgroup.core.member.consumer.reconciliation import ReconcileStep
+from kgroup.core.member.consumer.states import (
     CAN_HANDLE_NEW_ASSIGNMENT,
     HEARTBEATS_NOW,
     LEAVING_GROUP,
@@ -52,8 +52,8 @@ from kgroup.core.member.consumer_protocol.states import (
     SKIPS_HEARTBEAT,
     ConsumerMemberState,
 )
-from kgroup.core.member.consumer_protocol.view import ConsumerMemberView
-from kgroup.core.member.events import (
+from kgroup.core.member.consumer.view import ConsumerMemberView
+from kgroup.core.member.shared.events import (
     NO_GENERATION_VALUE,
     FatalError,
     Generation,
@@ -61,8 +61,8 @@ from kgroup.core.member.events import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.offsets import normalize_offsets
-from kgroup.core.member.requests import Outbound, RequestKind, Sent
+from kgroup.core.member.shared.offsets import normalize_offsets
+from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
 from kgroup.errors import KGroupError, MemberClosedError
 from kgroup.values import TopicPartition
 

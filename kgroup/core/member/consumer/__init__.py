@@ -30,17 +30,17 @@ timer), ``heartbeat_errors.py`` (the error table), ``reconciliation.py``
 (commits with the member epoch), ``view.py`` (the member's state and what
 an adapter reads), ``member.py`` (the protocol).
 """
-from kgroup.core.member.consumer_protocol.config import (
+from kgroup.core.member.consumer.config import (
     CLASSIC,
     CONSUMER,
     ConsumerProtocolConfig,
     check_group_protocol_settings,
     parse_group_protocol,
 )
-from kgroup.core.member.consumer_protocol.member import ConsumerGroupMember
-from kgroup.core.member.consumer_protocol.member_id import generate_member_id
-from kgroup.core.member.consumer_protocol.reconciliation import ReconcileStep
-from kgroup.core.member.consumer_protocol.states import LEGAL_PREVIOUS, ConsumerMemberState
+from kgroup.core.member.consumer.member import ConsumerGroupMember
+from kgroup.core.member.consumer.member_id import generate_member_id
+from kgroup.core.member.consumer.reconciliation import ReconcileStep
+from kgroup.core.member.consumer.states import LEGAL_PREVIOUS, ConsumerMemberState
 
 __all__ = [
     "CLASSIC",

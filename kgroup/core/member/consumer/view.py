@@ -4,7 +4,7 @@
 machine, requests, events, heartbeat schedule and sent fields, commits,
 reconciliation, member id and epoch, owned / current / target assignments -
 and answers the adapter's questions; it changes nothing.
-:class:`~kgroup.core.member.consumer_protocol.member.ConsumerGroupMember`
+:class:`~kgroup.core.member.consumer.member.ConsumerGroupMember`
 (``member.py``) is the protocol that does, as the classic member splits
 ``view.py`` from ``member.py``.
 """
@@ -13,20 +13,20 @@ from __future__ import annotations
 from typing import Optional
 
 from kgroup.core.consumer_group_messages import JOIN_GROUP_MEMBER_EPOCH
-from kgroup.core.member.consumer_protocol.committer import ConsumerCommitter
-from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
-from kgroup.core.member.consumer_protocol.heartbeat_fields import SentFields
-from kgroup.core.member.consumer_protocol.heartbeat_schedule import HeartbeatSchedule
-from kgroup.core.member.consumer_protocol.local_assignment import NO_ASSIGNMENT, LocalAssignment
-from kgroup.core.member.consumer_protocol.member_id import RandomBytes, generate_member_id
-from kgroup.core.member.consumer_protocol.reconciliation import ReconcileStep, Reconciliation
-from kgroup.core.member.consumer_protocol.states import (
+from kgroup.core.member.consumer.committer import ConsumerCommitter
+from kgroup.core.member.consumer.config import ConsumerProtocolConfig
+from kgroup.core.member.consumer.heartbeat_fields import SentFields
+from kgroup.core.member.consumer.heartbeat_schedule import HeartbeatSchedule
+from kgroup.core.member.consumer.local_assignment import NO_ASSIGNMENT, LocalAssignment
+from kgroup.core.member.consumer.member_id import RandomBytes, generate_member_id
+from kgroup.core.member.consumer.reconciliation import ReconcileStep, Reconciliation
+from kgroup.core.member.consumer.states import (
     NOT_IN_GROUP,
     ConsumerMemberState,
     new_consumer_member_state_machine,
 )
-from kgroup.core.member.events import EventQueue, Generation
-from kgroup.core.member.requests import RequestBook
+from kgroup.core.member.shared.events import EventQueue, Generation
+from kgroup.core.member.shared.requests import RequestBook
 from kgroup.errors import KGroupError
 
 #: What ``PartitionsAssigned.generation.protocol_name`` says for this protocol.

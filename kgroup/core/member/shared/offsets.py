@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Mapping, Optional, Union
 
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.events import Generation
+from kgroup.core.member.shared.events import Generation
 from kgroup.core.messages import (
     OffsetAndMetadata,
     OffsetCommitRequest,

@@ -30,7 +30,7 @@ What differs from the classic member's ``committer.py``:
 - OffsetFetch v9 carries the member id and epoch.
 
 Per-partition ordering and the absorption of older waiting commits are the
-classic :class:`~kgroup.core.member.commits.CommitBook`'s.
+classic :class:`~kgroup.core.member.shared.commits.CommitBook`'s.
 """
 from __future__ import annotations
 
@@ -40,17 +40,17 @@ import attrs
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.commits import CommitBook
-from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
-from kgroup.core.member.events import (
+from kgroup.core.member.shared.commits import CommitBook
+from kgroup.core.member.consumer.config import ConsumerProtocolConfig
+from kgroup.core.member.shared.events import (
     NO_GENERATION_VALUE,
     CommitCompleted,
     CommittedFetched,
     Generation,
     MemberEvent,
 )
-from kgroup.core.member.offsets import commit_error_code, commit_request, fetched_offsets, normalize_offsets
-from kgroup.core.member.requests import Outbound, RequestBook, RequestKind, Sent
+from kgroup.core.member.shared.offsets import commit_error_code, commit_request, fetched_offsets, normalize_offsets
+from kgroup.core.member.shared.requests import Outbound, RequestBook, RequestKind, Sent
 from kgroup.errors import (
     CommitFailedError,
     FencedInstanceIdError,

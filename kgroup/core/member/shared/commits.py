@@ -28,7 +28,7 @@ from typing import Iterator, Mapping, Optional
 
 import attrs
 
-from kgroup.core.member.events import Generation
+from kgroup.core.member.shared.events import Generation
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.values import TopicPartition
 

@@ -21,8 +21,8 @@ from typing import Optional
 import attrs
 
 from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatRequest
-from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
-from kgroup.core.member.consumer_protocol.local_assignment import LocalAssignment
+from kgroup.core.member.consumer.config import ConsumerProtocolConfig
+from kgroup.core.member.consumer.local_assignment import LocalAssignment
 
 
 @attrs.define
