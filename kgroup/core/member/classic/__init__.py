@@ -1,1 +1,1 @@
-"""The classic group protocol member (Kafka's ConsumerCoordinator / AbstractCoordinator); see docs/member.md."""
+"""The classic group protocol member (Kafka's ConsumerCoordinator, AbstractCoordinator)."""

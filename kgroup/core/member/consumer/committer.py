@@ -49,7 +49,12 @@ from kgroup.core.member.shared.events import (
     Generation,
     MemberEvent,
 )
-from kgroup.core.member.shared.offsets import commit_error_code, commit_request, fetched_offsets, normalize_offsets
+from kgroup.core.member.shared.offsets import (
+    commit_error_code,
+    commit_request,
+    fetched_offsets,
+    normalize_offsets,
+)
 from kgroup.core.member.shared.requests import Outbound, RequestBook, RequestKind, Sent
 from kgroup.errors import (
     CommitFailedError,
