@@ -99,7 +99,7 @@ def revoked_commits_stamped_with_the_next_generation():
 
     def poll(self, now):
         late = getattr(self, "late_commits", None)
-        if late and self.member.state is sim_app.MemberState.STABLE:
+        if late and self.member.state is sim_app.ClassicMemberState.STABLE:
             self.member.commit_offsets(late, now)
             self.late_commits = {}
         original_poll(self, now)

@@ -61,8 +61,8 @@ class Committer:
     def has_waiting(self) -> bool:
         return self._book.has_waiting()
 
-    def next_deadline_ms(self) -> Optional[int]:
-        return self._book.next_deadline_ms()
+    def get_timer(self) -> Optional[int]:
+        return self._book.get_timer()
 
     # -- making commits and fetches --------------------------------------------------
 

@@ -28,7 +28,7 @@ from kgroup.core.member.shared.offsets import normalize_offsets
 from kgroup.core.member.classic.reactions import STEP_ORDER, Reaction
 from kgroup.core.member.classic.rejoin import Rejoin
 from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
-from kgroup.core.member.classic.states import MemberState
+from kgroup.core.member.classic.states import ClassicMemberState
 from kgroup.core.member.classic.view import MemberView
 from kgroup.errors import KGroupError, MemberClosedError, ProtocolError
 from kgroup.values import NO_GENERATION, Subscription, TopicPartition
@@ -36,7 +36,7 @@ from kgroup.values import NO_GENERATION, Subscription, TopicPartition
 __all__ = ["GroupMember", "NO_GENERATION_VALUE", "Outbound"]
 
 _log = logging.getLogger(__name__)
-_STATE = MemberState
+_STATE = ClassicMemberState
 _KIND = RequestKind
 #: An answer to a JoinGroup / SyncGroup counts only in the state that sent it (others are stale).
 _ANSWERED_IN = {_KIND.JOIN: _STATE.PREPARING_REBALANCE, _KIND.SYNC: _STATE.COMPLETING_REBALANCE}
@@ -191,7 +191,7 @@ class GroupMember(MemberView):
         self._abandon(token, sent, now_ms)
         self._mark_coordinator_unknown(now_ms)
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         """The earliest instant at which ``outbound`` may have something new to do."""
         if self._fsm.state is _STATE.FATAL:
             return None
@@ -201,7 +201,7 @@ class GroupMember(MemberView):
         if self._join_ready(None):
             candidates.append(self._requests.not_before_ms(_KIND.JOIN))
         candidates.extend(self._requests.queued_not_before_ms())
-        commit_due_ms = self._commits.next_deadline_ms()
+        commit_due_ms = self._commits.get_timer()
         if commit_due_ms is not None:
             candidates.append(commit_due_ms)
         return min(candidates) if candidates else None

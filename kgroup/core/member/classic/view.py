@@ -21,7 +21,7 @@ from kgroup.core.member.classic.heartbeat import HeartbeatTimer
 from kgroup.core.member.classic.leader import Leadership
 from kgroup.core.member.classic.rejoin import RejoinGate
 from kgroup.core.member.shared.requests import RequestBook
-from kgroup.core.member.classic.states import MemberState, new_member_state_machine
+from kgroup.core.member.classic.states import ClassicMemberState, new_member_state_machine
 from kgroup.errors import KGroupError
 from kgroup.values import NO_GENERATION
 
@@ -52,7 +52,7 @@ class MemberView:
         self.last_error: Optional[KGroupError] = None
 
     @property
-    def state(self) -> MemberState:
+    def state(self) -> ClassicMemberState:
         return self._fsm.state
 
     @property
@@ -91,11 +91,11 @@ class MemberView:
     @property
     def settled(self) -> bool:
         """Stable in a generation with no rejoin pending (what an adapter's poll waits for)."""
-        return self._fsm.state is MemberState.STABLE and not self._rejoin.needed
+        return self._fsm.state is ClassicMemberState.STABLE and not self._rejoin.needed
 
     @property
     def failed(self) -> bool:
-        return self._fsm.state is MemberState.FATAL
+        return self._fsm.state is ClassicMemberState.FATAL
 
     @property
     def heartbeat(self) -> HeartbeatTimer:
@@ -108,7 +108,7 @@ class MemberView:
     @property
     def closed(self) -> bool:
         """True once close() finished its commit and LeaveGroup (or the member is fatal)."""
-        if self._fsm.state is MemberState.FATAL:
+        if self._fsm.state is ClassicMemberState.FATAL:
             return True
         return (self._closing and not self._requests.has_queued() and not self._requests.has_in_flight()
                 and not self._commits)

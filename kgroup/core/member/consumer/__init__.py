@@ -7,10 +7,10 @@ coordinator hands out.  Kafka's client is the model: ``ConsumerMembershipManager
 ``AbstractMembershipManager``, ``ConsumerHeartbeatRequestManager`` and
 ``CommitRequestManager`` (org.apache.kafka.clients.consumer.internals).
 
-:class:`ConsumerGroupMember` keeps the classic :class:`~kgroup.core.member.GroupMember`'s
+:class:`ConsumerProtocolMember` keeps the classic :class:`~kgroup.core.member.GroupMember`'s
 adapter contract, so the same runner, heartbeat thread and transports drive it::
 
-    member = ConsumerGroupMember(ConsumerProtocolConfig(group_id="g"), now_ms, random_bytes=os.urandom)
+    member = ConsumerProtocolMember(ConsumerProtocolConfig(group_id="g"), now_ms, random_bytes=os.urandom)
     member.subscribe(["orders"], now_ms)
     # polling thread, every poll:
     member.on_app_poll(now_ms, positions)
@@ -18,7 +18,7 @@ adapter contract, so the same runner, heartbeat thread and transports drive it::
     # any thread, under the adapter's one lock:
     for ob in member.outbound(now_ms): transport.send(ob.request, ob.node_id)
     member.on_response(token, response, now_ms)                  # or on_transport_error(token, now_ms)
-    member.next_deadline_ms()
+    member.get_timer()
     member.close(now_ms); drive outbound (and on_app_poll after running callbacks) until member.closed
 
 Modules: ``states.py`` (Kafka's MemberState and its table), ``config.py``
@@ -37,7 +37,7 @@ from kgroup.core.member.consumer.config import (
     check_group_protocol_settings,
     parse_group_protocol,
 )
-from kgroup.core.member.consumer.member import ConsumerGroupMember
+from kgroup.core.member.consumer.member import ConsumerProtocolMember
 from kgroup.core.member.consumer.member_id import generate_member_id
 from kgroup.core.member.consumer.reconciliation import ReconcileStep
 from kgroup.core.member.consumer.states import LEGAL_PREVIOUS, ConsumerMemberState
@@ -45,9 +45,9 @@ from kgroup.core.member.consumer.states import LEGAL_PREVIOUS, ConsumerMemberSta
 __all__ = [
     "CLASSIC",
     "CONSUMER",
-    "ConsumerGroupMember",
     "ConsumerMemberState",
     "ConsumerProtocolConfig",
+    "ConsumerProtocolMember",
     "LEGAL_PREVIOUS",
     "ReconcileStep",
     "check_group_protocol_settings",

@@ -128,8 +128,8 @@ class ConsumerCommitter:
     def has_waiting(self) -> bool:
         return self._book.has_waiting()
 
-    def next_deadline_ms(self) -> Optional[int]:
-        return self._book.next_deadline_ms()
+    def get_timer(self) -> Optional[int]:
+        return self._book.get_timer()
 
     def stamp_of(self, token: int) -> Generation:
         """The membership the commit ``token`` was made in (NO_GENERATION_VALUE: none, or finished)."""

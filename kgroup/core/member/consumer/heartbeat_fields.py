@@ -49,7 +49,7 @@ def build_heartbeat(config: ConsumerProtocolConfig, sent: SentFields, *, member_
     """The next heartbeat; records in ``sent`` what it carries.  ``full``: send every field (joining).
 
     ``incoming``: partitions the coordinator has assigned that the member has not reconciled yet;
-    they are reported as owned with the reconciled ones (see ``ConsumerGroupMember._incoming``).
+    they are reported as owned with the reconciled ones (see ``ConsumerProtocolMember._incoming``).
     """
     rebalance_timeout_ms = -1
     if full or sent.rebalance_timeout_ms != config.rebalance_timeout_ms:

@@ -63,10 +63,10 @@ from kgroup.core.member.shared.events import (
 )
 from kgroup.core.member.shared.offsets import normalize_offsets
 from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
-from kgroup.errors import KGroupError, MemberClosedError
+from kgroup.errors import ConfigError, KGroupError, MemberClosedError
 from kgroup.values import TopicPartition
 
-__all__ = ["ConsumerGroupMember"]
+__all__ = ["ConsumerProtocolMember"]
 
 _log = logging.getLogger(__name__)
 _S = ConsumerMemberState
@@ -83,7 +83,7 @@ class HeartbeatSent:
     leaving: bool
 
 
-class ConsumerGroupMember(ConsumerMemberView):
+class ConsumerProtocolMember(ConsumerMemberView):
     """One consumer's membership of one KIP-848 group (see the module docstring)."""
 
     def __init__(self, config: ConsumerProtocolConfig, now_ms: int, random_bytes: RandomBytes) -> None:
@@ -145,8 +145,14 @@ class ConsumerGroupMember(ConsumerMemberView):
         self._advance(now_ms)
 
     def commit_offsets(self, offsets: Mapping[TopicPartition, Union[int, m.OffsetAndMetadata]], now_ms: int,
-                       deadline_ms: Optional[int] = None) -> int:
-        """Queue a commit; its result is a CommitCompleted(token).  Retried until ``deadline_ms``."""
+                       deadline_ms: Optional[int] = None, generation: Optional[Generation] = None) -> int:
+        """Queue a commit; its result is a CommitCompleted(token).  Retried until ``deadline_ms``.
+
+        ``generation`` is the classic member's (the generation the offsets were read in); this
+        protocol stamps every commit with the member epoch of the moment it is sent, so it refuses one.
+        """
+        if generation is not None:
+            raise ConfigError("commit(generation=...) is for the classic group protocol")
         self._check_open()
         stamp = self._stamp() if self._group_managed() else NO_GENERATION_VALUE
         return self._commits.commit(normalize_offsets(offsets), deadline_ms, stamp, now_ms)
@@ -245,7 +251,7 @@ class ConsumerGroupMember(ConsumerMemberView):
         # Kafka ``handleCoordinatorDisconnect``: a retriable failure suspects the coordinator.
         self._lose_coordinator(now_ms)
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         """The earliest instant at which ``outbound`` may have something new to do."""
         if self._fsm.state is _S.FATAL:
             return None
@@ -256,7 +262,7 @@ class ConsumerGroupMember(ConsumerMemberView):
                 return None
             return self._requests.not_before_ms(_KIND.FIND)
         candidates = list(self._requests.queued_not_before_ms())
-        commit_due_ms = self._commits.next_deadline_ms()
+        commit_due_ms = self._commits.get_timer()
         if commit_due_ms is not None:
             candidates.append(commit_due_ms)
         if self._fsm.state not in SKIPS_HEARTBEAT:
@@ -632,6 +638,6 @@ class ConsumerGroupMember(ConsumerMemberView):
             raise MemberClosedError(f"the group member failed: {self.last_error}")
 
     def __repr__(self) -> str:
-        return (f"ConsumerGroupMember({self.config.group_id!r}, {self.member_id!r}, "
+        return (f"ConsumerProtocolMember({self.config.group_id!r}, {self.member_id!r}, "
                 f"epoch={self.member_epoch}, "
                 f"{self._fsm.state.name})")

@@ -4,7 +4,7 @@
 machine, requests, events, heartbeat schedule and sent fields, commits,
 reconciliation, member id and epoch, owned / current / target assignments -
 and answers the adapter's questions; it changes nothing.
-:class:`~kgroup.core.member.consumer.member.ConsumerGroupMember`
+:class:`~kgroup.core.member.consumer.member.ConsumerProtocolMember`
 (``member.py``) is the protocol that does, as the classic member splits
 ``view.py`` from ``member.py``.
 """
@@ -35,7 +35,7 @@ _S = ConsumerMemberState
 
 
 class ConsumerMemberView:
-    """One KIP-848 member's state and its read-only API (``ConsumerGroupMember`` adds the protocol)."""
+    """One KIP-848 member's state and its read-only API (``ConsumerProtocolMember`` adds the protocol)."""
 
     def __init__(self, config: ConsumerProtocolConfig, now_ms: int, random_bytes: RandomBytes) -> None:
         self.config = config
