@@ -86,7 +86,8 @@ def _member_class_checks(path: pathlib.Path) -> list[str]:
     names = {cls.__name__ for cls in MEMBER_CLASSES}
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
+        is_call = isinstance(node, ast.Call) and len(node.args) == 2
+        if is_call and getattr(node.func, "id", None) == "isinstance":
             classes = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
             if any(getattr(c, "id", None) in names for c in classes):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} isinstance")

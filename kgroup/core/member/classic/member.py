@@ -30,7 +30,7 @@ from kgroup.core.member.classic.rejoin import Rejoin
 from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
 from kgroup.core.member.classic.states import ClassicMemberState
 from kgroup.core.member.classic.view import MemberView
-from kgroup.errors import KGroupError, MemberClosedError, ProtocolError
+from kgroup.errors import KGroupError, ProtocolError
 from kgroup.values import NO_GENERATION, Subscription, TopicPartition
 
 __all__ = ["GroupMember", "NO_GENERATION_VALUE", "Outbound"]
@@ -54,15 +54,8 @@ class GroupMember(MemberView):
 
     # -- application side -----------------------------------------------------
 
-    def subscribe(self, topics: Sequence[str], now_ms: int) -> None:
-        self._check_open()
-        wanted = frozenset(topics)
-        if not wanted:
-            self.unsubscribe(now_ms)
-            return
-        if wanted != self._subscription:
-            self._subscription = wanted
-            self._rejoin.request("subscription changed")
+    def _subscription_changed(self) -> None:
+        self._rejoin.request("subscription changed")
 
     def unsubscribe(self, now_ms: int) -> None:
         """Give up every partition and leave the group (dynamic members)."""
@@ -136,14 +129,6 @@ class GroupMember(MemberView):
         self._requests.drop((_KIND.JOIN, _KIND.SYNC))
         self._closing = True
         self._stop(self.config.leaves_on_close(leave_group), "the consumer is closing", now_ms)
-
-    def take_events(self) -> list:
-        """Events since the last call, oldest first; the adapter runs them as callbacks.
-
-        A pure read of the event queue: the rejoin gate notices that the
-        gating events were taken on the next ``on_app_poll`` (``EventQueue``).
-        """
-        return self._events.take()
 
     # -- protocol side --------------------------------------------------------
 
@@ -341,12 +326,6 @@ class GroupMember(MemberView):
             self._retry(sent.kind, token, sent, ErrorCode.REQUEST_TIMED_OUT, now_ms)
 
     # -- membership ---------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._closing:
-            raise MemberClosedError("the group member is closed")
-        if self._fsm.state is _STATE.FATAL:
-            raise MemberClosedError(f"the group member failed: {self.last_error}")
 
     def _check_liveness(self, now_ms: int) -> None:
         if not self._coordinator.known or not self._heartbeating():

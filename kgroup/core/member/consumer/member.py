@@ -37,7 +37,7 @@ from kgroup.core.consumer_group_messages import (
 )
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member.consumer import heartbeat_errors
-from kgroup.core.member.consumer.committer import COORDINATOR_MOVED, membership_stamp
+from kgroup.core.member.consumer.committer import membership_stamp
 from kgroup.core.member.consumer.config import ConsumerProtocolConfig
 from kgroup.core.member.consumer.heartbeat_errors import HeartbeatReaction
 from kgroup.core.member.consumer.heartbeat_fields import build_heartbeat
@@ -61,9 +61,9 @@ from kgroup.core.member.shared.events import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.shared.offsets import normalize_offsets
+from kgroup.core.member.shared.offsets import COORDINATOR_MOVED, normalize_offsets
 from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
-from kgroup.errors import ConfigError, KGroupError, MemberClosedError
+from kgroup.errors import ConfigError, KGroupError
 from kgroup.values import TopicPartition
 
 __all__ = ["ConsumerProtocolMember"]
@@ -92,16 +92,9 @@ class ConsumerProtocolMember(ConsumerMemberView):
 
     # -- application side ------------------------------------------------------------
 
-    def subscribe(self, topics: Sequence[str], now_ms: int) -> None:
+    def _subscription_changed(self) -> None:
         """Kafka ``onSubscriptionUpdated``: joins on the next poll; in a group, the next heartbeat says it."""
-        self._check_open()
-        wanted = frozenset(topics)
-        if not wanted:
-            self.unsubscribe(now_ms)
-            return
-        if wanted != self._subscription:
-            self._subscription = wanted
-            self._subscription_updated = True
+        self._subscription_updated = True
 
     def unsubscribe(self, now_ms: int) -> None:
         """Release every partition (callbacks) and leave the group."""
@@ -177,9 +170,6 @@ class ConsumerProtocolMember(ConsumerMemberView):
             self._commits.auto_commit(self._stamp(), now_ms)
         self._stay_in_group_on_close = not self.config.leaves_on_close(leave_group)
         self._leave_group()
-
-    def take_events(self) -> list:
-        return self._events.take()
 
     # -- protocol side -----------------------------------------------------------------
 
@@ -630,12 +620,6 @@ class ConsumerProtocolMember(ConsumerMemberView):
             self._events.append(PartitionsLost(self._owned))
         self._owned = frozenset()
         self._events.append(FatalError(error))
-
-    def _check_open(self) -> None:
-        if self._closing:
-            raise MemberClosedError("the group member is closed")
-        if self._fsm.state is _S.FATAL:
-            raise MemberClosedError(f"the group member failed: {self.last_error}")
 
     def __repr__(self) -> str:
         return (f"ConsumerProtocolMember({self.config.group_id!r}, {self.member_id!r}, "

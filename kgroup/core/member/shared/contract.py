@@ -29,7 +29,7 @@ __all__ = ["MEMBER_CONTRACT_NAMES", "MemberContract", "MemberSettings"]
 
 
 class MemberSettings(Protocol):
-    """The settings an adapter reads back from either member's config."""
+    """The settings both members' configs have (adapters and the shared committer read them)."""
 
     @property
     def group_id(self) -> str: ...
@@ -39,6 +39,15 @@ class MemberSettings(Protocol):
 
     @property
     def client_id(self) -> str: ...
+
+    @property
+    def enable_auto_commit(self) -> bool: ...
+
+    @property
+    def auto_commit_interval_ms(self) -> int: ...
+
+    @property
+    def retry_backoff_ms(self) -> int: ...
 
 
 @runtime_checkable
