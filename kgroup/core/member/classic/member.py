@@ -166,16 +166,6 @@ class GroupMember(MemberView):
         else:
             self._react(sent.kind, code, token, sent, response, now_ms)
 
-    def on_transport_error(self, token: int, now_ms: int) -> None:
-        sent = self._requests.pop(token)
-        if sent is None or self._fsm.state is _STATE.FATAL:
-            return
-        if sent.kind is _KIND.FIND:
-            self._coordinator.retry_find(now_ms)
-            return
-        self._abandon(token, sent, now_ms)
-        self._mark_coordinator_unknown(now_ms)
-
     def get_timer(self) -> Optional[int]:
         """The earliest instant at which ``outbound`` may have something new to do."""
         if self._fsm.state is _STATE.FATAL:
@@ -245,7 +235,7 @@ class GroupMember(MemberView):
             elif step is Reaction.RECORD_ERROR:
                 self.last_error = error
             elif step is Reaction.MARK_COORDINATOR_UNKNOWN:
-                self._mark_coordinator_unknown(now_ms)
+                self._lose_coordinator(now_ms)
             elif step is Reaction.ADOPT_MEMBER_ID:
                 self._generation = Generation(NO_GENERATION, response.member_id, None)
             elif step is Reaction.RESET_GENERATION:
@@ -333,7 +323,7 @@ class GroupMember(MemberView):
         if self._hb.session_expired(now_ms):
             # No heartbeat answer for a whole session: suspect the coordinator (Java
             # AbstractCoordinator.HeartbeatThread: "session timed out without receiving a response").
-            self._mark_coordinator_unknown(now_ms)
+            self._lose_coordinator(now_ms)
         elif self._hb.poll_expired(now_ms):
             # The app stalled between polls.  Dynamic members leave so the group
             # rebalances now; static members only stop heartbeating (as Java does)
@@ -343,7 +333,7 @@ class GroupMember(MemberView):
             self._reset_generation(reset_member_id=not self.config.is_static)
             self._rejoin.request("poll timeout expired")
 
-    def _mark_coordinator_unknown(self, now_ms: int) -> None:
+    def _lose_coordinator(self, now_ms: int) -> None:
         for token, sent in self._coordinator.lose(now_ms):
             self._abandon(token, sent, now_ms)
 

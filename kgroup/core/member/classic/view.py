@@ -21,11 +21,11 @@ from kgroup.core.member.classic.leader import Leadership
 from kgroup.core.member.classic.rejoin import RejoinGate
 from kgroup.core.member.classic.states import ClassicMemberState, new_member_state_machine
 from kgroup.core.member.shared.events import NO_GENERATION_VALUE, Generation
-from kgroup.core.member.shared.view import MemberViewBase
+from kgroup.core.member.shared.base import MemberBase
 from kgroup.values import NO_GENERATION
 
 
-class MemberView(MemberViewBase[ClassicMemberState]):
+class MemberView(MemberBase[ClassicMemberState]):
     """One member's state and its read-only API (``GroupMember`` adds the protocol)."""
 
     _commits: Committer

@@ -230,17 +230,6 @@ class ConsumerProtocolMember(ConsumerMemberView):
             if code in COORDINATOR_MOVED:
                 self._lose_coordinator(now_ms)
 
-    def on_transport_error(self, token: int, now_ms: int) -> None:
-        sent = self._requests.pop(token)
-        if sent is None or self._fsm.state is _S.FATAL:
-            return
-        if sent.kind is _KIND.FIND:
-            self._requests.retry_at(_KIND.FIND, now_ms + self.config.retry_backoff_ms)
-            return
-        self._abandon(token, sent, now_ms)
-        # Kafka ``handleCoordinatorDisconnect``: a retriable failure suspects the coordinator.
-        self._lose_coordinator(now_ms)
-
     def get_timer(self) -> Optional[int]:
         """The earliest instant at which ``outbound`` may have something new to do."""
         if self._fsm.state is _S.FATAL:

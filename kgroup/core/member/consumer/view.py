@@ -26,14 +26,14 @@ from kgroup.core.member.consumer.states import (
     new_consumer_member_state_machine,
 )
 from kgroup.core.member.shared.events import Generation
-from kgroup.core.member.shared.view import MemberViewBase
+from kgroup.core.member.shared.base import MemberBase
 
 #: What ``PartitionsAssigned.generation.protocol_name`` says for this protocol.
 CONSUMER_PROTOCOL_NAME = "consumer"
 _S = ConsumerMemberState
 
 
-class ConsumerMemberView(MemberViewBase[ConsumerMemberState]):
+class ConsumerMemberView(MemberBase[ConsumerMemberState]):
     """One KIP-848 member's state and its read-only API (``ConsumerProtocolMember`` adds the protocol)."""
 
     _commits: ConsumerCommitter

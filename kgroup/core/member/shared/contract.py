@@ -22,10 +22,10 @@ from typing import Mapping, Optional, Protocol, Sequence, Union, runtime_checkab
 from kgroup.core.member.shared.events import Generation
 from kgroup.core.member.shared.requests import Outbound
 from kgroup.core.messages import OffsetAndMetadata
-from kgroup.errors import KGroupError
+from kgroup.errors import ConfigError, KGroupError
 from kgroup.values import TopicPartition
 
-__all__ = ["MEMBER_CONTRACT_NAMES", "MemberContract", "MemberSettings"]
+__all__ = ["MEMBER_CONTRACT_NAMES", "MemberContract", "MemberSettings", "check_group_id"]
 
 
 class MemberSettings(Protocol):
@@ -48,6 +48,12 @@ class MemberSettings(Protocol):
 
     @property
     def retry_backoff_ms(self) -> int: ...
+
+
+def check_group_id(group_id: object) -> None:
+    """Both configs refuse a member without a group (kgroup's members are always group-managed)."""
+    if not isinstance(group_id, str) or not group_id:
+        raise ConfigError(f"group_id must be a non-empty string for group management, got {group_id!r}")
 
 
 @runtime_checkable

@@ -1,6 +1,6 @@
 """What both members keep and answer alike: state machine, request book, events, subscription.
 
-:class:`MemberViewBase` is the part of :class:`~kgroup.core.member.shared.contract.MemberContract`
+:class:`MemberBase` is the part of :class:`~kgroup.core.member.shared.contract.MemberContract`
 whose logic is the same in both protocols; the classic ``MemberView`` and the KIP-848
 ``ConsumerMemberView`` add their own state (generation and rejoin gate; member epoch and
 reconciliation) and the protocol classes (``GroupMember``, ``ConsumerProtocolMember``)
@@ -16,14 +16,14 @@ from kgroup.core.fsm import StateMachine
 from kgroup.core.member.shared.committer import CommitterBase
 from kgroup.core.member.shared.contract import MemberSettings
 from kgroup.core.member.shared.events import EventQueue
-from kgroup.core.member.shared.requests import RequestBook
+from kgroup.core.member.shared.requests import RequestBook, RequestKind, Sent
 from kgroup.errors import KGroupError, MemberClosedError
 
 StateT = TypeVar("StateT", bound=enum.Enum)
 
 
-class MemberViewBase(Generic[StateT]):
-    """A member's shared state and read-only API; subclasses add their protocol's."""
+class MemberBase(Generic[StateT]):
+    """A member's shared state, read-only API and protocol steps; subclasses add their protocol's."""
 
     _commits: CommitterBase
 
@@ -97,6 +97,28 @@ class MemberViewBase(Generic[StateT]):
             self._subscription_changed()
 
     def unsubscribe(self, now_ms: int) -> None:
+        raise NotImplementedError
+
+    # -- the protocol's side ------------------------------------------------------------
+
+    def on_transport_error(self, token: int, now_ms: int) -> None:
+        """No answer will come for ``token``: a lookup is retried after the backoff; any other
+        request suspects the coordinator (Kafka ``handleCoordinatorDisconnect``)."""
+        sent = self._requests.pop(token)
+        if sent is None or self.failed:
+            return
+        if sent.kind is RequestKind.FIND:
+            self._requests.retry_at(RequestKind.FIND, now_ms + self.config.retry_backoff_ms)
+            return
+        self._abandon(token, sent, now_ms)
+        self._lose_coordinator(now_ms)
+
+    def _abandon(self, token: int, sent: Sent, now_ms: int) -> None:
+        """A request that will get no answer: the protocol redoes or reports what it carried."""
+        raise NotImplementedError
+
+    def _lose_coordinator(self, now_ms: int) -> None:
+        """Kafka ``markCoordinatorUnknown``: forget it, look it up again, redo what was in flight."""
         raise NotImplementedError
 
     def _subscription_changed(self) -> None:
