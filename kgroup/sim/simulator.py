@@ -3,7 +3,7 @@
 Real kgroup members (:class:`~kgroup.core.member.GroupMember`) with
 :class:`~kgroup.sim.app.ConsumerApp` applications, producers, the real
 in-memory cluster with its coordinators (:class:`~kgroup.testing.InMemoryKafka`)
-and the :class:`~kgroup.sim.network.Network` between them, on a
+and the :class:`~kgroup.sim.network.SimNetwork` between them, on a
 :class:`~kgroup.testing.MockClock` that the shared
 :class:`~kgroup.testing.scheduler.Scheduler` moves to the next deadline.
 
@@ -46,7 +46,7 @@ from kgroup.sim.checker import (
 from kgroup.sim.history import (
     CoordinatorMoved, FaultApplied, History, MemberFailed, MemberStopped, Transition,
 )
-from kgroup.sim.network import Network, NetworkConfig
+from kgroup.sim.network import SimNetwork, NetworkConfig
 from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.testing.clock import MockClock
 from kgroup.testing.in_memory_kafka import InMemoryKafka
@@ -240,7 +240,7 @@ class _Simulation:
         self.kafka.create_topic(AUX_TOPIC, 2)
         self.cluster = self.kafka.cluster
         self.history = History()
-        self.network = Network(seed, config.network)
+        self.network = SimNetwork(seed, config.network)
         self.scheduler = EventScheduler(self.clock)
         self.scheduler.add_timers(CachedHubTimers(self.kafka.hub))
         self.producers = [Producer(f"p{i}", TOPIC, self.cluster, self.history,
