@@ -14,6 +14,7 @@ import attrs
 
 from kgroup.assignors import RebalanceProtocol
 from kgroup.core.member.classic import codec
+from kgroup.core.member.classic.rejoin import RejoinGate
 from kgroup.core.member.shared.events import (
     Generation,
     MemberEvent,
@@ -21,7 +22,6 @@ from kgroup.core.member.shared.events import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.classic.rejoin import RejoinGate
 from kgroup.values import Assignment
 
 

@@ -14,9 +14,9 @@ from typing import Optional
 
 from kgroup.core import messages as m
 from kgroup.core.member.classic.config import MemberConfig
-from kgroup.core.member.shared.events import Generation
 from kgroup.core.member.classic.heartbeat import HeartbeatTimer
 from kgroup.core.member.classic.membership import heartbeat_request
+from kgroup.core.member.shared.events import Generation
 from kgroup.core.member.shared.requests import Outbound, RequestBook, RequestKind, Sent
 
 _KIND = RequestKind

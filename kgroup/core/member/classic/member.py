@@ -23,13 +23,13 @@ from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member.classic import leader, membership, reactions
 from kgroup.core.member.classic.assignment import assignment_change
 from kgroup.core.member.classic.config import MemberConfig
-from kgroup.core.member.shared.events import NO_GENERATION_VALUE, FatalError, Generation
-from kgroup.core.member.shared.offsets import normalize_offsets
 from kgroup.core.member.classic.reactions import STEP_ORDER, Reaction
 from kgroup.core.member.classic.rejoin import Rejoin
-from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
 from kgroup.core.member.classic.states import ClassicMemberState
 from kgroup.core.member.classic.view import MemberView
+from kgroup.core.member.shared.events import NO_GENERATION_VALUE, FatalError, Generation
+from kgroup.core.member.shared.offsets import normalize_offsets
+from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
 from kgroup.errors import KGroupError, ProtocolError
 from kgroup.values import NO_GENERATION, Subscription, TopicPartition
 

@@ -20,8 +20,8 @@ from kgroup.core.member.classic.heartbeat import HeartbeatTimer
 from kgroup.core.member.classic.leader import Leadership
 from kgroup.core.member.classic.rejoin import RejoinGate
 from kgroup.core.member.classic.states import ClassicMemberState, new_member_state_machine
-from kgroup.core.member.shared.events import NO_GENERATION_VALUE, Generation
 from kgroup.core.member.shared.base import MemberBase
+from kgroup.core.member.shared.events import NO_GENERATION_VALUE, Generation
 from kgroup.values import NO_GENERATION
 
 

@@ -7,8 +7,9 @@ coordinator hands out.  Kafka's client is the model: ``ConsumerMembershipManager
 ``AbstractMembershipManager``, ``ConsumerHeartbeatRequestManager`` and
 ``CommitRequestManager`` (org.apache.kafka.clients.consumer.internals).
 
-:class:`ConsumerProtocolMember` keeps the classic :class:`~kgroup.core.member.GroupMember`'s
-adapter contract, so the same runner, heartbeat thread and transports drive it::
+:class:`ConsumerProtocolMember` satisfies :class:`~kgroup.core.member.MemberContract`, as the
+classic :class:`~kgroup.core.member.GroupMember` does, so the same runner, heartbeat thread and
+transports drive it::
 
     member = ConsumerProtocolMember(ConsumerProtocolConfig(group_id="g"), now_ms, random_bytes=os.urandom)
     member.subscribe(["orders"], now_ms)
@@ -28,7 +29,9 @@ incremental heartbeats), ``heartbeat_schedule.py`` (interval, backoff, poll
 timer), ``heartbeat_errors.py`` (the error table), ``reconciliation.py``
 (commit -> revoke -> assign as a table-checked machine), ``committer.py``
 (commits with the member epoch), ``view.py`` (the member's state and what
-an adapter reads), ``member.py`` (the protocol).
+an adapter reads), ``member.py`` (the protocol).  What it shares with the classic
+member (request book, events, commit book, ``MemberBase``, ``CommitterBase``) is in
+``kgroup/core/member/shared/``.
 """
 from kgroup.core.member.consumer.config import (
     CLASSIC,

@@ -25,8 +25,8 @@ from kgroup.core.member.consumer.states import (
     ConsumerMemberState,
     new_consumer_member_state_machine,
 )
-from kgroup.core.member.shared.events import Generation
 from kgroup.core.member.shared.base import MemberBase
+from kgroup.core.member.shared.events import Generation
 
 #: What ``PartitionsAssigned.generation.protocol_name`` says for this protocol.
 CONSUMER_PROTOCOL_NAME = "consumer"
