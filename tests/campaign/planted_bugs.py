@@ -10,7 +10,7 @@ import contextlib
 
 import attrs
 
-from kgroup.core.member import commits
+from kgroup.core.member.shared import commits
 from kgroup.core.member.classic.member import GroupMember
 from kgroup.values import Subscription
 
