@@ -48,7 +48,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import attrs
 
-from kgroup.core.member import MemberState
+from kgroup.core.member import ClassicMemberState
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.errors import KGroupError
 from kgroup.values import TopicPartition
@@ -250,7 +250,7 @@ class HeldMember:
 
     def healthy(self) -> bool:
         view = self.consumer.member
-        return not (view.closed or view.state is MemberState.FATAL)
+        return not (view.closed or view.state is ClassicMemberState.FATAL)
 
 
 def _held(bootstrap_servers: str, group_id: str) -> list[HeldMember]:
@@ -395,7 +395,7 @@ def _settle(member: Any, deadline: float, token_text: str) -> None:
     while True:
         member.poll(POLL_STEP_MS)
         view = member.member
-        if view.state is MemberState.STABLE and not view.rejoin_needed:
+        if view.state is ClassicMemberState.STABLE and not view.rejoin_needed:
             return
         if time.monotonic() > deadline:
             raise BatchNotCoveredError(

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 import attrs
 
 from kgroup.broker_conformance.normalise import canonical
-from kgroup.broker_conformance.scenario import AREAS, SCENARIOS, Scenario, run_scenario
+from kgroup.broker_conformance.scenario import AREAS, SCENARIOS, ConformanceScenario, run_scenario
 from kgroup.errors import KGroupError
 
 __all__ = ["RECORDED_DIR", "ScenarioResult", "SuiteResult", "compare_steps", "default_recording",
@@ -43,7 +43,7 @@ class RecordingError(KGroupError):
 
 @attrs.frozen
 class ScenarioResult:
-    scenario: Scenario
+    scenario: ConformanceScenario
     steps: List[List[Any]]
     expected: Optional[List[List[Any]]]
     diffs: List[str]
@@ -85,7 +85,7 @@ class SuiteResult:
         return "\n".join(lines)
 
 
-def select(patterns: Optional[Sequence[str]] = None) -> List[Scenario]:
+def select(patterns: Optional[Sequence[str]] = None) -> List[ConformanceScenario]:
     """Scenarios whose id matches any of the shell-style ``patterns`` (all when none); a pattern
     without wildcards matches ids that contain it."""
     load_all()
@@ -157,7 +157,7 @@ def _short(value: Any, limit: int = 160) -> str:
 
 
 def run_suite(bootstrap: str, expected: Optional[Dict[str, Any]] = None,
-              scenarios: Optional[Iterable[Scenario]] = None,
+              scenarios: Optional[Iterable[ConformanceScenario]] = None,
               progress: Optional[Callable[[ScenarioResult], None]] = None) -> SuiteResult:
     """Run ``scenarios`` (default: all) one after the other against ``bootstrap``; compare each with
     ``expected`` (a recording's ``scenarios`` map) when given."""

@@ -24,7 +24,7 @@ from kgroup.broker_conformance.connection import (
 from kgroup.broker_conformance.normalise import Normaliser
 from kgroup.errors import KGroupError
 
-__all__ = ["AREAS", "SCENARIOS", "Scenario", "ScenarioContext", "ScenarioError", "scenario"]
+__all__ = ["AREAS", "SCENARIOS", "ConformanceScenario", "ScenarioContext", "ScenarioError", "scenario"]
 
 #: Areas, in report order.
 AREAS = ("classic", "static", "offsets", "groups-admin", "consumer-848", "broker")
@@ -53,14 +53,14 @@ class ScenarioError(KGroupError):
 
 
 @attrs.frozen
-class Scenario:
+class ConformanceScenario:
     scenario_id: str
     area: str
     description: str
     run: Callable[["ScenarioContext"], None]
 
 
-SCENARIOS: Dict[str, Scenario] = {}
+SCENARIOS: Dict[str, ConformanceScenario] = {}
 
 
 ScenarioScript = Callable[["ScenarioContext"], None]
@@ -74,7 +74,7 @@ def scenario(scenario_id: str, area: str, description: str) -> Callable[[Scenari
     def register(function: Callable[["ScenarioContext"], None]) -> Callable[["ScenarioContext"], None]:
         if scenario_id in SCENARIOS:
             raise KGroupError(f"two scenarios share the id {scenario_id!r}")
-        SCENARIOS[scenario_id] = Scenario(scenario_id, area, description, function)
+        SCENARIOS[scenario_id] = ConformanceScenario(scenario_id, area, description, function)
         return function
     return register
 
@@ -297,7 +297,7 @@ def _label(request: Any) -> str:
     return f"{type(request).__name__.replace('Request', '')} v{request.API_VERSION}"
 
 
-def run_scenario(bootstrap: str, chosen: Scenario) -> Tuple[List[List[Any]], Optional[str]]:
+def run_scenario(bootstrap: str, chosen: ConformanceScenario) -> Tuple[List[List[Any]], Optional[str]]:
     """Run one scenario: (its recorded steps, None) or (the steps so far, why it stopped)."""
     context = ScenarioContext(bootstrap, chosen.scenario_id)
     problem: Optional[str] = None

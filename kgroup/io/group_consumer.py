@@ -7,7 +7,7 @@ events delivered.  The application tracks its positions with
 ``set_position`` so auto-commit and ``commit()`` know what to store.
 
 ``group_protocol="consumer"`` makes the member speak KIP-848's
-ConsumerGroupHeartbeat (:mod:`kgroup.core.member.consumer_protocol`); the
+ConsumerGroupHeartbeat (:mod:`kgroup.core.member.consumer`); the
 coordinator then decides the session timeout, the heartbeat interval and
 the assignment, so ``session_timeout_ms``, ``heartbeat_interval_ms`` and
 ``assignors`` are configuration errors with it (as in Kafka's ``ConsumerConfig``),
@@ -27,21 +27,22 @@ from kgroup.core.member import (
     Generation,
     GroupMember,
     MemberConfig,
+    MemberContract,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.consumer_protocol import (
+from kgroup.core.member.consumer import (
     CONSUMER,
-    ConsumerGroupMember,
     ConsumerProtocolConfig,
+    ConsumerProtocolMember,
     check_group_protocol_settings,
 )
-from kgroup.core.member.consumer_protocol.member_id import RandomBytes
+from kgroup.core.member.consumer.member_id import RandomBytes
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.errors import ConfigError, KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
-from kgroup.io.runner import AnyMember, MemberRunner, block_until, monotonic_ms
+from kgroup.io.runner import MemberRunner, block_until, monotonic_ms
 from kgroup.io.transport import Transport
 from kgroup.values import TopicPartition
 
@@ -54,7 +55,7 @@ class PollResult:
 
 def make_member(group_id: str, now_ms: int, group_protocol: str = "classic",
                 assignors: Optional[Sequence] = None, group_remote_assignor: Optional[str] = None,
-                random_bytes: RandomBytes = os.urandom, **config) -> AnyMember:
+                random_bytes: RandomBytes = os.urandom, **config) -> MemberContract:
     """A pure member for ``group_protocol``; a setting that protocol does not take is a ConfigError.
 
     ``assignors`` None means kgroup's default, ``("range",)``, for the classic protocol;
@@ -68,7 +69,7 @@ def make_member(group_id: str, now_ms: int, group_protocol: str = "classic",
             raise ConfigError(f"{', '.join(unknown)}: not a setting of group_protocol='consumer'")
         consumer_config = ConsumerProtocolConfig(group_id=group_id,
                                                  group_remote_assignor=group_remote_assignor, **config)
-        return ConsumerGroupMember(consumer_config, now_ms, random_bytes=random_bytes)
+        return ConsumerProtocolMember(consumer_config, now_ms, random_bytes=random_bytes)
     classic = MemberConfig(group_id=group_id, assignors=tuple(assignors or ("range",)), **config)
     return GroupMember(classic, now_ms)
 
@@ -79,8 +80,8 @@ class GroupConsumer:
                  partitions_per_topic: Optional[Mapping[str, int]] = None, group_protocol: str = "classic",
                  group_remote_assignor: Optional[str] = None, **config) -> None:
         clock = clock or monotonic_ms
-        self._member: AnyMember = make_member(group_id, clock(), group_protocol, assignors,
-                                              group_remote_assignor, **config)
+        self._member: MemberContract = make_member(group_id, clock(), group_protocol, assignors,
+                                                   group_remote_assignor, **config)
         self._config = self._member.config
         self._runner = MemberRunner(self._member, transport, clock)
         self._listener = listener
@@ -100,7 +101,7 @@ class GroupConsumer:
     # -- queries ---------------------------------------------------------------
 
     @property
-    def member(self) -> AnyMember:
+    def member(self) -> MemberContract:
         """The pure member (read-only use: state, generation)."""
         return self._member
 
@@ -211,13 +212,8 @@ class GroupConsumer:
         clock = self._runner.clock
         offsets = self._owned_positions() if offsets is None else offsets
         with self._runner.foreground() as member:
-            if generation is None:
-                token = member.commit_offsets(offsets, clock(), deadline_ms=clock() + timeout_ms)
-            elif isinstance(member, GroupMember):
-                token = member.commit_offsets(offsets, clock(), deadline_ms=clock() + timeout_ms,
-                                              generation=generation)
-            else:
-                raise ConfigError("commit(generation=...) is for the classic group protocol")
+            token = member.commit_offsets(offsets, clock(), deadline_ms=clock() + timeout_ms,
+                                          generation=generation)
         result = self._wait_for(self._commit_results, token, timeout_ms)
         if result.error is not None:
             raise result.error
@@ -234,7 +230,7 @@ class GroupConsumer:
     def _wait_for(self, results: dict, token: int, timeout_ms: int):
         runner = self._runner
 
-        def take_results(member: AnyMember) -> None:
+        def take_results(member: MemberContract) -> None:
             for event in member.take_events():
                 if isinstance(event, (CommitCompleted, CommittedFetched)):
                     self._dispatch_one(event)

@@ -1,5 +1,5 @@
-"""Binds a pure member (classic ``GroupMember`` or KIP-848 ``ConsumerGroupMember``) to a Transport
-and a real clock, behind one lock.
+"""Binds a pure member (any :class:`~kgroup.core.member.MemberContract`: the classic ``GroupMember`` or the
+KIP-848 ``ConsumerProtocolMember``) to a Transport and a real clock, behind one lock.
 
 The runner never runs application callbacks: it moves requests and
 responses between the member and the transport.  Two threads use it - the
@@ -16,15 +16,12 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import Callable, Optional, Union
+from typing import Callable, Optional
 
-from kgroup.core.member import GroupMember
-from kgroup.core.member.consumer_protocol import ConsumerGroupMember
+from kgroup.core.member import MemberContract
 from kgroup.io.transport import Transport, TransportError
 
 Clock = Callable[[], int]
-#: Either protocol's member: both keep the same adapter contract (outbound / on_response / ...).
-AnyMember = Union[GroupMember, ConsumerGroupMember]
 
 #: Longest single blocking wait of the polling thread: it looks at its deadline, a wakeup and
 #: the heartbeat thread's health at least this often.
@@ -44,7 +41,7 @@ def wait_until_ms(deadline_ms: Optional[int], now_ms: int, cap_ms: int) -> int:
 
 
 class MemberRunner:
-    def __init__(self, member: AnyMember, transport: Transport, clock: Optional[Clock] = None) -> None:
+    def __init__(self, member: MemberContract, transport: Transport, clock: Optional[Clock] = None) -> None:
         self.member = member
         self.transport = transport
         self.clock = clock or monotonic_ms
@@ -109,12 +106,12 @@ class MemberRunner:
 
     def wait_ms(self, cap_ms: int) -> int:
         """How long the caller may wait before the member has something to do (>= 1 ms)."""
-        return wait_until_ms(self.member.next_deadline_ms(), self.clock(), cap_ms)
+        return wait_until_ms(self.member.get_timer(), self.clock(), cap_ms)
 
 
 def block_until(runner: MemberRunner, deadline_ms: Optional[int], done: Callable[[], bool], *,
                 check: Optional[Callable[[], None]] = None,
-                after_step: Optional[Callable[[AnyMember], None]] = None,
+                after_step: Optional[Callable[[MemberContract], None]] = None,
                 wake_for_member: bool = False) -> bool:
     """The polling thread's blocking loop: True once ``done()``, False once ``deadline_ms`` passed.
 

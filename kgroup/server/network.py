@@ -36,7 +36,7 @@ _SIZE = struct.Struct(">i")
 LARGE_FRAME_BYTES = 65_536
 
 
-class _Connection(asyncio.Protocol):
+class _ClientSocket(asyncio.Protocol):
     def __init__(self, network: "Network", node_id: int) -> None:
         self.network = network
         self.node_id = node_id
@@ -157,7 +157,7 @@ class Network:
         self.host = host
         self.real_time = real_time
         self.connection_ids = itertools.count(1)
-        self.connections: Dict[int, _Connection] = {}
+        self.connections: Dict[int, _ClientSocket] = {}
         self.servers: Dict[int, asyncio.AbstractServer] = {}
         self._timer: Optional[asyncio.TimerHandle] = None
         #: Decodes large request frames and encodes large answers off the event loop: pure work
@@ -174,7 +174,7 @@ class Network:
 
     async def listen(self, node_id: int, sock: socket.socket) -> None:
         loop = asyncio.get_running_loop()
-        self.servers[node_id] = await loop.create_server(lambda: _Connection(self, node_id), sock=sock)
+        self.servers[node_id] = await loop.create_server(lambda: _ClientSocket(self, node_id), sock=sock)
 
     def stop_listening(self, node_id: int) -> None:
         """Close a broker's listener and every connection to it (the broker is gone)."""
@@ -202,16 +202,16 @@ class Network:
 
     # -- connections --------------------------------------------------------------------------
 
-    def opened(self, connection: _Connection, host: str) -> None:
+    def opened(self, connection: _ClientSocket, host: str) -> None:
         self.connections[connection.connection_id] = connection
         self.engine.connection_opened(connection.connection_id, connection.node_id, host)
 
-    def lost(self, connection: _Connection) -> None:
+    def lost(self, connection: _ClientSocket) -> None:
         self._release_gc(connection.connection_id)
         if self.connections.pop(connection.connection_id, None) is not None:
             self.engine.connection_closed(connection.connection_id)
 
-    def answered(self, connection: _Connection) -> None:
+    def answered(self, connection: _ClientSocket) -> None:
         """A connection's answer went out: its large request, if it was one, is over."""
         if self._gc_holders:
             self._release_gc(connection.connection_id)
@@ -234,7 +234,7 @@ class Network:
             if not self._gc_holders and self._gc_was_enabled:
                 gc.enable()
 
-    def handle(self, connection: _Connection, frame: bytes) -> None:
+    def handle(self, connection: _ClientSocket, frame: bytes) -> None:
         if len(frame) >= LARGE_FRAME_BYTES:
             self._hold_gc(connection.connection_id)
             self._off_loop(connection, self.engine.decode, frame,
@@ -242,7 +242,7 @@ class Network:
             return
         self._handle(connection, frame, None)
 
-    def _handle(self, connection: _Connection, frame: bytes, decoded: Any) -> None:
+    def _handle(self, connection: _ClientSocket, frame: bytes, decoded: Any) -> None:
         if connection.closed:
             return
         try:
@@ -254,14 +254,14 @@ class Network:
             return
         self.dispatch(replies)
 
-    def encode_off_loop(self, connection: _Connection, reply: Reply) -> None:
+    def encode_off_loop(self, connection: _ClientSocket, reply: Reply) -> None:
         encode = reply.encode
         assert encode is not None
         self._hold_gc(connection.connection_id)
         self._off_loop(connection, lambda _: encode(), None,
                        lambda data: connection.deliver(Reply(reply.connection_id, data, reply.close)))
 
-    def _off_loop(self, connection: _Connection, work: Callable[[Any], Any], argument: Any,
+    def _off_loop(self, connection: _ClientSocket, work: Callable[[Any], Any], argument: Any,
                   then: Callable[[Any], None]) -> None:
         """Run ``work(argument)`` on the codec thread, then ``then(result)`` back on the loop."""
         future = asyncio.get_running_loop().run_in_executor(self._codec, work, argument)

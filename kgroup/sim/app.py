@@ -24,17 +24,17 @@ Each application draws its behaviour from its own stream,
 from __future__ import annotations
 
 import random
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, Optional, Tuple
 
 import attrs
 
 from kgroup.core.cluster import ClusterStateMachine
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import (
-    CommitCompleted, CommittedFetched, GroupMember, MemberState, PartitionsAssigned, PartitionsLost,
+    ClassicMemberState, CommitCompleted, CommittedFetched, MemberContract, PartitionsAssigned, PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.consumer_protocol import ConsumerGroupMember, ConsumerMemberState
+from kgroup.core.member.consumer import ConsumerMemberState
 from kgroup.core.messages import OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest
 from kgroup.errors import ClusterError
 from kgroup.io.runner import MemberRunner
@@ -50,7 +50,7 @@ COMMIT_MODES = ("auto", "sync", "async")
 #: Only when asked for (drawing it in ``mixed`` would reshuffle every seed's applications).
 RETRIED = "retried"
 #: The states in which an application commits what it processed (classic and KIP-848 members).
-_COMMITS_IN = (MemberState.STABLE, ConsumerMemberState.STABLE)
+_COMMITS_IN = (ClassicMemberState.STABLE, ConsumerMemberState.STABLE)
 
 
 @attrs.frozen
@@ -78,7 +78,7 @@ def draw_profile(rng: random.Random, commit_mode: str, processing_ms_per_record:
 class ConsumerApp:
     """One consumer process (see the module doc); the scheduler's :class:`AppPoller` for its member."""
 
-    def __init__(self, name: str, instance_id: Optional[str], member: Union[GroupMember, ConsumerGroupMember],
+    def __init__(self, name: str, instance_id: Optional[str], member: MemberContract,
                  profile: AppProfile,
                  cluster: ClusterStateMachine, history: History, now_ms: int,
                  reachable=lambda member, broker: True, on_failed=lambda name: None) -> None:

@@ -61,7 +61,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 import attrs
 
 from kgroup.assignors import RebalanceProtocol
-from kgroup.core.member import MemberState
+from kgroup.core.member import ClassicMemberState
 from kgroup.sim.history import (
     CommitAnswered, CommitSent, CoordinatorMoved, FaultApplied, History, MemberFailed, OwnershipChanged,
     Processed, Resumed, Transition,
@@ -77,7 +77,7 @@ CHECKS = ("same-generation-owners", "eager-owns-during-rebalance", "offset-went-
 #: The assignors that promise stickiness (``needless-move`` judges only these).
 STICKY_ASSIGNORS = ("sticky", "cooperative-sticky")
 
-_IN_REBALANCE = (MemberState.COMPLETING_REBALANCE,)
+_IN_REBALANCE = (ClassicMemberState.COMPLETING_REBALANCE,)
 #: Member states (classic, then KIP-848) between a member's join and its assignment's arrival.
 _JOINING = ("PREPARING_REBALANCE", "COMPLETING_REBALANCE", "JOINING", "RECONCILING", "ACKNOWLEDGING")
 #: Commit answers that say the member was fenced (classic generations, KIP-848 member epochs).

@@ -23,22 +23,22 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import attrs
 
-from kgroup.core.member.consumer_protocol import CLASSIC, CONSUMER
+from kgroup.core.member.consumer import CLASSIC, CONSUMER
 from kgroup.errors import ConfigError
 from kgroup.sim.campaign import CampaignResult, Job, SeedOutcome, run_jobs
 from kgroup.sim.metrics import percentile
 from kgroup.sim.schedule import Schedule, generate_schedule
 from kgroup.sim.simulator import ASSIGNORS, SimConfig
 
-__all__ = ["SCENARIOS", "Comparison", "Scenario", "Variant", "VariantSummary", "default_variants", "jobs",
-           "run_comparison", "scenario_schedule", "summarise", "variant_config", "write_report"]
+__all__ = ["SCENARIOS", "Comparison", "ComparisonScenario", "Variant", "VariantSummary", "default_variants",
+           "jobs", "run_comparison", "scenario_schedule", "summarise", "variant_config", "write_report"]
 
 #: The assignors of the eager protocol; cooperative-sticky is the cooperative one (KIP-429).
 EAGER_ASSIGNORS = ("range", "roundrobin", "sticky")
 
 
 @attrs.frozen
-class Scenario:
+class ComparisonScenario:
     name: str
     #: The fault plan's mode (:class:`~kgroup.sim.schedule.FaultPlan`): ``mixed`` or ``static-bounce``.
     faults: str
@@ -46,10 +46,11 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("mixed", "mixed",
-             "every fault kind (members, brokers, network, partitions), 1 to max-faults a seed"),
-    Scenario("bounces", "static-bounce",
-             "rolling restarts only: 1 to 3 member restarts, each back within half the session timeout"),
+    ComparisonScenario("mixed", "mixed",
+                       "every fault kind (members, brokers, network, partitions), 1 to max-faults a seed"),
+    ComparisonScenario(
+        "bounces", "static-bounce",
+        "rolling restarts only: 1 to 3 member restarts, each back within half the session timeout"),
 )
 
 
@@ -80,14 +81,14 @@ def default_variants() -> Tuple[Variant, ...]:
         Variant("uniform", static, CONSUMER) for static in (False, True))
 
 
-def scenario_schedule(seed: int, scenario: Scenario, base: SimConfig) -> Schedule:
+def scenario_schedule(seed: int, scenario: ComparisonScenario, base: SimConfig) -> Schedule:
     """The one schedule every variant of ``scenario`` replays for ``seed``: drawn with ``static`` set, so
     the plan (and with it the fault stream's draws) is the same whatever the variant's membership."""
     plan = attrs.evolve(base, static=True, faults=scenario.faults).fault_plan()
     return generate_schedule(seed, plan)
 
 
-def variant_config(base: SimConfig, scenario: Scenario, variant: Variant) -> SimConfig:
+def variant_config(base: SimConfig, scenario: ComparisonScenario, variant: Variant) -> SimConfig:
     # ``static-bounce`` makes every member static and adds the no-rebalance check: only for static
     # variants; a dynamic variant replays the same bounces as plain restarts.
     faults = scenario.faults if variant.static or scenario.faults != "static-bounce" else "mixed"
@@ -95,9 +96,9 @@ def variant_config(base: SimConfig, scenario: Scenario, variant: Variant) -> Sim
                         group_protocol=variant.group_protocol)
 
 
-def jobs(seeds: Iterable[int], scenarios: Sequence[Scenario], variants: Sequence[Variant],
-         base: SimConfig) -> List[Tuple[Scenario, Variant, Job]]:
-    out: List[Tuple[Scenario, Variant, Job]] = []
+def jobs(seeds: Iterable[int], scenarios: Sequence[ComparisonScenario], variants: Sequence[Variant],
+         base: SimConfig) -> List[Tuple[ComparisonScenario, Variant, Job]]:
+    out: List[Tuple[ComparisonScenario, Variant, Job]] = []
     for scenario in scenarios:
         for seed in seeds:
             schedule = scenario_schedule(seed, scenario, base)
@@ -143,7 +144,7 @@ class Comparison:
     seeds: Tuple[int, ...]
     #: Per scenario name, per variant: its outcomes in seed order.
     outcomes: Dict[str, Dict[Variant, Tuple[SeedOutcome, ...]]]
-    scenarios: Tuple[Scenario, ...]
+    scenarios: Tuple[ComparisonScenario, ...]
     variants: Tuple[Variant, ...]
     result: CampaignResult
 
@@ -170,7 +171,7 @@ class Comparison:
 
 
 def run_comparison(seeds: Iterable[int], base: SimConfig = SimConfig(),
-                   scenarios: Sequence[Scenario] = SCENARIOS,
+                   scenarios: Sequence[ComparisonScenario] = SCENARIOS,
                    variants: Sequence[Variant] = default_variants(),
                    workers: Optional[int] = None,
                    progress: Optional[Callable[[int, int, int], None]] = None) -> Comparison:
@@ -237,7 +238,7 @@ _SHORT = {"range": "range", "roundrobin": "rr", "sticky": "sticky", "cooperative
 _COLOURS = {"eager": "#1f77b4", "cooperative": "#2ca02c", "KIP-848": "#ff7f0e"}
 
 
-def _plot(comparison: Comparison, scenario: Scenario, path: str) -> None:
+def _plot(comparison: Comparison, scenario: ComparisonScenario, path: str) -> None:
     from kgroup.sim.timeline import pyplot
 
     plt = pyplot()

@@ -33,7 +33,7 @@ import attrs
 from kgroup.io.inprocess import InProcessHub, InProcessTransport
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError
 
-__all__ = ["Network", "NetworkConfig", "SimTransport", "TransportObserver"]
+__all__ = ["SimNetwork", "NetworkConfig", "SimTransport", "TransportObserver"]
 
 #: Requests sent without a node (bootstrap: FindCoordinator) use this broker key.
 ANY_BROKER = 0
@@ -67,7 +67,7 @@ class _Link:
 _WHOLE = (False, False, 0)
 
 
-class Network:
+class SimNetwork:
     def __init__(self, seed: int, config: NetworkConfig = NetworkConfig()) -> None:
         self.config = config
         self.rng = random.Random(f"network-{seed}")
@@ -190,9 +190,9 @@ class Network:
 
 
 class SimTransport(Transport):
-    """One member's connections, through the :class:`Network`, to the in-process cluster."""
+    """One member's connections, through the :class:`SimNetwork`, to the in-process cluster."""
 
-    def __init__(self, network: Network, member: str, inner: InProcessTransport, clock: Callable[[], int],
+    def __init__(self, network: SimNetwork, member: str, inner: InProcessTransport, clock: Callable[[], int],
                  broker_of: Callable[[NodeId], int], observer: Optional["TransportObserver"] = None) -> None:
         self.network = network
         self.observer = observer

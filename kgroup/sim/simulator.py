@@ -3,7 +3,7 @@
 Real kgroup members (:class:`~kgroup.core.member.GroupMember`) with
 :class:`~kgroup.sim.app.ConsumerApp` applications, producers, the real
 in-memory cluster with its coordinators (:class:`~kgroup.testing.InMemoryKafka`)
-and the :class:`~kgroup.sim.network.Network` between them, on a
+and the :class:`~kgroup.sim.network.SimNetwork` between them, on a
 :class:`~kgroup.testing.MockClock` that the shared
 :class:`~kgroup.testing.scheduler.Scheduler` moves to the next deadline.
 
@@ -32,9 +32,9 @@ from kgroup.core.consumer_group.group import ConsumerGroupState
 from kgroup.core.consumer_group.member import MemberState as CoordinatorMemberState
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
 from kgroup.core.fsm import add_transition_sink, remove_transition_sink
-from kgroup.core.member import GroupMember, MemberConfig, MemberState
-from kgroup.core.member.consumer_protocol import (
-    CLASSIC, CONSUMER, ConsumerGroupMember, ConsumerMemberState, ConsumerProtocolConfig,
+from kgroup.core.member import ClassicMemberState, GroupMember, MemberConfig, MemberContract
+from kgroup.core.member.consumer import (
+    CLASSIC, CONSUMER, ConsumerMemberState, ConsumerProtocolConfig, ConsumerProtocolMember,
 )
 from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse
 from kgroup.errors import ConfigError
@@ -46,7 +46,7 @@ from kgroup.sim.checker import (
 from kgroup.sim.history import (
     CoordinatorMoved, FaultApplied, History, MemberFailed, MemberStopped, Transition,
 )
-from kgroup.sim.network import Network, NetworkConfig
+from kgroup.sim.network import SimNetwork, NetworkConfig
 from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.testing.clock import MockClock
 from kgroup.testing.in_memory_kafka import InMemoryKafka
@@ -201,7 +201,7 @@ class Verdict:
 
 
 #: The state machines whose transitions the history records (coverage), by their state type.
-_MACHINE_KINDS = {MemberState: "member", GroupState: "group", ConsumerMemberState: "member",
+_MACHINE_KINDS = {ClassicMemberState: "member", GroupState: "group", ConsumerMemberState: "member",
                   ConsumerGroupState: "group", CoordinatorMemberState: "coordinator member"}
 
 
@@ -240,7 +240,7 @@ class _Simulation:
         self.kafka.create_topic(AUX_TOPIC, 2)
         self.cluster = self.kafka.cluster
         self.history = History()
-        self.network = Network(seed, config.network)
+        self.network = SimNetwork(seed, config.network)
         self.scheduler = EventScheduler(self.clock)
         self.scheduler.add_timers(CachedHubTimers(self.kafka.hub))
         self.producers = [Producer(f"p{i}", TOPIC, self.cluster, self.history,
@@ -266,12 +266,12 @@ class _Simulation:
         config, now = self.config, self.clock()
         profile = draw_profile(random.Random(f"app-{self.seed}-{name}"), config.commit_mode,
                                config.processing_ms_per_record)
-        member: Union[GroupMember, ConsumerGroupMember]
+        member: MemberContract
         if config.consumer_protocol:
             incarnation = self._incarnations[name] = self._incarnations.get(name, 0) + 1
             # KIP-1082: the process makes its member id; from its own stream, so a seed replays.
             ids = random.Random(f"member-id-{self.seed}-{name}-{incarnation}")
-            member = ConsumerGroupMember(ConsumerProtocolConfig(
+            member = ConsumerProtocolMember(ConsumerProtocolConfig(
                 group_id=GROUP, group_instance_id=self.instance_id_of(name), client_id=name,
                 max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
                 group_remote_assignor=self.assignor, enable_auto_commit=profile.commit_mode == "auto",
@@ -342,12 +342,11 @@ class _Simulation:
         if clean:
             # The application closes its consumer: the member commits (auto), revokes and leaves.
             app.member.close(self.clock(), positions=app.committable())
-            # A KIP-848 member leaves once the application ran its revocation callback.
-            runs_callbacks = isinstance(app.member, ConsumerGroupMember)
+            # The application runs the revocation callbacks its member waits on before leaving (the
+            # KIP-848 member does; the classic one leaves regardless and ignores a poll while closing).
             for _ in range(50):
-                if runs_callbacks:
-                    app.member.take_events()
-                    app.member.on_app_poll(self.clock())
+                app.member.take_events()
+                app.member.on_app_poll(self.clock())
                 for _round in range(20):
                     if not runner.step(0):
                         break

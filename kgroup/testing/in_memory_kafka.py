@@ -27,11 +27,11 @@ from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.messages import DescribeGroupsRequest, DescribeGroupsResponse
-from kgroup.core.member import MemberState
-from kgroup.core.member.consumer_protocol import ConsumerMemberState
+from kgroup.core.member import ClassicMemberState, MemberContract
+from kgroup.core.member.consumer import ConsumerMemberState
 from kgroup.errors import ConfigError
 from kgroup.io.inprocess import InProcessHub, InProcessTransport
-from kgroup.io.runner import AnyMember, MemberRunner, monotonic_ms
+from kgroup.io.runner import MemberRunner, monotonic_ms
 from kgroup.testing.clock import MockClock
 from kgroup.testing.scheduler import HubTimers, Scheduler
 
@@ -43,7 +43,7 @@ DEFAULT_APP_POLL_MS = 10
 class _PollingApp:
     """The application loop of one ``member()``: take events (to ``on_events``), then poll."""
 
-    def __init__(self, kafka: "InMemoryKafka", name: str, member: AnyMember, first_ms: int) -> None:
+    def __init__(self, kafka: "InMemoryKafka", name: str, member: MemberContract, first_ms: int) -> None:
         self.kafka = kafka
         self.name = name
         self.member = member
@@ -124,7 +124,7 @@ class InMemoryKafka:
         self._consumers.append(consumer)
         return consumer
 
-    def member(self, name: str, group_id: str, topics: Sequence[str], **config) -> AnyMember:
+    def member(self, name: str, group_id: str, topics: Sequence[str], **config) -> MemberContract:
         """A pure member named ``name`` that ``run()`` drives (MockClock only).
 
         ``group_protocol="consumer"`` makes a KIP-848 member; its member id is drawn from a random
@@ -151,7 +151,7 @@ class InMemoryKafka:
             raise ConfigError(f"{what} needs a MockClock; on the real clock use consumer()")
         return self.clock, self.scheduler
 
-    def members(self) -> Dict[str, AnyMember]:
+    def members(self) -> Dict[str, MemberContract]:
         return {name: runner.member for name, runner in self._runners.items()}
 
     def remove_member(self, name: str, leave_group: Optional[bool] = None) -> None:
@@ -227,7 +227,8 @@ class InMemoryKafka:
         node = self.coordinator_node(group_id)
         if any(isinstance(view[0], ConsumerMemberState) for view in views):
             return self._consumer_group_settled(group_id, views, node, check_members=names is None)
-        if not all(view[0] is MemberState.STABLE and not view[1] and view[2] == node for view in views):
+        if not all(view[0] is ClassicMemberState.STABLE and not view[1] and view[2] == node
+                   for view in views):
             return False
         generations = {view[3] for view in views}
         if len(generations) != 1 or self.group_state(group_id) is not GroupState.STABLE:

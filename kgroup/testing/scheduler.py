@@ -174,7 +174,7 @@ class DrivenMember:
 
     def next_deadline_ms(self) -> Optional[int]:
         if self.dirty or self.completion_due is None:
-            return self.runner.member.next_deadline_ms()
+            return self.runner.member.get_timer()
         return self.deadline
 
     def drain(self, now_ms: Optional[int] = None) -> None:
@@ -183,7 +183,7 @@ class DrivenMember:
         due = self.completion_due
         if now_ms is not None and due is not None and not due(now_ms):
             # A dirty member's deadline is asked again: a poll that made nothing due needs no step.
-            deadline = self.runner.member.next_deadline_ms() if self.dirty else self.deadline
+            deadline = self.runner.member.get_timer() if self.dirty else self.deadline
             if deadline is None or deadline > now_ms:
                 self.deadline = deadline
                 self.dirty = False
@@ -192,7 +192,7 @@ class DrivenMember:
             if not self.runner.step(0):
                 break
         if due is not None:
-            self.deadline = self.runner.member.next_deadline_ms()
+            self.deadline = self.runner.member.get_timer()
             self.dirty = False
 
 
@@ -294,7 +294,7 @@ class Scheduler:
                     best = due
             # DrivenMember.next_deadline_ms, inlined.
             if driven.dirty or driven.completion_due is None:
-                deadline = driven.runner.member.next_deadline_ms()
+                deadline = driven.runner.member.get_timer()
             else:
                 deadline = driven.deadline
             if deadline is not None and deadline < best:
@@ -465,7 +465,7 @@ class EventScheduler(Scheduler):
         stepped = True
         due = driven.completion_due
         if due is not None and not due(now):
-            deadline = driven.runner.member.next_deadline_ms() if was_dirty else driven.deadline
+            deadline = driven.runner.member.get_timer() if was_dirty else driven.deadline
             if deadline is None or deadline > now:
                 driven.deadline = deadline
                 driven.deadline_at = NEVER if deadline is None else deadline
@@ -481,7 +481,7 @@ class EventScheduler(Scheduler):
                     break
                 send_first = False
             if due is not None:
-                deadline = driven.deadline = driven.runner.member.next_deadline_ms()
+                deadline = driven.deadline = driven.runner.member.get_timer()
                 driven.deadline_at = NEVER if deadline is None else deadline
                 driven.dirty = False
         if stepped or was_dirty:
@@ -511,7 +511,7 @@ class EventScheduler(Scheduler):
                     due = app.next_poll_ms()
                     if due is not None and due < best:
                         best = due
-                deadline = driven.runner.member.next_deadline_ms()
+                deadline = driven.runner.member.get_timer()
                 if deadline is not None and deadline < best:
                     best = deadline
                 continue

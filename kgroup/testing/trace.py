@@ -37,7 +37,7 @@ class TraceEntry:
 
 
 def _kind(state: Any) -> str:
-    name = type(state).__name__
+    name = type(state).__name__.removeprefix("Classic")  # ClassicMemberState traces as "member"
     return (name[:-len("State")] if name.endswith("State") and name != "State" else name).lower()
 
 

@@ -6,7 +6,7 @@ import struct
 import threading
 
 from kgroup.broker_conformance.runner import compare_steps
-from kgroup.broker_conformance.scenario import Scenario, run_scenario
+from kgroup.broker_conformance.scenario import ConformanceScenario, run_scenario
 from kgroup.broker_conformance import builders
 
 
@@ -32,7 +32,7 @@ def test_an_undecodable_answer_is_recorded_and_stops_the_scenario():
 
     try:
         steps, problem = run_scenario(f"127.0.0.1:{listener.getsockname()[1]}",
-                                      Scenario("x.garbage", "broker", "test", script))
+                                      ConformanceScenario("x.garbage", "broker", "test", script))
     finally:
         server.join(timeout=5)
         listener.close()

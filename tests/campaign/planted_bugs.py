@@ -10,8 +10,8 @@ import contextlib
 
 import attrs
 
-from kgroup.core.member import commits
-from kgroup.core.member.member import GroupMember
+from kgroup.core.member.shared import commits
+from kgroup.core.member.classic.member import GroupMember
 from kgroup.values import Subscription
 
 

@@ -1,6 +1,6 @@
 """A KIP-848 member answered by hand: no coordinator, no threads (shared by tests/consumer_member).
 
-``ScriptedMember`` wraps one :class:`ConsumerGroupMember` on a mock clock;
+``ScriptedMember`` wraps one :class:`ConsumerProtocolMember` on a mock clock;
 the test plays the coordinator, answering each request the member sends
 with the response it chooses, and plays the application, whose callbacks
 are recorded in order.
@@ -15,7 +15,7 @@ from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatRequest, C
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import CommitCompleted, CommittedFetched, FatalError, PartitionsAssigned
 from kgroup.core.member import PartitionsLost, PartitionsRevoked
-from kgroup.core.member.consumer_protocol import ConsumerGroupMember, ConsumerProtocolConfig
+from kgroup.core.member.consumer import ConsumerProtocolMember, ConsumerProtocolConfig
 from kgroup.testing import MockClock
 from kgroup.values import TopicPartition
 
@@ -40,8 +40,8 @@ class ScriptedMember:
         config.setdefault("retry_backoff_ms", 50)
         config.setdefault("max_poll_interval_ms", 10_000)
         self.clock = MockClock(1000)
-        self.member = ConsumerGroupMember(ConsumerProtocolConfig(**config), self.clock.now_ms,
-                                          seeded_random_bytes(seed))
+        self.member = ConsumerProtocolMember(ConsumerProtocolConfig(**config), self.clock.now_ms,
+                                             seeded_random_bytes(seed))
         self.pending: dict[type, list] = {}
         #: ("revoked" | "assigned" | "lost", sorted partitions), in the order the app ran them.
         self.callbacks: list[tuple[str, list]] = []

@@ -10,7 +10,7 @@ import pytest
 
 from kgroup import GroupCoordinatorConfig
 from kgroup.core.consumer_group.group import ConsumerGroupState
-from kgroup.core.member.consumer_protocol import ConsumerMemberState
+from kgroup.core.member.consumer import ConsumerMemberState
 
 from cm_inprocess import OwnershipLedger
 

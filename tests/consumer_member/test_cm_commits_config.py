@@ -9,15 +9,15 @@ import pytest
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import StateMachine
-from kgroup.core.member.consumer_protocol import (
+from kgroup.core.member.consumer import (
     LEGAL_PREVIOUS,
     ConsumerMemberState,
     ConsumerProtocolConfig,
     check_group_protocol_settings,
     generate_member_id,
 )
-from kgroup.core.member.consumer_protocol import ConsumerMemberState as S
-from kgroup.core.member.consumer_protocol.member_id import uuid_string
+from kgroup.core.member.consumer import ConsumerMemberState as S
+from kgroup.core.member.consumer.member_id import uuid_string
 from kgroup.errors import CommitFailedError, ConfigError, IllegalStateTransition
 from kgroup.values import TopicPartition
 

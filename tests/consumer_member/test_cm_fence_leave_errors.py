@@ -9,8 +9,8 @@ import pytest
 from kgroup.core import messages as m
 from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatRequest
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.consumer_protocol import ConsumerMemberState as S
-from kgroup.core.member.consumer_protocol import ReconcileStep
+from kgroup.core.member.consumer import ConsumerMemberState as S
+from kgroup.core.member.consumer import ReconcileStep
 from kgroup.errors import (
     FencedInstanceIdError,
     GroupMaxSizeReachedError,
@@ -216,7 +216,7 @@ def test_fatal_heartbeat_errors(error, error_class):
     raised = sm.fatal[0].error
     assert type(raised) is error_class and raised.error_code is error
     assert "said the coordinator" in str(raised)
-    assert sm.pump() == [] and sm.member.next_deadline_ms() is None
+    assert sm.pump() == [] and sm.member.get_timer() is None
     with pytest.raises(MemberClosedError):
         sm.member.commit_offsets({T0: 1}, sm.now)
 
@@ -318,7 +318,7 @@ def test_a_leave_waits_for_a_commit_queued_behind_another():
     sm.member.commit_offsets({T0: 2}, sm.now, deadline_ms=sm.now + 5000)  # made in the callback
     assert sm.pump() == []
     assert sm.member.state is S.LEAVING
-    deadline = sm.member.next_deadline_ms()
+    deadline = sm.member.get_timer()
     assert deadline is None or deadline > sm.now
     sm.answer(m.OffsetCommitRequest, m.OffsetCommitResponse((m.PartitionError(T0, ErrorCode.NONE),)))
     out = sm.pump()

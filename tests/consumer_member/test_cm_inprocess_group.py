@@ -11,7 +11,7 @@ import time
 import pytest
 
 from kgroup.core.coordinator import GroupCoordinatorConfig
-from kgroup.core.member.consumer_protocol import ConsumerMemberState
+from kgroup.core.member.consumer import ConsumerMemberState
 from kgroup.errors import CommitFailedError, ConfigError
 from kgroup.io.group_consumer import GroupConsumer
 from kgroup.values import TopicPartition

@@ -7,8 +7,8 @@ from __future__ import annotations
 from kgroup.core import messages as m
 from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatRequest
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.consumer_protocol import ConsumerMemberState as S
-from kgroup.core.member.consumer_protocol import ReconcileStep
+from kgroup.core.member.consumer import ConsumerMemberState as S
+from kgroup.core.member.consumer import ReconcileStep
 from kgroup.values import TopicPartition
 
 from cm_script import ScriptedMember, tps

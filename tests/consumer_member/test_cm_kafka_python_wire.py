@@ -16,7 +16,7 @@ import pytest
 from kgroup import KafkaConsumer
 from kgroup import errors as kgroup_errors
 from kgroup.core.coordinator import GroupCoordinatorConfig
-from kgroup.core.member.consumer_protocol import ConsumerMemberState
+from kgroup.core.member.consumer import ConsumerMemberState
 
 from cm_inprocess import OwnershipLedger
 

@@ -27,7 +27,7 @@ from kafka.structs import OffsetAndMetadata, TopicPartition
 
 import kgroup.errors as kg
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member import CommitCompleted, MemberState
+from kgroup.core.member import CommitCompleted, ClassicMemberState
 from kgroup.io.kafka_python import errors as kerr
 from kgroup.io.transport import TransportError
 
@@ -73,7 +73,7 @@ CASES = [
     (kg.ConfigError("bad"), Errors.KafkaConfigurationError, False),
     (kg.UnknownAssignorError("nope", ["range"]), Errors.KafkaConfigurationError, False),
     (kg.InvalidProtocolMetadata("assignment", "truncated"), Errors.KafkaProtocolError, False),
-    (kg.IllegalStateTransition("member", MemberState.STABLE, MemberState.COMPLETING_REBALANCE),
+    (kg.IllegalStateTransition("member", ClassicMemberState.STABLE, ClassicMemberState.COMPLETING_REBALANCE),
      Errors.IllegalStateError, False),
     (kg.ProtocolError("Stable", object(), "unknown member"), Errors.IllegalStateError, False),
     (kg.ClusterError("no such topic", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
@@ -281,7 +281,7 @@ def test_commit_while_the_member_rejoins_is_rebalance_in_progress(make_coordinat
     wait_until(lambda: evicted(a), keep_polling=[b])
     # a polls: it rejoins, and the join is held until b (not polling) rejoins too.
     assert a.poll(timeout_ms=0) is False
-    wait_until(lambda: a._member.state is MemberState.PREPARING_REBALANCE, timeout_s=1.0)
+    wait_until(lambda: a._member.state is ClassicMemberState.PREPARING_REBALANCE, timeout_s=1.0)
     with pytest.raises(Errors.RebalanceInProgressError) as info:
         a.commit_offsets_sync(OFFSETS)
     assert isinstance(info.value, kg.CommitFailedError)

@@ -2,7 +2,7 @@ import pickle
 
 import pytest
 
-from kgroup.core.member import codec
+from kgroup.core.member.classic import codec
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from kgroup.core.member import MemberState
+from kgroup.core.member import ClassicMemberState
 
 TOPICS = {"t": 6}
 FAST = dict(session_timeout_ms=400, heartbeat_interval_ms=100, max_poll_interval_ms=1500,
@@ -25,4 +25,4 @@ def poll_until(consumers, predicate, timeout_s=5.0):
 def balanced(consumers):
     owned = [tp for c in consumers for tp in c.assignment()]
     return len(owned) == len(set(owned)) == 6 and all(
-        c.member.state is MemberState.STABLE and not c.member.rejoin_needed for c in consumers)
+        c.member.state is ClassicMemberState.STABLE and not c.member.rejoin_needed for c in consumers)

@@ -3,10 +3,10 @@ import pytest
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member import codec
+from kgroup.core.member.classic import codec
 from kgroup.assignors import Assignor, RebalanceProtocol
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
-from kgroup.core.member import GroupMember, MemberConfig, MemberState, PartitionsAssigned
+from kgroup.core.member import GroupMember, MemberConfig, ClassicMemberState, PartitionsAssigned
 from kgroup.io.inprocess import InProcessHub
 from kgroup.io.runner import MemberRunner
 from kgroup.testing import MockClock
@@ -204,7 +204,7 @@ class InProcessGroup:
 
     def settled(self):
         members = [r.member for r in self.runners.values()]
-        if not all(m.state is MemberState.STABLE and not m.rejoin_needed for m in members):
+        if not all(m.state is ClassicMemberState.STABLE and not m.rejoin_needed for m in members):
             return False
         owned = [tp for m in members for tp in m.assignment]
         return len(owned) == len(set(owned)) == sum(TOPICS.values())

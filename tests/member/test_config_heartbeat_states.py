@@ -1,8 +1,8 @@
 import pytest
 
 from kgroup.assignors import RebalanceProtocol
-from kgroup.core.member import LEGAL_PREVIOUS, HeartbeatTimer, MemberConfig, MemberState
-from kgroup.core.member.states import new_member_state_machine
+from kgroup.core.member import LEGAL_PREVIOUS, HeartbeatTimer, MemberConfig, ClassicMemberState
+from kgroup.core.member.classic.states import new_member_state_machine
 from kgroup.errors import ConfigError, IllegalStateTransition
 
 from member_fakes import CooperativeOnly, EagerOnly, SplitAssignor
@@ -71,15 +71,15 @@ def test_heartbeat_timing_math():
 
 def test_state_table_rejects_illegal_moves():
     fsm = new_member_state_machine("m")
-    assert set(LEGAL_PREVIOUS) == set(MemberState)
+    assert set(LEGAL_PREVIOUS) == set(ClassicMemberState)
     with pytest.raises(IllegalStateTransition):
-        fsm.transition_to(MemberState.STABLE)
+        fsm.transition_to(ClassicMemberState.STABLE)
     with pytest.raises(IllegalStateTransition):
-        fsm.transition_to(MemberState.COMPLETING_REBALANCE)
-    fsm.transition_to(MemberState.PREPARING_REBALANCE)
-    fsm.transition_to(MemberState.COMPLETING_REBALANCE)
-    fsm.transition_to(MemberState.STABLE)
-    fsm.transition_to(MemberState.FATAL)
-    for state in MemberState:
+        fsm.transition_to(ClassicMemberState.COMPLETING_REBALANCE)
+    fsm.transition_to(ClassicMemberState.PREPARING_REBALANCE)
+    fsm.transition_to(ClassicMemberState.COMPLETING_REBALANCE)
+    fsm.transition_to(ClassicMemberState.STABLE)
+    fsm.transition_to(ClassicMemberState.FATAL)
+    for state in ClassicMemberState:
         with pytest.raises(IllegalStateTransition):
             fsm.transition_to(state)

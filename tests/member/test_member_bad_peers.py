@@ -5,7 +5,7 @@ import pytest
 from kgroup.assignors import Assignor, RebalanceProtocol, get_assignor
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member import MemberState
+from kgroup.core.member import ClassicMemberState
 from kgroup.errors import ProtocolError
 from kgroup.values import Subscription, TopicPartition
 from kgroup.wire.consumer_protocol import decode_assignment, encode_subscription
@@ -43,7 +43,7 @@ def test_leader_assigns_nothing_to_a_member_whose_metadata_it_cannot_decode(garb
     members = [good("m1"), m.JoinGroupMember("bad", None, garbage), good("m3")]
     h.reply(m.JoinGroupRequest, join_response(h, members))
     [sync] = [r for r in h.pump() if isinstance(r, m.SyncGroupRequest)]
-    assert h.member.state is MemberState.COMPLETING_REBALANCE  # not FATAL
+    assert h.member.state is ClassicMemberState.COMPLETING_REBALANCE  # not FATAL
     given = {a.member_id: decode_assignment(a.assignment).partitions for a in sync.assignments}
     assert given["bad"] == ()
     assert sorted(given["m1"] + given["m3"]) == [TopicPartition("t", p) for p in range(4)]
@@ -56,7 +56,7 @@ def test_successful_join_response_without_a_generation_is_a_typed_protocol_error
     h.reply(m.JoinGroupRequest, join_response(h, [good("m1")], generation=-1))
     assert isinstance(h.member.last_error, ProtocolError)
     assert "JoinGroupResponse" in str(h.member.last_error) and "preparing" in str(h.member.last_error).lower()
-    assert h.member.state is MemberState.PREPARING_REBALANCE and not h.member.generation.is_valid
+    assert h.member.state is ClassicMemberState.PREPARING_REBALANCE and not h.member.generation.is_valid
     assert not any(isinstance(r, (m.SyncGroupRequest, m.HeartbeatRequest)) for r in h.pump())
     h.clock.advance(h.member.config.retry_backoff_ms)
     assert any(isinstance(r, m.JoinGroupRequest) for r in h.pump())  # it joins again
@@ -93,7 +93,7 @@ def test_static_leader_that_skipped_the_assignment_adopts_counts_it_learns_after
     h.reply(m.JoinGroupRequest, join_response(h, [good("m1"), good("m2")], skip_assignment=True))
     assert any(isinstance(r, m.SyncGroupRequest) for r in h.pump())
     h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "must-not-assign", b""))
-    assert h.member.state is MemberState.STABLE and h.member.is_leader
+    assert h.member.state is ClassicMemberState.STABLE and h.member.is_leader
     h.member.update_metadata({"t": 4}, h.now)
     assert not h.member.rejoin_needed
     h.member.update_metadata({"t": 6}, h.now)

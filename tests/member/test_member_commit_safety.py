@@ -79,7 +79,7 @@ def test_commit_waits_for_an_older_in_flight_commit_of_the_same_partition():
     [first] = sent_commits(h)
     h.member.commit_offsets({T0: 10, T1: 3}, h.now)
     assert sent_commits(h) == []  # held back: the answer to offset 5 decides whether it is retried
-    assert h.member.next_deadline_ms() != h.now  # blocked, not busy-polling
+    assert h.member.get_timer() != h.now  # blocked, not busy-polling
     h.reply(m.OffsetCommitRequest, commit_response(first, ErrorCode.NOT_COORDINATOR))
     h.find()
     [second] = sent_commits(h)
@@ -149,7 +149,7 @@ def test_commit_made_in_a_revocation_callback_goes_out_before_the_join():
 def test_fenced_commit_of_an_older_generation_fails_the_commit_not_the_member():
     """Kafka ConsumerCoordinatorTest.testCommitOffsetFencedInstanceWithNewGeneration: only a fenced
     commit sent in the current generation is fatal."""
-    from kgroup.core.member import MemberState
+    from kgroup.core.member import ClassicMemberState
 
     h = Harness(group_instance_id="i1")
     h.join([T0], generation=1)
@@ -160,17 +160,17 @@ def test_fenced_commit_of_an_older_generation_fails_the_commit_not_the_member():
     h.reply(m.OffsetCommitRequest, commit_response(sent, ErrorCode.FENCED_INSTANCE_ID))
     result = completed(h)[token]
     assert isinstance(result.error, CommitFailedError)
-    assert h.member.state is MemberState.STABLE and h.member.generation.generation_id == 2
+    assert h.member.state is ClassicMemberState.STABLE and h.member.generation.generation_id == 2
 
 
 def test_fenced_commit_of_the_current_generation_is_fatal():
     """Kafka ConsumerCoordinatorTest.testCommitOffsetFencedInstanceWithRebalancingGeneration's
     counterpart: the same generation fenced means another process took the instance id."""
-    from kgroup.core.member import MemberState
+    from kgroup.core.member import ClassicMemberState
 
     h = Harness(group_instance_id="i1")
     h.join([T0], generation=1)
     h.member.commit_offsets({T0: 3}, h.now)
     [sent] = sent_commits(h)
     h.reply(m.OffsetCommitRequest, commit_response(sent, ErrorCode.FENCED_INSTANCE_ID))
-    assert h.member.state is MemberState.FATAL
+    assert h.member.state is ClassicMemberState.FATAL

@@ -5,7 +5,7 @@ import pytest
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode as E
-from kgroup.core.member import CommittedFetched, FatalError, MemberState
+from kgroup.core.member import CommittedFetched, FatalError, ClassicMemberState
 from kgroup.errors import GroupMemberError
 from kgroup.values import Assignment, TopicPartition as TP
 
@@ -34,7 +34,7 @@ def syncing():
 def test_join_fatal_codes(code):
     h = joining()
     h.reply(m.JoinGroupRequest, m.JoinGroupResponse(code))
-    assert h.member.state is MemberState.FATAL
+    assert h.member.state is ClassicMemberState.FATAL
     [event] = h.member.take_events()
     assert isinstance(event, FatalError) and event.error.error_code is code
 
@@ -62,7 +62,7 @@ def test_join_unknown_member_id_resets_member_id():
 def test_sync_generation_gone_resets_and_rejoins(code, member_id):
     h = syncing()
     h.reply(m.SyncGroupRequest, m.SyncGroupResponse(code))
-    assert h.member.state is MemberState.UNJOINED and h.member.generation.generation_id == -1
+    assert h.member.state is ClassicMemberState.UNJOINED and h.member.generation.generation_id == -1
     [join] = h.pump()
     assert join.member_id == member_id
 
@@ -78,7 +78,7 @@ def test_sync_coordinator_moved_rediscovers_and_rejoins():
 def test_sync_with_a_different_protocol_is_fatal():
     h = syncing()
     h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "range", pickle.dumps(Assignment([]))))
-    assert h.member.state is MemberState.FATAL
+    assert h.member.state is ClassicMemberState.FATAL
 
 
 def test_heartbeat_in_completing_rebalance_ignores_rebalance_in_progress():
@@ -88,7 +88,7 @@ def test_heartbeat_in_completing_rebalance_ignores_rebalance_in_progress():
     assert isinstance(hb, m.HeartbeatRequest) and hb.generation_id == 4
     h.reply(m.HeartbeatRequest, m.HeartbeatResponse(E.REBALANCE_IN_PROGRESS))
     h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "split", pickle.dumps(Assignment([]))))
-    assert h.member.state is MemberState.STABLE and not h.member.rejoin_needed
+    assert h.member.state is ClassicMemberState.STABLE and not h.member.rejoin_needed
 
 
 def test_stale_heartbeat_error_from_an_old_generation_is_ignored():
@@ -103,7 +103,8 @@ def test_stale_heartbeat_error_from_an_old_generation_is_ignored():
     h.pump()
     h.reply(m.JoinGroupRequest, m.JoinGroupResponse(OK, 2, "consumer", "split", "x", "m1"))
     h.reply(m.HeartbeatRequest, m.HeartbeatResponse(E.ILLEGAL_GENERATION))
-    assert h.member.state is MemberState.COMPLETING_REBALANCE and h.member.generation.generation_id == 2
+    assert h.member.state is ClassicMemberState.COMPLETING_REBALANCE
+    assert h.member.generation.generation_id == 2
 
 
 def test_heartbeat_unexpected_error_retries_after_backoff():

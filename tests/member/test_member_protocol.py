@@ -5,7 +5,7 @@ import pytest
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import (
-    CommitCompleted, CommittedFetched, FatalError, MemberState, PartitionsAssigned, PartitionsLost,
+    CommitCompleted, CommittedFetched, FatalError, ClassicMemberState, PartitionsAssigned, PartitionsLost,
     PartitionsRevoked,
 )
 from kgroup.errors import (
@@ -25,7 +25,7 @@ def types(requests):
 def stable(**kw):
     h = Harness(**kw)
     events = h.join([T0, T1])
-    assert h.member.state is MemberState.STABLE
+    assert h.member.state is ClassicMemberState.STABLE
     return h, events
 
 
@@ -53,7 +53,7 @@ def test_no_join_before_the_app_polls():
     assert h.pump() == []
     h.member.on_app_poll(h.now)
     assert types(h.pump()) == [m.JoinGroupRequest]
-    assert h.member.state is MemberState.PREPARING_REBALANCE
+    assert h.member.state is ClassicMemberState.PREPARING_REBALANCE
 
 
 def test_member_id_required_rejoins_with_given_id():
@@ -100,7 +100,7 @@ def test_eager_revokes_all_before_join_and_join_waits_for_callbacks_and_commit()
     h.clock.advance(300)
     assert types(h.pump()) == [m.HeartbeatRequest]
     h.reply(m.HeartbeatRequest, m.HeartbeatResponse(ErrorCode.REBALANCE_IN_PROGRESS))
-    assert h.member.rejoin_needed and h.member.state is MemberState.STABLE
+    assert h.member.rejoin_needed and h.member.state is ClassicMemberState.STABLE
     h.member.on_app_poll(h.now, positions={T0: 5, T1: 7})
     # the pre-join auto-commit goes out; the JoinGroup does not yet
     assert types(h.pump()) == [m.OffsetCommitRequest]
@@ -171,7 +171,7 @@ def test_lost_generation_reports_lost_not_revoked(code):
     h.clock.advance(300)
     h.pump()
     h.reply(m.HeartbeatRequest, m.HeartbeatResponse(code))
-    assert h.member.state is MemberState.UNJOINED
+    assert h.member.state is ClassicMemberState.UNJOINED
     assert h.member.member_id == ("" if code is ErrorCode.UNKNOWN_MEMBER_ID else "m1")
     h.member.on_app_poll(h.now)
     assert h.member.take_events() == [PartitionsLost({T0, T1})]
@@ -189,7 +189,7 @@ def test_sync_rebalance_in_progress_rejoins_keeping_generation():
     h.pump()
     h.reply(m.SyncGroupRequest, m.SyncGroupResponse(ErrorCode.REBALANCE_IN_PROGRESS))
     [join] = h.pump()
-    assert join.member_id == "m1" and h.member.state is MemberState.PREPARING_REBALANCE
+    assert join.member_id == "m1" and h.member.state is ClassicMemberState.PREPARING_REBALANCE
 
 
 @pytest.mark.parametrize("code", [ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE])
@@ -202,7 +202,7 @@ def test_coordinator_errors_trigger_rediscovery(code):
     assert types(h.pump()) == [m.FindCoordinatorRequest]
     h.reply(m.FindCoordinatorRequest, m.FindCoordinatorResponse(ErrorCode.COORDINATOR_NOT_AVAILABLE))
     assert h.pump() == []                         # backoff
-    assert h.member.next_deadline_ms() == h.now + 50
+    assert h.member.get_timer() == h.now + 50
     h.clock.advance(50)
     assert types(h.pump()) == [m.FindCoordinatorRequest]
     h.reply(m.FindCoordinatorRequest, m.FindCoordinatorResponse(OK, node_id=2))
@@ -234,7 +234,7 @@ def test_session_expiry_without_response_marks_coordinator_unknown():
     h.clock.advance(300)
     h.pump()                      # heartbeat sent, never answered
     h.clock.advance(700)
-    assert h.member.next_deadline_ms() == h.now
+    assert h.member.get_timer() == h.now
     h.pump()
     assert h.member.coordinator_id is None
 
@@ -248,7 +248,7 @@ def test_poll_timeout_dynamic_member_leaves():
                 h.reply(m.HeartbeatRequest, m.HeartbeatResponse(OK))
             if isinstance(r, m.LeaveGroupRequest):
                 assert r.members[0].member_id == "m1"
-                assert h.member.state is MemberState.UNJOINED
+                assert h.member.state is ClassicMemberState.UNJOINED
                 h.member.on_app_poll(h.now)
                 assert h.member.take_events() == [PartitionsLost({T0, T1})]
                 return
@@ -265,7 +265,7 @@ def test_poll_timeout_static_member_stops_heartbeating_without_leaving():
             if isinstance(r, m.HeartbeatRequest):
                 h.reply(m.HeartbeatRequest, m.HeartbeatResponse(OK))
     assert m.LeaveGroupRequest not in sent
-    assert h.member.state is MemberState.UNJOINED and h.member.rejoin_needed
+    assert h.member.state is ClassicMemberState.UNJOINED and h.member.rejoin_needed
     assert sent.count(m.HeartbeatRequest) < 20
 
 
@@ -310,11 +310,11 @@ def test_fenced_is_fatal_and_surfaced(request_type):
         h.pump()
         h.reply(m.SyncGroupRequest, m.SyncGroupResponse(ErrorCode.FENCED_INSTANCE_ID))
         expected_lost = []
-    assert h.member.state is MemberState.FATAL
+    assert h.member.state is ClassicMemberState.FATAL
     events = h.member.take_events()
     assert events[:-1] == expected_lost
     assert isinstance(events[-1], FatalError) and isinstance(events[-1].error, FencedInstanceIdError)
-    assert h.pump() == [] and h.member.next_deadline_ms() is None
+    assert h.pump() == [] and h.member.get_timer() is None
     with pytest.raises(MemberClosedError):
         h.member.commit_offsets({T0: 1}, h.now)
 
@@ -327,7 +327,7 @@ def test_commit_failed_when_generation_gone():
             m.OffsetCommitResponse([m.PartitionError(T0, ErrorCode.ILLEGAL_GENERATION)]))
     [event] = h.member.take_events()
     assert event.token == token and isinstance(event.error, CommitFailedError)
-    assert h.member.state is MemberState.UNJOINED and h.member.rejoin_needed
+    assert h.member.state is ClassicMemberState.UNJOINED and h.member.rejoin_needed
     # a commit with no generation fails at once
     token = h.member.commit_offsets({T0: 11}, h.now)
     assert h.pump() == []
@@ -392,7 +392,7 @@ def test_subscription_change_rejoins_and_unsubscribe_leaves():
     h.member.unsubscribe(h.now)
     assert h.member.take_events() == [PartitionsRevoked({T0, T1})]
     [leave] = h.pump()
-    assert isinstance(leave, m.LeaveGroupRequest) and h.member.state is MemberState.UNJOINED
+    assert isinstance(leave, m.LeaveGroupRequest) and h.member.state is ClassicMemberState.UNJOINED
     assert not h.member.rejoin_needed
 
 
@@ -405,7 +405,7 @@ def test_subscription_changed_during_rebalance_rejoins_after_sync():
     h.reply(m.JoinGroupRequest, m.JoinGroupResponse(OK, 1, "consumer", "split", "x", "m1"))
     h.pump()
     h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "split", pickle.dumps(Assignment([T0]))))
-    assert h.member.state is MemberState.STABLE and h.member.rejoin_needed
+    assert h.member.state is ClassicMemberState.STABLE and h.member.rejoin_needed
 
 
 def test_leader_rejoins_after_the_sync_when_a_partition_count_changed_during_the_rebalance():
@@ -417,5 +417,5 @@ def test_leader_rejoins_after_the_sync_when_a_partition_count_changed_during_the
     h.member.update_metadata({"t": 6}, h.now)  # while the SyncGroup is in flight
     h.reply(m.SyncGroupRequest, m.SyncGroupResponse(OK, "consumer", "split", dict(
         (a.member_id, a.assignment) for a in sync.assignments)["a"]))
-    assert h.member.state is MemberState.STABLE
+    assert h.member.state is ClassicMemberState.STABLE
     assert h.member.rejoin_needed

@@ -11,12 +11,12 @@ import pytest
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode as E
 from kgroup.core.fsm import check_table
-from kgroup.core.member import CommitCompleted, MemberState, PartitionsRevoked
-from kgroup.core.member import reactions
-from kgroup.core.member.events import EventQueue
-from kgroup.core.member.reactions import Reaction, reaction_to
-from kgroup.core.member.rejoin import LEGAL_PREVIOUS, Rejoin, RejoinGate
-from kgroup.core.member.requests import RequestKind
+from kgroup.core.member import CommitCompleted, ClassicMemberState, PartitionsRevoked
+from kgroup.core.member.classic import reactions
+from kgroup.core.member.shared.events import EventQueue
+from kgroup.core.member.classic.reactions import Reaction, reaction_to
+from kgroup.core.member.classic.rejoin import LEGAL_PREVIOUS, Rejoin, RejoinGate
+from kgroup.core.member.shared.requests import RequestKind
 from kgroup.errors import CommitFailedError, IllegalStateTransition
 from kgroup.values import TopicPartition as TP
 
@@ -197,7 +197,7 @@ def test_kafka_testCommitOffsetErrorWithNewGeneration_keeps_the_new_generation(c
     h = Harness()
     token = _commit_in_flight_then_new_generation(h)
     h.reply(m.OffsetCommitRequest, m.OffsetCommitResponse((m.PartitionError(TP("t", 0), code),)))
-    assert h.member.state is MemberState.COMPLETING_REBALANCE
+    assert h.member.state is ClassicMemberState.COMPLETING_REBALANCE
     assert (h.member.generation.generation_id, h.member.member_id) == (2, "m1-new")
     [done] = [e for e in h.member.take_events() if isinstance(e, CommitCompleted)]
     assert done.token == token and isinstance(done.error, CommitFailedError)

@@ -1,5 +1,5 @@
 """Several pure members against the real in-memory GroupCoordinator on a MockClock (no threads)."""
-from kgroup.core.member import MemberState
+from kgroup.core.member import ClassicMemberState
 
 from member_fakes import CooperativeSplit, EagerOnly, InProcessGroup as Group
 
@@ -67,7 +67,7 @@ def test_fenced_static_member_turns_fatal():
     g.clock.advance(300)
     first.step(0)
     first.step(0)
-    assert first.member.state is MemberState.FATAL
+    assert first.member.state is ClassicMemberState.FATAL
 
 
 def test_cooperative_sticky_assignor_two_rounds_no_double_ownership():

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
-from kgroup.core.member import MemberState
+from kgroup.core.member import ClassicMemberState
 from kgroup.io.group_consumer import GroupConsumer
 
 from inprocess_threads import FAST, TOPICS, balanced, poll_until
@@ -34,7 +34,7 @@ def test_slow_processing_within_max_poll_is_not_evicted_but_beyond_it_is(hub):
         while time.monotonic() < deadline:
             b.poll(50)
         assert len(b.assignment()) == 6
-        assert a.member.state is MemberState.UNJOINED
+        assert a.member.state is ClassicMemberState.UNJOINED
         poll_until([a, b], lambda: balanced([a, b]))   # a rejoins cleanly
         assert sorted(len(c.assignment()) for c in (a, b)) == [3, 3]
     finally:
@@ -68,7 +68,7 @@ def test_listener_exception_surfaces_from_poll_after_state_is_consistent(hub):
         with pytest.raises(Boom):
             for _ in range(100):
                 c.poll(50)
-        assert c.member.state is MemberState.STABLE and len(c.assignment()) == 6
+        assert c.member.state is ClassicMemberState.STABLE and len(c.assignment()) == 6
         assert listener.calls[-1][0] == "assigned"
         # callbacks ran on the polling thread, never on the heartbeat thread
         assert {call[2] for call in listener.calls} == {threading.get_ident()}

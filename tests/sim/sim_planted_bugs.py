@@ -12,7 +12,7 @@ import attrs
 from kgroup.assignors.range import RangeAssignor
 from kgroup.assignors.sticky import StickyAssignor
 from kgroup.core.cluster.group_hosting import GroupHosting
-from kgroup.core.member.assignment import Ownership
+from kgroup.core.member.classic.assignment import Ownership
 from kgroup.sim import app as sim_app
 from kgroup.sim import simulator as sim_simulator
 
@@ -99,7 +99,7 @@ def revoked_commits_stamped_with_the_next_generation():
 
     def poll(self, now):
         late = getattr(self, "late_commits", None)
-        if late and self.member.state is sim_app.MemberState.STABLE:
+        if late and self.member.state is sim_app.ClassicMemberState.STABLE:
             self.member.commit_offsets(late, now)
             self.late_commits = {}
         original_poll(self, now)

@@ -52,10 +52,10 @@ def test_ownership_overlap_across_generations_is_reported_not_violated():
     class Member:
         def __init__(self, generation, owned):
             from kgroup.assignors import RebalanceProtocol
-            from kgroup.core.member import MemberState
-            from kgroup.core.member.events import Generation
+            from kgroup.core.member import ClassicMemberState
+            from kgroup.core.member.shared.events import Generation
             self.generation = Generation(generation, f"id{generation}", "range")
-            self.state = MemberState.STABLE
+            self.state = ClassicMemberState.STABLE
             self.assignment = frozenset(owned)
             self.protocol = RebalanceProtocol.EAGER
 
@@ -146,13 +146,13 @@ def test_needless_move_does_not_judge_a_member_that_lost_its_partitions():
 
 def test_ownership_checker_says_whether_touched_members_are_unchanged_since_its_last_look():
     """Issue 28: the simulator looks again only when a member it polled or stepped changed."""
-    from kgroup.core.member import MemberState
-    from kgroup.core.member.events import Generation
+    from kgroup.core.member import ClassicMemberState
+    from kgroup.core.member.shared.events import Generation
 
     class Member:
         def __init__(self):
             self.generation = Generation(1, "id1", "range")
-            self.state = MemberState.STABLE
+            self.state = ClassicMemberState.STABLE
             self.assignment = frozenset([TP])
 
     m0, m1 = Member(), Member()

@@ -1,6 +1,6 @@
 """The simulator with KIP-848 members (``group_protocol="consumer"``): the same checks, faults and replay.
 
-The members are kgroup's pure :class:`~kgroup.core.member.consumer_protocol.ConsumerGroupMember`, the
+The members are kgroup's pure :class:`~kgroup.core.member.consumer.ConsumerProtocolMember`, the
 coordinator the in-memory cluster's consumer groups, the assignor the coordinator's (``uniform`` or
 ``range``).  Generations are member epochs.
 """
@@ -9,7 +9,7 @@ import pytest
 import attrs
 
 from kgroup.cli import main
-from kgroup.core.member.consumer_protocol import ConsumerGroupMember
+from kgroup.core.member.consumer import ConsumerProtocolMember
 from kgroup.errors import ConfigError
 from kgroup.sim import SimConfig, run
 from kgroup.sim.history import MemberFailed, MemberStopped
@@ -57,7 +57,7 @@ def test_unreconciled_partitions_reported_as_owned_keep_seed_83_safe(monkeypatch
     schedule = parse_schedule(SEED_83)
     config = SimConfig(group_protocol="consumer", assignor="range")
     assert run(schedule, config).ok
-    monkeypatch.setattr(ConsumerGroupMember, "_incoming", lambda self: frozenset())
+    monkeypatch.setattr(ConsumerProtocolMember, "_incoming", lambda self: frozenset())
     verdict = run(schedule, config)
     assert "same-generation-owners" in verdict.checks_failed(), verdict.describe()
 

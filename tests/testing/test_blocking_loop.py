@@ -16,7 +16,7 @@ class QuietMember:
     def outbound(self, now_ms):
         return []
 
-    def next_deadline_ms(self):
+    def get_timer(self):
         return self.deadline_ms
 
 

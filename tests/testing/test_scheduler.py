@@ -27,7 +27,7 @@ class FakeMember:
     def __init__(self, deadline_ms=None):
         self.deadline_ms = deadline_ms
 
-    def next_deadline_ms(self):
+    def get_timer(self):
         return self.deadline_ms
 
 

@@ -4,7 +4,7 @@ import pytest
 from kgroup.core.cluster import PartitionState, ReplicaState
 from kgroup.core.coordinator import GroupState
 from kgroup.core.fsm import StateMachine, transition_sink
-from kgroup.core.member import MemberState
+from kgroup.core.member import ClassicMemberState
 from kgroup.errors import IllegalStateTransition
 from kgroup.testing import InMemoryKafka, MockClock, Trace
 
@@ -88,7 +88,7 @@ def test_one_run_traces_member_group_partition_and_replica_transitions():
     assert member_ids == {"member[g]", "member[g]#2"}
     for machine_id in member_ids:
         states = [e.new for e in trace.of("member", machine_id)]
-        assert states[0] is MemberState.PREPARING_REBALANCE and states[-1] is MemberState.STABLE
+        assert states[0] is ClassicMemberState.PREPARING_REBALANCE and states[-1] is ClassicMemberState.STABLE
     group = trace.of("group", "group 'g'")
     assert group[0].old is GroupState.EMPTY and group[-1].new is GroupState.STABLE
     assert group[-1].now_ms <= settled_at

@@ -1,6 +1,9 @@
-"""The consumer-group member, sans-I/O (Kafka's classic ConsumerCoordinator semantics).
+"""The consumer-group members, sans-I/O: ``classic/`` (Kafka's ConsumerCoordinator semantics),
+``consumer/`` (KIP-848, Kafka's ConsumerMembershipManager) and ``shared/`` (what both use: the
+commit book, events, offsets, the request book and :class:`MemberContract`, the one contract
+both members satisfy, so adapters never ask which one they drive).
 
-Contract for adapters (kafka-python's ConsumerCoordinator, kgroup's runner)::
+Contract for adapters (kafka-python's ConsumerCoordinator, kgroup's runner), with the classic member::
 
     member = GroupMember(MemberConfig(group_id="g", assignors=("range",), ...), now_ms)
     member.subscribe(["orders"], now_ms)
@@ -13,8 +16,9 @@ Contract for adapters (kafka-python's ConsumerCoordinator, kgroup's runner)::
     for ob in member.outbound(now_ms):                    # Outbound(token, request, node_id)
         correlation = transport.send(ob.request, ob.node_id)   # node_id None: any broker
     member.on_response(token, response, now_ms)           # or on_transport_error(token, now_ms)
-    member.next_deadline_ms()                             # sleep at most until then
-    member.close(now_ms, leave_group=None, positions=None); drive outbound until member.closed
+    member.get_timer()                                    # sleep at most until then
+    member.close(now_ms, leave_group=None, positions=None)
+    # then drive take_events / on_app_poll / outbound until member.closed (either member)
 
 Ordering guarantees:
 - A JoinGroup is emitted only after the revocation/lost events that precede
@@ -34,8 +38,12 @@ SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch
 emitted automatically for newly assigned partitions when
 ``MemberConfig.fetch_committed_on_assignment``).
 """
-from kgroup.core.member.config import MemberConfig
-from kgroup.core.member.events import (
+from kgroup.core.member.classic.config import MemberConfig
+from kgroup.core.member.classic.heartbeat import HeartbeatTimer
+from kgroup.core.member.classic.member import GroupMember
+from kgroup.core.member.classic.states import LEGAL_PREVIOUS, ClassicMemberState
+from kgroup.core.member.shared.contract import MemberContract
+from kgroup.core.member.shared.events import (
     CommitCompleted,
     CommittedFetched,
     FatalError,
@@ -45,11 +53,10 @@ from kgroup.core.member.events import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.heartbeat import HeartbeatTimer
-from kgroup.core.member.member import GroupMember, Outbound
-from kgroup.core.member.states import LEGAL_PREVIOUS, MemberState
+from kgroup.core.member.shared.requests import Outbound
 
 __all__ = [
+    "ClassicMemberState",
     "CommitCompleted",
     "CommittedFetched",
     "FatalError",
@@ -58,8 +65,8 @@ __all__ = [
     "HeartbeatTimer",
     "LEGAL_PREVIOUS",
     "MemberConfig",
+    "MemberContract",
     "MemberEvent",
-    "MemberState",
     "Outbound",
     "PartitionsAssigned",
     "PartitionsLost",

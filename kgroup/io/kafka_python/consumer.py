@@ -23,7 +23,7 @@ import kafka
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.util import WeakMethod
 
-from kgroup.core.member.consumer_protocol import CONSUMER, check_group_protocol_settings
+from kgroup.core.member.consumer import CONSUMER, check_group_protocol_settings
 from kgroup.errors import KGroupError
 from kgroup.io.kafka_python import errors as kerr
 from kgroup.io.kafka_python.coordinator import (

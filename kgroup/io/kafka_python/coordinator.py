@@ -30,21 +30,22 @@ from kafka.util import WeakMethod
 
 from kgroup.assignors import RebalanceProtocol
 from kgroup.core.member import (
+    ClassicMemberState,
     CommitCompleted,
     CommittedFetched,
     FatalError,
     GroupMember,
     MemberConfig,
-    MemberState,
+    MemberContract,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.consumer_protocol import (
+from kgroup.core.member.consumer import (
     CONSUMER,
-    ConsumerGroupMember,
     ConsumerMemberState,
     ConsumerProtocolConfig,
+    ConsumerProtocolMember,
     parse_group_protocol,
 )
 from kgroup.errors import KGroupError, MemberClosedError
@@ -55,11 +56,11 @@ from kgroup.io.kafka_python.partitions import to_kafka_partition
 from kgroup.io.kafka_python.strategies import kafka_python_assignor, resolve_assignors
 from kgroup.io.kafka_python.subscription import SubscriptionBridge
 from kgroup.io.kafka_python.transport import KafkaPythonTransport
-from kgroup.io.runner import AnyMember, MemberRunner, block_until, monotonic_ms
+from kgroup.io.runner import MemberRunner, block_until, monotonic_ms
 
 log = logging.getLogger(__name__)
 
-_REBALANCING = (MemberState.PREPARING_REBALANCE, MemberState.COMPLETING_REBALANCE)
+_REBALANCING = (ClassicMemberState.PREPARING_REBALANCE, ClassicMemberState.COMPLETING_REBALANCE)
 #: KIP-848 has no global barrier: a member keeps consuming what it owns while it reconciles, so
 #: poll() fetches in these states (Java's consumer does; waiting for Stable would stall a member
 #: whose new partitions are still being released by another one).
@@ -157,7 +158,7 @@ class ConsumerCoordinator:
         self._results: dict[int, object] = {}
         self._buffered: list = []
         self._closed = False
-        self._member: Optional[AnyMember] = None
+        self._member: Optional[MemberContract] = None
         if self.config["group_id"] is None:
             return
         #: A revocation (or loss) reached the app since the last assignment (eager listener contract).
@@ -165,8 +166,8 @@ class ConsumerCoordinator:
         self._consumer_protocol = parse_group_protocol(self.config["group_protocol"]) == CONSUMER
         if self._consumer_protocol:
             self._member_config: Optional[MemberConfig] = None
-            self._member = ConsumerGroupMember(consumer_protocol_config(self.config), monotonic_ms(),
-                                               random_bytes=os.urandom)
+            self._member = ConsumerProtocolMember(consumer_protocol_config(self.config), monotonic_ms(),
+                                                  random_bytes=os.urandom)
         else:
             self._member_config = member_config(self.config, self._cluster)
             self._member = GroupMember(self._member_config, monotonic_ms())
@@ -205,7 +206,8 @@ class ConsumerCoordinator:
         if self._member is None:
             return ConsumerGroupMetadata(group_id=None)
         gen = self._member.generation
-        state = {MemberState.STABLE: KMemberState.STABLE, MemberState.UNJOINED: KMemberState.UNJOINED,
+        state = {ClassicMemberState.STABLE: KMemberState.STABLE,
+                 ClassicMemberState.UNJOINED: KMemberState.UNJOINED,
                  ConsumerMemberState.STABLE: KMemberState.STABLE,
                  ConsumerMemberState.UNSUBSCRIBED: KMemberState.UNJOINED}.get(
             self._member.state, KMemberState.REBALANCING)
@@ -459,7 +461,7 @@ class ConsumerCoordinator:
     def _wait_for(self, token: int, timeout_ms: int):
         runner = self._runner
 
-        def take_results(member: AnyMember) -> None:
+        def take_results(member: MemberContract) -> None:
             for event in member.take_events():
                 if isinstance(event, CommitCompleted):
                     self._complete_commit(event)

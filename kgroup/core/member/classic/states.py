@@ -6,7 +6,7 @@ import enum
 from kgroup.core.fsm import StateMachine
 
 
-class MemberState(enum.Enum):
+class ClassicMemberState(enum.Enum):
     #: No generation: never joined, left, or the generation was lost.
     UNJOINED = "unjoined"
     #: A JoinGroup is in flight (or being retried).
@@ -19,10 +19,10 @@ class MemberState(enum.Enum):
     FATAL = "fatal"
 
 
-_S = MemberState
+_S = ClassicMemberState
 _ANY_LIVE = frozenset({_S.UNJOINED, _S.PREPARING_REBALANCE, _S.COMPLETING_REBALANCE, _S.STABLE})
 
-LEGAL_PREVIOUS: dict[MemberState, frozenset] = {
+LEGAL_PREVIOUS: dict[ClassicMemberState, frozenset] = {
     _S.UNJOINED: frozenset({_S.PREPARING_REBALANCE, _S.COMPLETING_REBALANCE, _S.STABLE}),
     # COMPLETING -> PREPARING: the sync failed with REBALANCE_IN_PROGRESS and
     # the member rejoins keeping its generation.
@@ -33,5 +33,5 @@ LEGAL_PREVIOUS: dict[MemberState, frozenset] = {
 }
 
 
-def new_member_state_machine(name: str) -> StateMachine[MemberState]:
-    return StateMachine(name, MemberState.UNJOINED, LEGAL_PREVIOUS)
+def new_member_state_machine(name: str) -> StateMachine[ClassicMemberState]:
+    return StateMachine(name, ClassicMemberState.UNJOINED, LEGAL_PREVIOUS)

@@ -4,7 +4,7 @@
 rejoin gate, heartbeat timer, requests, events, coordinator link, commits,
 owned partitions, leadership and generation - and answers the adapter's
 questions about it.  It changes nothing:
-:class:`~kgroup.core.member.member.GroupMember` (``member.py``) is the
+:class:`~kgroup.core.member.classic.member.GroupMember` (``member.py``) is the
 protocol that does, so that module reads as the protocol alone.
 """
 from __future__ import annotations
@@ -12,48 +12,41 @@ from __future__ import annotations
 from typing import Optional
 
 from kgroup.assignors import RebalanceProtocol
-from kgroup.core.member.assignment import Ownership
-from kgroup.core.member.committer import Committer
-from kgroup.core.member.config import MemberConfig
-from kgroup.core.member.coordinator_link import CoordinatorLink
-from kgroup.core.member.events import NO_GENERATION_VALUE, EventQueue, Generation
-from kgroup.core.member.heartbeat import HeartbeatTimer
-from kgroup.core.member.leader import Leadership
-from kgroup.core.member.rejoin import RejoinGate
-from kgroup.core.member.requests import RequestBook
-from kgroup.core.member.states import MemberState, new_member_state_machine
-from kgroup.errors import KGroupError
+from kgroup.core.member.classic.assignment import Ownership
+from kgroup.core.member.classic.committer import Committer
+from kgroup.core.member.classic.config import MemberConfig
+from kgroup.core.member.classic.coordinator_link import CoordinatorLink
+from kgroup.core.member.classic.heartbeat import HeartbeatTimer
+from kgroup.core.member.classic.leader import Leadership
+from kgroup.core.member.classic.rejoin import RejoinGate
+from kgroup.core.member.classic.states import ClassicMemberState, new_member_state_machine
+from kgroup.core.member.shared.base import MemberBase
+from kgroup.core.member.shared.events import NO_GENERATION_VALUE, Generation
 from kgroup.values import NO_GENERATION
 
 
-class MemberView:
+class MemberView(MemberBase[ClassicMemberState]):
     """One member's state and its read-only API (``GroupMember`` adds the protocol)."""
 
+    _commits: Committer
+
     def __init__(self, config: MemberConfig, now_ms: int) -> None:
-        self.config = config
-        self._fsm = new_member_state_machine(f"member[{config.group_id}]")
+        super().__init__(config, new_member_state_machine(f"member[{config.group_id}]"),
+                         ClassicMemberState.FATAL, now_ms)
+        self.config: MemberConfig = config
         self._rejoin = RejoinGate(f"rejoin[{config.group_id}]")
         self._hb = HeartbeatTimer(config.session_timeout_ms, config.heartbeat_interval_ms,
                                   config.max_poll_interval_ms, config.retry_backoff_ms, now_ms)
-        self._requests = RequestBook(now_ms)
-        self._events = EventQueue()
         # The committer and the owned partitions only append to the queue: taking events changes nothing else.
         self._coordinator = CoordinatorLink(config, self._requests, self._hb)
         self._commits = Committer(config, self._requests, self._events.append, self._rejoin, now_ms)
         self._ownership = Ownership(self._events.append, self._rejoin)
         self._leader = Leadership()
         self._generation = NO_GENERATION_VALUE
-        self._subscription: frozenset = frozenset()
         #: The subscription the last JoinGroup was sent with.
         self._joined_topics: frozenset = frozenset()
         #: The last assignment and its generation (an eager member's stickiness hint).
         self._last_assignment: tuple[frozenset, int] = (frozenset(), NO_GENERATION)
-        self._closing = False
-        self.last_error: Optional[KGroupError] = None
-
-    @property
-    def state(self) -> MemberState:
-        return self._fsm.state
 
     @property
     def generation(self) -> Generation:
@@ -73,10 +66,6 @@ class MemberView:
         return self._ownership.partitions
 
     @property
-    def subscription(self) -> frozenset:
-        return self._subscription
-
-    @property
     def protocol(self) -> RebalanceProtocol:
         return self.config.protocol
 
@@ -91,11 +80,7 @@ class MemberView:
     @property
     def settled(self) -> bool:
         """Stable in a generation with no rejoin pending (what an adapter's poll waits for)."""
-        return self._fsm.state is MemberState.STABLE and not self._rejoin.needed
-
-    @property
-    def failed(self) -> bool:
-        return self._fsm.state is MemberState.FATAL
+        return self._fsm.state is ClassicMemberState.STABLE and not self._rejoin.needed
 
     @property
     def heartbeat(self) -> HeartbeatTimer:
@@ -104,21 +89,3 @@ class MemberView:
     def metadata_topics(self) -> frozenset:
         """Topics whose partition counts the member needs (the leader: the whole group's)."""
         return self._subscription | self._leader.group_topics() if self.is_leader else self._subscription
-
-    @property
-    def closed(self) -> bool:
-        """True once close() finished its commit and LeaveGroup (or the member is fatal)."""
-        if self._fsm.state is MemberState.FATAL:
-            return True
-        return (self._closing and not self._requests.has_queued() and not self._requests.has_in_flight()
-                and not self._commits)
-
-    def has_in_flight(self) -> bool:
-        return self._requests.has_in_flight()
-
-    def in_flight_tokens(self) -> frozenset:
-        """Tokens the member still expects an answer for (others may be forgotten)."""
-        return self._requests.in_flight_tokens()
-
-    def has_events(self) -> bool:
-        return bool(self._events)

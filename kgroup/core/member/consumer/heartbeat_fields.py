@@ -21,8 +21,8 @@ from typing import Optional
 import attrs
 
 from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatRequest
-from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
-from kgroup.core.member.consumer_protocol.local_assignment import LocalAssignment
+from kgroup.core.member.consumer.config import ConsumerProtocolConfig
+from kgroup.core.member.consumer.local_assignment import LocalAssignment
 
 
 @attrs.define
@@ -49,7 +49,7 @@ def build_heartbeat(config: ConsumerProtocolConfig, sent: SentFields, *, member_
     """The next heartbeat; records in ``sent`` what it carries.  ``full``: send every field (joining).
 
     ``incoming``: partitions the coordinator has assigned that the member has not reconciled yet;
-    they are reported as owned with the reconciled ones (see ``ConsumerGroupMember._incoming``).
+    they are reported as owned with the reconciled ones (see ``ConsumerProtocolMember._incoming``).
     """
     rebalance_timeout_ms = -1
     if full or sent.rebalance_timeout_ms != config.rebalance_timeout_ms:

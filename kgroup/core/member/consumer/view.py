@@ -4,7 +4,7 @@
 machine, requests, events, heartbeat schedule and sent fields, commits,
 reconciliation, member id and epoch, owned / current / target assignments -
 and answers the adapter's questions; it changes nothing.
-:class:`~kgroup.core.member.consumer_protocol.member.ConsumerGroupMember`
+:class:`~kgroup.core.member.consumer.member.ConsumerProtocolMember`
 (``member.py``) is the protocol that does, as the classic member splits
 ``view.py`` from ``member.py``.
 """
@@ -13,35 +13,35 @@ from __future__ import annotations
 from typing import Optional
 
 from kgroup.core.consumer_group_messages import JOIN_GROUP_MEMBER_EPOCH
-from kgroup.core.member.consumer_protocol.committer import ConsumerCommitter
-from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
-from kgroup.core.member.consumer_protocol.heartbeat_fields import SentFields
-from kgroup.core.member.consumer_protocol.heartbeat_schedule import HeartbeatSchedule
-from kgroup.core.member.consumer_protocol.local_assignment import NO_ASSIGNMENT, LocalAssignment
-from kgroup.core.member.consumer_protocol.member_id import RandomBytes, generate_member_id
-from kgroup.core.member.consumer_protocol.reconciliation import ReconcileStep, Reconciliation
-from kgroup.core.member.consumer_protocol.states import (
+from kgroup.core.member.consumer.committer import ConsumerCommitter
+from kgroup.core.member.consumer.config import ConsumerProtocolConfig
+from kgroup.core.member.consumer.heartbeat_fields import SentFields
+from kgroup.core.member.consumer.heartbeat_schedule import HeartbeatSchedule
+from kgroup.core.member.consumer.local_assignment import NO_ASSIGNMENT, LocalAssignment
+from kgroup.core.member.consumer.member_id import RandomBytes, generate_member_id
+from kgroup.core.member.consumer.reconciliation import ReconcileStep, Reconciliation
+from kgroup.core.member.consumer.states import (
     NOT_IN_GROUP,
     ConsumerMemberState,
     new_consumer_member_state_machine,
 )
-from kgroup.core.member.events import EventQueue, Generation
-from kgroup.core.member.requests import RequestBook
-from kgroup.errors import KGroupError
+from kgroup.core.member.shared.base import MemberBase
+from kgroup.core.member.shared.events import Generation
 
 #: What ``PartitionsAssigned.generation.protocol_name`` says for this protocol.
 CONSUMER_PROTOCOL_NAME = "consumer"
 _S = ConsumerMemberState
 
 
-class ConsumerMemberView:
-    """One KIP-848 member's state and its read-only API (``ConsumerGroupMember`` adds the protocol)."""
+class ConsumerMemberView(MemberBase[ConsumerMemberState]):
+    """One KIP-848 member's state and its read-only API (``ConsumerProtocolMember`` adds the protocol)."""
+
+    _commits: ConsumerCommitter
 
     def __init__(self, config: ConsumerProtocolConfig, now_ms: int, random_bytes: RandomBytes) -> None:
-        self.config = config
-        self._fsm = new_consumer_member_state_machine(f"consumer-member[{config.group_id}]")
-        self._requests = RequestBook(now_ms)
-        self._events = EventQueue()
+        super().__init__(config, new_consumer_member_state_machine(f"consumer-member[{config.group_id}]"),
+                         _S.FATAL, now_ms)
+        self.config: ConsumerProtocolConfig = config
         self._schedule = HeartbeatSchedule(config.retry_backoff_ms, config.backoff_cap_ms,
                                            config.max_poll_interval_ms, now_ms)
         self._sent_fields = SentFields()
@@ -53,7 +53,6 @@ class ConsumerMemberView:
         self.member_epoch = JOIN_GROUP_MEMBER_EPOCH
         #: Joins so far: a commit or heartbeat answer of an earlier membership is stale.
         self._membership = 0
-        self._subscription: frozenset = frozenset()
         self._subscription_updated = False
         #: What the application may consume now.
         self._owned: frozenset = frozenset()
@@ -67,23 +66,13 @@ class ConsumerMemberView:
         #: The application polled again after that: a STALE member rejoins once released.
         self._stale_may_rejoin = False
         self._stay_in_group_on_close = False
-        self._closing = False
-        self.last_error: Optional[KGroupError] = None
 
     # -- what an adapter reads ------------------------------------------------------
-
-    @property
-    def state(self) -> ConsumerMemberState:
-        return self._fsm.state
 
     @property
     def assignment(self) -> frozenset:
         """Partitions the member owns now (what the application may consume)."""
         return self._owned
-
-    @property
-    def subscription(self) -> frozenset:
-        return self._subscription
 
     @property
     def generation(self) -> Generation:
@@ -116,26 +105,5 @@ class ConsumerMemberView:
         """Stable with nothing left to reconcile."""
         return self._fsm.state is _S.STABLE and not self._reconciliation.in_progress
 
-    @property
-    def failed(self) -> bool:
-        return self._fsm.state is _S.FATAL
-
-    @property
-    def closed(self) -> bool:
-        """True once close() finished its commits and leave heartbeat (or the member is fatal)."""
-        if self._fsm.state is _S.FATAL:
-            return True
-        return (self._closing and self._fsm.state in NOT_IN_GROUP and not self._requests.has_queued()
-                and not self._requests.has_in_flight() and not self._commits)
-
-    def metadata_topics(self) -> frozenset:
-        return self._subscription
-
-    def has_in_flight(self) -> bool:
-        return self._requests.has_in_flight()
-
-    def in_flight_tokens(self) -> frozenset:
-        return self._requests.in_flight_tokens()
-
-    def has_events(self) -> bool:
-        return bool(self._events)
+    def _out_of_group(self) -> bool:
+        return self._fsm.state in NOT_IN_GROUP

@@ -26,7 +26,7 @@ import enum
 from typing import Optional
 
 from kgroup.core.fsm import StateMachine
-from kgroup.core.member.consumer_protocol.local_assignment import NO_ASSIGNMENT, LocalAssignment
+from kgroup.core.member.consumer.local_assignment import NO_ASSIGNMENT, LocalAssignment
 
 
 class ReconcileStep(enum.Enum):

@@ -16,8 +16,8 @@ import attrs
 from kgroup.assignors import RebalanceProtocol
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member import codec
-from kgroup.core.member.config import MemberConfig
+from kgroup.core.member.classic import codec
+from kgroup.core.member.classic.config import MemberConfig
 from kgroup.errors import GroupMemberError, KGroupError
 from kgroup.values import Assignment, Subscription
 

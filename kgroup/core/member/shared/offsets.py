@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Mapping, Optional, Union
 
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.events import Generation
+from kgroup.core.member.shared.events import Generation
 from kgroup.core.messages import (
     OffsetAndMetadata,
     OffsetCommitRequest,
@@ -67,6 +67,11 @@ def commit_error(code: ErrorCode) -> KGroupError:
         return CommitFailedError(
             f"commit failed ({code.name}): the group rebalanced and the partitions may be "
             "owned by another member; the member rejoins", code)
+    return other_commit_error(code)
+
+
+def other_commit_error(code: ErrorCode) -> KGroupError:
+    """A commit error that says nothing about the membership, as both protocols report it."""
     if code is ErrorCode.FENCED_INSTANCE_ID:
         return FencedInstanceIdError("commit fenced: another member uses this group_instance_id", code)
     if code in RETRIABLE:

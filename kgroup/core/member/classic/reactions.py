@@ -18,7 +18,7 @@ import enum
 from typing import Mapping, Optional
 
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.offsets import (
+from kgroup.core.member.shared.offsets import (
     COORDINATOR_MOVED,
     GENERATION_GONE,
     RETRIABLE,
@@ -26,7 +26,7 @@ from kgroup.core.member.offsets import (
     commit_error_code,
     fetched_offsets,
 )
-from kgroup.core.member.requests import RequestKind
+from kgroup.core.member.shared.requests import RequestKind
 from kgroup.errors import CommitFailedError, FencedInstanceIdError, GroupMemberError, KGroupError
 
 

@@ -6,7 +6,7 @@ session reset, last application poll - and answers "when is the next
 heartbeat due", "has the session expired without a response" and "has the
 application stopped polling".  Deadlines are inclusive: at exactly the
 deadline the answer flips, so a driver that sleeps until
-``next_deadline_ms()`` always finds something to do.
+``get_timer()`` always finds something to do.
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from typing import Iterable, Optional
 
 import attrs
 
+from kgroup.core.member.shared.contract import check_group_id
 from kgroup.errors import ConfigError
 
 CLASSIC = "classic"
@@ -88,9 +89,7 @@ class ConsumerProtocolConfig:
     heartbeat_api_version: int = 1
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.group_id, str) or not self.group_id:
-            raise ConfigError(
-                f"group_id must be a non-empty string for group management, got {self.group_id!r}")
+        check_group_id(self.group_id)
         for name in _MS_SETTINGS:
             if not _is_positive_int(getattr(self, name)):
                 raise ConfigError(

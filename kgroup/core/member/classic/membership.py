@@ -12,9 +12,9 @@ from typing import Any, Callable, Optional
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member import codec
-from kgroup.core.member.config import MemberConfig
-from kgroup.core.member.events import Generation
+from kgroup.core.member.classic import codec
+from kgroup.core.member.classic.config import MemberConfig
+from kgroup.core.member.shared.events import Generation
 from kgroup.errors import GroupMemberError, KGroupError, ProtocolError
 from kgroup.values import Subscription
 

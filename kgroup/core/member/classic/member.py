@@ -20,23 +20,23 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member import leader, membership, reactions
-from kgroup.core.member.assignment import assignment_change
-from kgroup.core.member.config import MemberConfig
-from kgroup.core.member.events import NO_GENERATION_VALUE, FatalError, Generation
-from kgroup.core.member.offsets import normalize_offsets
-from kgroup.core.member.reactions import STEP_ORDER, Reaction
-from kgroup.core.member.rejoin import Rejoin
-from kgroup.core.member.requests import Outbound, RequestKind, Sent
-from kgroup.core.member.states import MemberState
-from kgroup.core.member.view import MemberView
-from kgroup.errors import KGroupError, MemberClosedError, ProtocolError
+from kgroup.core.member.classic import leader, membership, reactions
+from kgroup.core.member.classic.assignment import assignment_change
+from kgroup.core.member.classic.config import MemberConfig
+from kgroup.core.member.classic.reactions import STEP_ORDER, Reaction
+from kgroup.core.member.classic.rejoin import Rejoin
+from kgroup.core.member.classic.states import ClassicMemberState
+from kgroup.core.member.classic.view import MemberView
+from kgroup.core.member.shared.events import NO_GENERATION_VALUE, FatalError, Generation
+from kgroup.core.member.shared.offsets import normalize_offsets
+from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
+from kgroup.errors import KGroupError, ProtocolError
 from kgroup.values import NO_GENERATION, Subscription, TopicPartition
 
 __all__ = ["GroupMember", "NO_GENERATION_VALUE", "Outbound"]
 
 _log = logging.getLogger(__name__)
-_STATE = MemberState
+_STATE = ClassicMemberState
 _KIND = RequestKind
 #: An answer to a JoinGroup / SyncGroup counts only in the state that sent it (others are stale).
 _ANSWERED_IN = {_KIND.JOIN: _STATE.PREPARING_REBALANCE, _KIND.SYNC: _STATE.COMPLETING_REBALANCE}
@@ -54,15 +54,8 @@ class GroupMember(MemberView):
 
     # -- application side -----------------------------------------------------
 
-    def subscribe(self, topics: Sequence[str], now_ms: int) -> None:
-        self._check_open()
-        wanted = frozenset(topics)
-        if not wanted:
-            self.unsubscribe(now_ms)
-            return
-        if wanted != self._subscription:
-            self._subscription = wanted
-            self._rejoin.request("subscription changed")
+    def _subscription_changed(self) -> None:
+        self._rejoin.request("subscription changed")
 
     def unsubscribe(self, now_ms: int) -> None:
         """Give up every partition and leave the group (dynamic members)."""
@@ -137,14 +130,6 @@ class GroupMember(MemberView):
         self._closing = True
         self._stop(self.config.leaves_on_close(leave_group), "the consumer is closing", now_ms)
 
-    def take_events(self) -> list:
-        """Events since the last call, oldest first; the adapter runs them as callbacks.
-
-        A pure read of the event queue: the rejoin gate notices that the
-        gating events were taken on the next ``on_app_poll`` (``EventQueue``).
-        """
-        return self._events.take()
-
     # -- protocol side --------------------------------------------------------
 
     def outbound(self, now_ms: int) -> list[Outbound]:
@@ -181,17 +166,7 @@ class GroupMember(MemberView):
         else:
             self._react(sent.kind, code, token, sent, response, now_ms)
 
-    def on_transport_error(self, token: int, now_ms: int) -> None:
-        sent = self._requests.pop(token)
-        if sent is None or self._fsm.state is _STATE.FATAL:
-            return
-        if sent.kind is _KIND.FIND:
-            self._coordinator.retry_find(now_ms)
-            return
-        self._abandon(token, sent, now_ms)
-        self._mark_coordinator_unknown(now_ms)
-
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         """The earliest instant at which ``outbound`` may have something new to do."""
         if self._fsm.state is _STATE.FATAL:
             return None
@@ -201,7 +176,7 @@ class GroupMember(MemberView):
         if self._join_ready(None):
             candidates.append(self._requests.not_before_ms(_KIND.JOIN))
         candidates.extend(self._requests.queued_not_before_ms())
-        commit_due_ms = self._commits.next_deadline_ms()
+        commit_due_ms = self._commits.get_timer()
         if commit_due_ms is not None:
             candidates.append(commit_due_ms)
         return min(candidates) if candidates else None
@@ -260,7 +235,7 @@ class GroupMember(MemberView):
             elif step is Reaction.RECORD_ERROR:
                 self.last_error = error
             elif step is Reaction.MARK_COORDINATOR_UNKNOWN:
-                self._mark_coordinator_unknown(now_ms)
+                self._lose_coordinator(now_ms)
             elif step is Reaction.ADOPT_MEMBER_ID:
                 self._generation = Generation(NO_GENERATION, response.member_id, None)
             elif step is Reaction.RESET_GENERATION:
@@ -342,19 +317,13 @@ class GroupMember(MemberView):
 
     # -- membership ---------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closing:
-            raise MemberClosedError("the group member is closed")
-        if self._fsm.state is _STATE.FATAL:
-            raise MemberClosedError(f"the group member failed: {self.last_error}")
-
     def _check_liveness(self, now_ms: int) -> None:
         if not self._coordinator.known or not self._heartbeating():
             return
         if self._hb.session_expired(now_ms):
             # No heartbeat answer for a whole session: suspect the coordinator (Java
             # AbstractCoordinator.HeartbeatThread: "session timed out without receiving a response").
-            self._mark_coordinator_unknown(now_ms)
+            self._lose_coordinator(now_ms)
         elif self._hb.poll_expired(now_ms):
             # The app stalled between polls.  Dynamic members leave so the group
             # rebalances now; static members only stop heartbeating (as Java does)
@@ -364,7 +333,7 @@ class GroupMember(MemberView):
             self._reset_generation(reset_member_id=not self.config.is_static)
             self._rejoin.request("poll timeout expired")
 
-    def _mark_coordinator_unknown(self, now_ms: int) -> None:
+    def _lose_coordinator(self, now_ms: int) -> None:
         for token, sent in self._coordinator.lose(now_ms):
             self._abandon(token, sent, now_ms)
 

@@ -30,7 +30,7 @@ What differs from the classic member's ``committer.py``:
 - OffsetFetch v9 carries the member id and epoch.
 
 Per-partition ordering and the absorption of older waiting commits are the
-classic :class:`~kgroup.core.member.commits.CommitBook`'s.
+classic :class:`~kgroup.core.member.shared.commits.CommitBook`'s.
 """
 from __future__ import annotations
 
@@ -40,32 +40,20 @@ import attrs
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.commits import CommitBook
-from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
-from kgroup.core.member.events import (
-    NO_GENERATION_VALUE,
-    CommitCompleted,
-    CommittedFetched,
-    Generation,
-    MemberEvent,
+from kgroup.core.member.consumer.config import ConsumerProtocolConfig
+from kgroup.core.member.shared.committer import CommitterBase
+from kgroup.core.member.shared.events import NO_GENERATION_VALUE, CommittedFetched, Generation, MemberEvent
+from kgroup.core.member.shared.offsets import (
+    RETRIABLE,
+    commit_error_code,
+    commit_request,
+    fetched_offsets,
+    other_commit_error,
 )
-from kgroup.core.member.offsets import commit_error_code, commit_request, fetched_offsets, normalize_offsets
-from kgroup.core.member.requests import Outbound, RequestBook, RequestKind, Sent
-from kgroup.errors import (
-    CommitFailedError,
-    FencedInstanceIdError,
-    GroupMemberError,
-    KGroupError,
-    RetriableCommitFailedError,
-)
+from kgroup.core.member.shared.requests import Outbound, RequestBook, RequestKind, Sent
+from kgroup.errors import CommitFailedError, KGroupError
 from kgroup.values import TopicPartition
 
-#: Retried after the backoff (a commit until its deadline).
-RETRIABLE = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                       ErrorCode.NOT_COORDINATOR, ErrorCode.REQUEST_TIMED_OUT,
-                       ErrorCode.UNSTABLE_OFFSET_COMMIT})
-#: The coordinator moved: look it up again (and retry).
-COORDINATOR_MOVED = frozenset({ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 #: Members of the consumer protocol commit with OffsetCommit v9+ (the coordinator checks it).
 OFFSET_COMMIT_VERSION = 9
 #: The member is not (or no longer) the one the coordinator knows.
@@ -94,37 +82,20 @@ def commit_failure(code: ErrorCode) -> KGroupError:
         return CommitFailedError(
             f"commit failed ({code.name}): the coordinator does not know this member in this epoch; "
             "its partitions may be owned by another member", code)
-    if code is ErrorCode.FENCED_INSTANCE_ID:
-        return FencedInstanceIdError("commit fenced: another member uses this group_instance_id", code)
-    if code in RETRIABLE:
-        return RetriableCommitFailedError(f"commit failed ({code.name}); it may be retried", code)
-    return GroupMemberError(f"commit failed ({code.name})", code)
+    return other_commit_error(code)
 
 
-class ConsumerCommitter:
+class ConsumerCommitter(CommitterBase):
     """Pending commits (in a CommitBook), auto-commit positions, and offset fetches."""
 
     def __init__(self, config: ConsumerProtocolConfig, requests: RequestBook,
                  emit: Callable[[MemberEvent], int], now_ms: int) -> None:
-        self._config = config
-        self._requests = requests
-        self._emit = emit
-        self._book = CommitBook()
-        self._positions: dict = {}
-        self._next_auto_commit_ms = now_ms + config.auto_commit_interval_ms
+        super().__init__(config, requests, emit, now_ms)
+        self._config: ConsumerProtocolConfig = config
         #: Called with a commit's token when it completes (the reconciliation waits on one).
         self.on_finished: Callable[[int], None] = lambda token: None
         #: Commits retried on STALE_MEMBER_EPOCH (the auto-commit before a revocation).
         self._retry_stale_epoch: set[int] = set()
-
-    def __bool__(self) -> bool:
-        return bool(self._book)
-
-    def has_waiting(self) -> bool:
-        return self._book.has_waiting()
-
-    def next_deadline_ms(self) -> Optional[int]:
-        return self._book.next_deadline_ms()
 
     def stamp_of(self, token: int) -> Generation:
         """The membership the commit ``token`` was made in (NO_GENERATION_VALUE: none, or finished)."""
@@ -135,31 +106,17 @@ class ConsumerCommitter:
 
     def commit(self, offsets: Mapping[TopicPartition, m.OffsetAndMetadata], deadline_ms: Optional[int],
                stamp: Generation, now_ms: int, retry_stale_epoch: bool = False) -> int:
-        token = self._requests.next_token()
-        self._book.add(token, offsets, deadline_ms, stamp, now_ms)
+        token = super().commit(offsets, deadline_ms, stamp, now_ms)
         if retry_stale_epoch:
             self._retry_stale_epoch.add(token)
         return token
 
-    def record_positions(self, positions: Optional[Mapping]) -> None:
-        if positions is not None:
-            self._positions = normalize_offsets(positions)
-
     def auto_commit(self, stamp: Generation, now_ms: int, deadline_ms: Optional[int] = None,
                     retry_stale_epoch: bool = False) -> Optional[int]:
-        """Commit the recorded positions if auto-commit is on and something was consumed."""
-        if not (self._config.enable_auto_commit and self._positions):
-            return None
-        return self.commit(self._positions, deadline_ms, stamp, now_ms, retry_stale_epoch)
-
-    def auto_commit_on_interval(self, stamp: Generation, now_ms: int) -> None:
-        if self._config.enable_auto_commit and now_ms >= self._next_auto_commit_ms and self._positions:
-            self.reset_auto_commit_timer(now_ms)
-            self.auto_commit(stamp, now_ms)
-
-    def reset_auto_commit_timer(self, now_ms: int) -> None:
-        """Kafka ``resetAutoCommitTimer``: the next interval starts now (after a reconciliation)."""
-        self._next_auto_commit_ms = now_ms + self._config.auto_commit_interval_ms
+        token = super().auto_commit(stamp, now_ms, deadline_ms)
+        if token is not None and retry_stale_epoch:
+            self._retry_stale_epoch.add(token)
+        return token
 
     def fetch(self, partitions: Sequence[TopicPartition], member_id: Optional[str], member_epoch: int,
               now_ms: int) -> int:
@@ -237,22 +194,9 @@ class ConsumerCommitter:
         # The pre-revocation auto-commit runs while its partitions are still the member's.
         return token in self._retry_stale_epoch or pending.offsets.keys() <= owned
 
-    def _retry_commit(self, token: int, code: ErrorCode, now_ms: int) -> None:
-        pending = self._book.get(token)
-        if pending is None:
-            return
-        retry_at_ms = now_ms + self._config.retry_backoff_ms
-        if pending.deadline_ms is not None and retry_at_ms < pending.deadline_ms:
-            self._book.requeue(token, retry_at_ms)
-        else:
-            self.finish(token, commit_failure(code))
+    def _failure(self, code: ErrorCode) -> KGroupError:
+        return commit_failure(code)
 
-    def finish(self, token: int, error: Optional[KGroupError]) -> None:
-        for finished in self._book.finish(token):
-            self._retry_stale_epoch.discard(finished.token)
-            self._emit(CommitCompleted(finished.token, finished.requested, error))
-            self.on_finished(finished.token)
-
-    def fail_all(self, error: KGroupError) -> None:
-        for token in self._book.tokens():
-            self.finish(token, error)
+    def _finished(self, token: int) -> None:
+        self._retry_stale_epoch.discard(token)
+        self.on_finished(token)

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator, Optional
 
 import attrs
 
-from kgroup.core.member.events import Generation
+from kgroup.core.member.shared.events import Generation
 
 
 class RequestKind(enum.Enum):

@@ -12,6 +12,7 @@ from typing import Optional, Sequence, Union
 import attrs
 
 from kgroup.assignors import Assignor, RebalanceProtocol, get_assignor
+from kgroup.core.member.shared.contract import check_group_id
 from kgroup.errors import ConfigError, UnknownAssignorError
 
 
@@ -73,9 +74,7 @@ class MemberConfig:
     rack_id: Optional[str] = None
 
     def __attrs_post_init__(self) -> None:
-        if not isinstance(self.group_id, str) or not self.group_id:
-            raise ConfigError(
-                f"group_id must be a non-empty string for group management, got {self.group_id!r}")
+        check_group_id(self.group_id)
         for name in _MS_SETTINGS:
             if not _is_int(getattr(self, name)):
                 raise ConfigError(f"{name} must be an int (milliseconds), got {getattr(self, name)!r}")

@@ -7,10 +7,11 @@ coordinator hands out.  Kafka's client is the model: ``ConsumerMembershipManager
 ``AbstractMembershipManager``, ``ConsumerHeartbeatRequestManager`` and
 ``CommitRequestManager`` (org.apache.kafka.clients.consumer.internals).
 
-:class:`ConsumerGroupMember` keeps the classic :class:`~kgroup.core.member.GroupMember`'s
-adapter contract, so the same runner, heartbeat thread and transports drive it::
+:class:`ConsumerProtocolMember` satisfies :class:`~kgroup.core.member.MemberContract`, as the
+classic :class:`~kgroup.core.member.GroupMember` does, so the same runner, heartbeat thread and
+transports drive it::
 
-    member = ConsumerGroupMember(ConsumerProtocolConfig(group_id="g"), now_ms, random_bytes=os.urandom)
+    member = ConsumerProtocolMember(ConsumerProtocolConfig(group_id="g"), now_ms, random_bytes=os.urandom)
     member.subscribe(["orders"], now_ms)
     # polling thread, every poll:
     member.on_app_poll(now_ms, positions)
@@ -18,7 +19,7 @@ adapter contract, so the same runner, heartbeat thread and transports drive it::
     # any thread, under the adapter's one lock:
     for ob in member.outbound(now_ms): transport.send(ob.request, ob.node_id)
     member.on_response(token, response, now_ms)                  # or on_transport_error(token, now_ms)
-    member.next_deadline_ms()
+    member.get_timer()
     member.close(now_ms); drive outbound (and on_app_poll after running callbacks) until member.closed
 
 Modules: ``states.py`` (Kafka's MemberState and its table), ``config.py``
@@ -28,26 +29,28 @@ incremental heartbeats), ``heartbeat_schedule.py`` (interval, backoff, poll
 timer), ``heartbeat_errors.py`` (the error table), ``reconciliation.py``
 (commit -> revoke -> assign as a table-checked machine), ``committer.py``
 (commits with the member epoch), ``view.py`` (the member's state and what
-an adapter reads), ``member.py`` (the protocol).
+an adapter reads), ``member.py`` (the protocol).  What it shares with the classic
+member (request book, events, commit book, ``MemberBase``, ``CommitterBase``) is in
+``kgroup/core/member/shared/``.
 """
-from kgroup.core.member.consumer_protocol.config import (
+from kgroup.core.member.consumer.config import (
     CLASSIC,
     CONSUMER,
     ConsumerProtocolConfig,
     check_group_protocol_settings,
     parse_group_protocol,
 )
-from kgroup.core.member.consumer_protocol.member import ConsumerGroupMember
-from kgroup.core.member.consumer_protocol.member_id import generate_member_id
-from kgroup.core.member.consumer_protocol.reconciliation import ReconcileStep
-from kgroup.core.member.consumer_protocol.states import LEGAL_PREVIOUS, ConsumerMemberState
+from kgroup.core.member.consumer.member import ConsumerProtocolMember
+from kgroup.core.member.consumer.member_id import generate_member_id
+from kgroup.core.member.consumer.reconciliation import ReconcileStep
+from kgroup.core.member.consumer.states import LEGAL_PREVIOUS, ConsumerMemberState
 
 __all__ = [
     "CLASSIC",
     "CONSUMER",
-    "ConsumerGroupMember",
     "ConsumerMemberState",
     "ConsumerProtocolConfig",
+    "ConsumerProtocolMember",
     "LEGAL_PREVIOUS",
     "ReconcileStep",
     "check_group_protocol_settings",

@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Optional
 
 from kgroup.core import messages as m
-from kgroup.core.member.config import MemberConfig
-from kgroup.core.member.events import Generation
-from kgroup.core.member.heartbeat import HeartbeatTimer
-from kgroup.core.member.membership import heartbeat_request
-from kgroup.core.member.requests import Outbound, RequestBook, RequestKind, Sent
+from kgroup.core.member.classic.config import MemberConfig
+from kgroup.core.member.classic.heartbeat import HeartbeatTimer
+from kgroup.core.member.classic.membership import heartbeat_request
+from kgroup.core.member.shared.events import Generation
+from kgroup.core.member.shared.requests import Outbound, RequestBook, RequestKind, Sent
 
 _KIND = RequestKind
 

@@ -28,7 +28,7 @@ from typing import Iterator, Mapping, Optional
 
 import attrs
 
-from kgroup.core.member.events import Generation
+from kgroup.core.member.shared.events import Generation
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.values import TopicPartition
 
@@ -115,7 +115,7 @@ class CommitBook:
     def mark_sent(self, token: int) -> None:
         self._pending[token].in_flight = True
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         """When a waiting commit becomes due; blocked ones wait for a response, not a deadline."""
         if not self._pending:
             return None

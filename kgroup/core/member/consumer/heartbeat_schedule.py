@@ -17,7 +17,7 @@ backoff) and its poll timer:
 - The poll timer expires ``max_poll_interval_ms`` after the application's
   last poll.
 
-Deadlines are inclusive, like :class:`kgroup.core.member.heartbeat.HeartbeatTimer`'s.
+Deadlines are inclusive, like :class:`kgroup.core.member.classic.heartbeat.HeartbeatTimer`'s.
 """
 from __future__ import annotations
 

@@ -12,83 +12,37 @@ requests go out and which answers are retried (``reactions.py``).
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from kgroup.core import messages as m
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.commits import CommitBook
-from kgroup.core.member.config import MemberConfig
-from kgroup.core.member.events import (
-    NO_GENERATION_VALUE,
-    CommitCompleted,
-    CommittedFetched,
-    Generation,
-    MemberEvent,
-)
-from kgroup.core.member.offsets import (
+from kgroup.core.member.classic.config import MemberConfig
+from kgroup.core.member.classic.rejoin import RejoinGate
+from kgroup.core.member.shared.committer import CommitterBase
+from kgroup.core.member.shared.events import NO_GENERATION_VALUE, CommittedFetched, Generation, MemberEvent
+from kgroup.core.member.shared.offsets import (
     commit_error,
     commit_generation_error,
     commit_request,
     fetched_offsets,
-    normalize_offsets,
 )
-from kgroup.core.member.rejoin import RejoinGate
-from kgroup.core.member.requests import Outbound, RequestBook, RequestKind, Sent
+from kgroup.core.member.shared.requests import Outbound, RequestBook, RequestKind, Sent
 from kgroup.errors import KGroupError
 from kgroup.values import TopicPartition
 
 
-class Committer:
+class Committer(CommitterBase):
     """The member's pending commits, the positions it auto-commits, and its offset fetches."""
 
     def __init__(self, config: MemberConfig, requests: RequestBook, emit: Callable[[MemberEvent], int],
                  rejoin: RejoinGate, now_ms: int) -> None:
-        self._config = config
-        self._requests = requests
-        self._emit = emit
+        super().__init__(config, requests, emit, now_ms)
+        self._config: MemberConfig = config
         self._rejoin = rejoin
-        self._book = CommitBook()
-        #: The next offsets to consume, as the application last reported them.
-        self._positions: dict = {}
-        self._next_auto_commit_ms = now_ms + config.auto_commit_interval_ms
         #: Set on close: the closing commits still go out in the generation they were made in.
         self._closing_generation: Optional[Generation] = None
 
-    def __bool__(self) -> bool:
-        """Some commit has not completed yet."""
-        return bool(self._book)
-
-    def has_waiting(self) -> bool:
-        return self._book.has_waiting()
-
-    def next_deadline_ms(self) -> Optional[int]:
-        return self._book.next_deadline_ms()
-
-    # -- making commits and fetches --------------------------------------------------
-
-    def commit(self, offsets: Mapping[TopicPartition, m.OffsetAndMetadata], deadline_ms: Optional[int],
-               generation: Generation, now_ms: int) -> int:
-        """Queue a commit stamped with the generation it is made in; returns its token."""
-        token = self._requests.next_token()
-        self._book.add(token, offsets, deadline_ms, generation, now_ms)
-        return token
-
-    def record_positions(self, positions: Optional[Mapping]) -> None:
-        if positions is not None:
-            self._positions = normalize_offsets(positions)
-
-    def auto_commit(self, generation: Generation, now_ms: int,
-                    deadline_ms: Optional[int] = None) -> Optional[int]:
-        """Commit the recorded positions if auto-commit is on (and something was consumed)."""
-        if not (self._config.enable_auto_commit and self._positions):
-            return None
-        return self.commit(self._positions, deadline_ms, generation, now_ms)
-
-    def auto_commit_on_interval(self, generation: Generation, now_ms: int) -> None:
-        """Auto-commit if the interval elapsed (the next interval starts then)."""
-        if self._config.enable_auto_commit and now_ms >= self._next_auto_commit_ms and self._positions:
-            self._next_auto_commit_ms = now_ms + self._config.auto_commit_interval_ms
-            self.auto_commit(generation, now_ms)
+    # -- making fetches ---------------------------------------------------------------
 
     def fetch(self, partitions: Sequence[TopicPartition], now_ms: int) -> int:
         """Queue an OffsetFetch of the committed offsets; returns its token."""
@@ -129,18 +83,11 @@ class Committer:
 
     def retry(self, token: int, sent: Sent, code: ErrorCode, now_ms: int) -> None:
         """Send a failed commit or fetch again after the backoff (a commit: only before its deadline)."""
-        retry_at_ms = now_ms + self._config.retry_backoff_ms
         if sent.kind is RequestKind.FETCH:
-            self._requests.enqueue(RequestKind.FETCH, sent.payload, retry_at_ms, token=token)
+            self._requests.enqueue(RequestKind.FETCH, sent.payload, now_ms + self._config.retry_backoff_ms,
+                                   token=token)
             return
-        pending = self._book.get(token)
-        if pending is None:
-            return
-        if pending.deadline_ms is not None and retry_at_ms < pending.deadline_ms:
-            # Newer waiting commits take over the partitions they share with this retry.
-            self._book.requeue(token, retry_at_ms)
-        else:
-            self.finish(token, commit_error(code))
+        self._retry_commit(token, code, now_ms)
 
     def report(self, token: int, sent: Sent, response, error: Optional[KGroupError]) -> None:
         """A commit or fetch is over: its result event."""
@@ -149,12 +96,8 @@ class Committer:
         else:
             self._emit(CommittedFetched(token, fetched_offsets(response)[1], error))
 
-    def finish(self, token: int, error: Optional[KGroupError]) -> None:
-        """A commit and the commits riding on it completed (``error`` None: committed)."""
-        for finished in self._book.finish(token):
-            self._rejoin.commit_finished(finished.token)
-            self._emit(CommitCompleted(finished.token, finished.requested, error))
+    def _failure(self, code: ErrorCode) -> KGroupError:
+        return commit_error(code)
 
-    def fail_all(self, error: KGroupError) -> None:
-        for token in self._book.tokens():
-            self.finish(token, error)
+    def _finished(self, token: int) -> None:
+        self._rejoin.commit_finished(token)  # a finished pre-join commit opens the rejoin gate

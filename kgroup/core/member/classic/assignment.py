@@ -13,15 +13,15 @@ from typing import Callable, Optional, Union
 import attrs
 
 from kgroup.assignors import RebalanceProtocol
-from kgroup.core.member import codec
-from kgroup.core.member.events import (
+from kgroup.core.member.classic import codec
+from kgroup.core.member.classic.rejoin import RejoinGate
+from kgroup.core.member.shared.events import (
     Generation,
     MemberEvent,
     PartitionsAssigned,
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.rejoin import RejoinGate
 from kgroup.values import Assignment
 
 

@@ -5,7 +5,7 @@ member's states, reconciliation, fencing and leaving) and
 ``ConsumerHeartbeatRequestManager`` (when a heartbeat goes out and what it
 carries), driven like kgroup's classic :class:`~kgroup.core.member.GroupMember`:
 everything enters as a method call with an integer ``now_ms`` and leaves as
-:class:`~kgroup.core.member.requests.Outbound` requests and application
+:class:`~kgroup.core.member.shared.requests.Outbound` requests and application
 events, so the adapters drive both members the same way (see the package
 docstring).
 
@@ -36,15 +36,15 @@ from kgroup.core.consumer_group_messages import (
     ConsumerGroupHeartbeatResponse,
 )
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.member.consumer_protocol import heartbeat_errors
-from kgroup.core.member.consumer_protocol.committer import COORDINATOR_MOVED, membership_stamp
-from kgroup.core.member.consumer_protocol.config import ConsumerProtocolConfig
-from kgroup.core.member.consumer_protocol.heartbeat_errors import HeartbeatReaction
-from kgroup.core.member.consumer_protocol.heartbeat_fields import build_heartbeat
-from kgroup.core.member.consumer_protocol.local_assignment import NO_ASSIGNMENT
-from kgroup.core.member.consumer_protocol.member_id import RandomBytes
-from kgroup.core.member.consumer_protocol.reconciliation import ReconcileStep
-from kgroup.core.member.consumer_protocol.states import (
+from kgroup.core.member.consumer import heartbeat_errors
+from kgroup.core.member.consumer.committer import membership_stamp
+from kgroup.core.member.consumer.config import ConsumerProtocolConfig
+from kgroup.core.member.consumer.heartbeat_errors import HeartbeatReaction
+from kgroup.core.member.consumer.heartbeat_fields import build_heartbeat
+from kgroup.core.member.consumer.local_assignment import NO_ASSIGNMENT
+from kgroup.core.member.consumer.member_id import RandomBytes
+from kgroup.core.member.consumer.reconciliation import ReconcileStep
+from kgroup.core.member.consumer.states import (
     CAN_HANDLE_NEW_ASSIGNMENT,
     HEARTBEATS_NOW,
     LEAVING_GROUP,
@@ -52,8 +52,8 @@ from kgroup.core.member.consumer_protocol.states import (
     SKIPS_HEARTBEAT,
     ConsumerMemberState,
 )
-from kgroup.core.member.consumer_protocol.view import ConsumerMemberView
-from kgroup.core.member.events import (
+from kgroup.core.member.consumer.view import ConsumerMemberView
+from kgroup.core.member.shared.events import (
     NO_GENERATION_VALUE,
     FatalError,
     Generation,
@@ -61,12 +61,12 @@ from kgroup.core.member.events import (
     PartitionsLost,
     PartitionsRevoked,
 )
-from kgroup.core.member.offsets import normalize_offsets
-from kgroup.core.member.requests import Outbound, RequestKind, Sent
-from kgroup.errors import KGroupError, MemberClosedError
+from kgroup.core.member.shared.offsets import COORDINATOR_MOVED, normalize_offsets
+from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
+from kgroup.errors import ConfigError, KGroupError
 from kgroup.values import TopicPartition
 
-__all__ = ["ConsumerGroupMember"]
+__all__ = ["ConsumerProtocolMember"]
 
 _log = logging.getLogger(__name__)
 _S = ConsumerMemberState
@@ -83,7 +83,7 @@ class HeartbeatSent:
     leaving: bool
 
 
-class ConsumerGroupMember(ConsumerMemberView):
+class ConsumerProtocolMember(ConsumerMemberView):
     """One consumer's membership of one KIP-848 group (see the module docstring)."""
 
     def __init__(self, config: ConsumerProtocolConfig, now_ms: int, random_bytes: RandomBytes) -> None:
@@ -92,16 +92,9 @@ class ConsumerGroupMember(ConsumerMemberView):
 
     # -- application side ------------------------------------------------------------
 
-    def subscribe(self, topics: Sequence[str], now_ms: int) -> None:
+    def _subscription_changed(self) -> None:
         """Kafka ``onSubscriptionUpdated``: joins on the next poll; in a group, the next heartbeat says it."""
-        self._check_open()
-        wanted = frozenset(topics)
-        if not wanted:
-            self.unsubscribe(now_ms)
-            return
-        if wanted != self._subscription:
-            self._subscription = wanted
-            self._subscription_updated = True
+        self._subscription_updated = True
 
     def unsubscribe(self, now_ms: int) -> None:
         """Release every partition (callbacks) and leave the group."""
@@ -145,8 +138,14 @@ class ConsumerGroupMember(ConsumerMemberView):
         self._advance(now_ms)
 
     def commit_offsets(self, offsets: Mapping[TopicPartition, Union[int, m.OffsetAndMetadata]], now_ms: int,
-                       deadline_ms: Optional[int] = None) -> int:
-        """Queue a commit; its result is a CommitCompleted(token).  Retried until ``deadline_ms``."""
+                       deadline_ms: Optional[int] = None, generation: Optional[Generation] = None) -> int:
+        """Queue a commit; its result is a CommitCompleted(token).  Retried until ``deadline_ms``.
+
+        ``generation`` is the classic member's (the generation the offsets were read in); this
+        protocol stamps every commit with the member epoch of the moment it is sent, so it refuses one.
+        """
+        if generation is not None:
+            raise ConfigError("commit(generation=...) is for the classic group protocol")
         self._check_open()
         stamp = self._stamp() if self._group_managed() else NO_GENERATION_VALUE
         return self._commits.commit(normalize_offsets(offsets), deadline_ms, stamp, now_ms)
@@ -171,9 +170,6 @@ class ConsumerGroupMember(ConsumerMemberView):
             self._commits.auto_commit(self._stamp(), now_ms)
         self._stay_in_group_on_close = not self.config.leaves_on_close(leave_group)
         self._leave_group()
-
-    def take_events(self) -> list:
-        return self._events.take()
 
     # -- protocol side -----------------------------------------------------------------
 
@@ -234,18 +230,7 @@ class ConsumerGroupMember(ConsumerMemberView):
             if code in COORDINATOR_MOVED:
                 self._lose_coordinator(now_ms)
 
-    def on_transport_error(self, token: int, now_ms: int) -> None:
-        sent = self._requests.pop(token)
-        if sent is None or self._fsm.state is _S.FATAL:
-            return
-        if sent.kind is _KIND.FIND:
-            self._requests.retry_at(_KIND.FIND, now_ms + self.config.retry_backoff_ms)
-            return
-        self._abandon(token, sent, now_ms)
-        # Kafka ``handleCoordinatorDisconnect``: a retriable failure suspects the coordinator.
-        self._lose_coordinator(now_ms)
-
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         """The earliest instant at which ``outbound`` may have something new to do."""
         if self._fsm.state is _S.FATAL:
             return None
@@ -256,7 +241,7 @@ class ConsumerGroupMember(ConsumerMemberView):
                 return None
             return self._requests.not_before_ms(_KIND.FIND)
         candidates = list(self._requests.queued_not_before_ms())
-        commit_due_ms = self._commits.next_deadline_ms()
+        commit_due_ms = self._commits.get_timer()
         if commit_due_ms is not None:
             candidates.append(commit_due_ms)
         if self._fsm.state not in SKIPS_HEARTBEAT:
@@ -625,13 +610,7 @@ class ConsumerGroupMember(ConsumerMemberView):
         self._owned = frozenset()
         self._events.append(FatalError(error))
 
-    def _check_open(self) -> None:
-        if self._closing:
-            raise MemberClosedError("the group member is closed")
-        if self._fsm.state is _S.FATAL:
-            raise MemberClosedError(f"the group member failed: {self.last_error}")
-
     def __repr__(self) -> str:
-        return (f"ConsumerGroupMember({self.config.group_id!r}, {self.member_id!r}, "
+        return (f"ConsumerProtocolMember({self.config.group_id!r}, {self.member_id!r}, "
                 f"epoch={self.member_epoch}, "
                 f"{self._fsm.state.name})")

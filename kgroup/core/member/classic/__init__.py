@@ -1,0 +1,1 @@
+"""The classic group protocol member (Kafka's ConsumerCoordinator, AbstractCoordinator)."""

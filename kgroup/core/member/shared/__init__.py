@@ -1,0 +1,1 @@
+"""What both members share: the commit book, events, offsets and the request book (see docs/member.md)."""
