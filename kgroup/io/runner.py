@@ -15,32 +15,19 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from typing import Callable, Optional, Union
 
 from kgroup.core.member import GroupMember
 from kgroup.core.member.consumer_protocol import ConsumerGroupMember
+from kgroup.io.clock import Clock, monotonic_ms, wait_until_ms
 from kgroup.io.transport import Transport, TransportError
 
-Clock = Callable[[], int]
 #: Either protocol's member: both keep the same adapter contract (outbound / on_response / ...).
 AnyMember = Union[GroupMember, ConsumerGroupMember]
 
 #: Longest single blocking wait of the polling thread: it looks at its deadline, a wakeup and
 #: the heartbeat thread's health at least this often.
 BLOCKING_STEP_MS = 50
-
-
-def monotonic_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
-
-def wait_until_ms(deadline_ms: Optional[int], now_ms: int, cap_ms: int) -> int:
-    """How long a real-clock thread may sleep before ``deadline_ms`` (None: no deadline), at most
-    ``cap_ms`` and at least 1 ms (a deadline already passed is served on the next round)."""
-    if deadline_ms is None:
-        return max(1, cap_ms)
-    return max(1, min(cap_ms, deadline_ms - now_ms))
 
 
 class MemberRunner:
@@ -109,7 +96,7 @@ class MemberRunner:
 
     def wait_ms(self, cap_ms: int) -> int:
         """How long the caller may wait before the member has something to do (>= 1 ms)."""
-        return wait_until_ms(self.member.next_deadline_ms(), self.clock(), cap_ms)
+        return wait_until_ms(self.member.get_timer(), self.clock(), cap_ms)
 
 
 def block_until(runner: MemberRunner, deadline_ms: Optional[int], done: Callable[[], bool], *,
