@@ -110,7 +110,8 @@ def revoked_commits_stamped_with_the_next_generation():
         original_commit(self, offsets, now, sync)
 
     original_commit = sim_app.ConsumerApp.commit
-    with _patched(sim_app.ConsumerApp, "_take_events", take), _patched(sim_app.ConsumerApp, "handle_timer", poll), \
+    with _patched(sim_app.ConsumerApp, "_take_events", take), \
+            _patched(sim_app.ConsumerApp, "handle_timer", poll), \
             _patched(sim_app.ConsumerApp, "commit", no_revoke_commit):
         yield
 
