@@ -9,7 +9,7 @@ from typing import TextIO
 
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.member import CommitCompleted, CommittedFetched, PartitionsAssigned, PartitionsRevoked
-from kgroup.testing.clock import MockClock
+from kgroup.io.clock import MockClock
 from kgroup.testing.in_memory_kafka import InMemoryKafka
 
 GROUP = "billing"

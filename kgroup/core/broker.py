@@ -11,7 +11,8 @@ coordinator posing as one broker
 (:class:`kgroup.core.coordinator.standalone.StandaloneCoordinator`).
 
 Sans-I/O like the rest of the core: every call takes ``now_ms``; the
-transport calls :meth:`BrokerBackend.tick` by ``next_deadline_ms``.
+transport calls :meth:`BrokerBackend.handle_timer` when :meth:`BrokerBackend.get_timer` says
+(aioquic's timer convention: docs/architecture.md, *Time*).
 
 The values a backend can answer besides protocol responses, and the errors it
 raises, are defined here so that a transport never reaches into a backend's
@@ -136,11 +137,11 @@ class UnsupportedRequestError(KGroupError, TypeError):
 
 
 class BrokerBackend(Protocol):
-    """The broker side of a transport: send a request to a node, fire timers, say when next.
+    """The broker side of a transport: send a request to a node, say when next, do what is due.
 
-    ``send`` and ``tick`` return the deliveries that became ready, for any request
+    ``send`` and ``handle_timer`` return the deliveries that became ready, for any request
     sent earlier (a JoinGroup parked until the rebalance completes is answered by a
-    later ``send`` or ``tick``).  ``node_id`` ``None`` means any live broker (bootstrap).
+    later ``send`` or ``handle_timer``).  ``node_id`` ``None`` means any live broker (bootstrap).
     ``context`` ``None`` means the request states its own header data
     (:meth:`RequestContext.of` with the defaults).
     """
@@ -148,6 +149,6 @@ class BrokerBackend(Protocol):
     def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int,
              context: Optional[RequestContext] = None) -> List[Delivery]: ...
 
-    def tick(self, now_ms: int) -> List[Delivery]: ...
+    def handle_timer(self, now_ms: int) -> List[Delivery]: ...
 
-    def next_deadline_ms(self) -> Optional[int]: ...
+    def get_timer(self) -> Optional[int]: ...

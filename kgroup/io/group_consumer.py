@@ -42,7 +42,8 @@ from kgroup.core.member.consumer.member_id import RandomBytes
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.errors import ConfigError, KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
-from kgroup.io.runner import MemberRunner, block_until, monotonic_ms
+from kgroup.io.clock import monotonic_ms
+from kgroup.io.runner import MemberRunner, block_until
 from kgroup.io.transport import Transport
 from kgroup.values import TopicPartition
 

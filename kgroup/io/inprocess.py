@@ -1,11 +1,12 @@
 """In-process transport: several members share one in-memory coordinator, no broker.
 
 A :class:`InProcessHub` owns the coordinator behind one lock, routes each
-delivery back to the transport that sent the request, and fires the
-coordinator's timers (from its own thread on a real clock, or from
-``tick()`` in tests on a MockClock).  The coordinator-facing side is the
-broker seam :class:`kgroup.core.broker.BrokerBackend` (send with a request
-context / tick / next deadline): a standalone coordinator, or the in-memory
+delivery back to the transport that sent the request, and runs the
+coordinator's timers (from its own thread on a real clock; on a MockClock it is
+a timed component, ``get_timer()`` / ``handle_timer(now_ms)``, that the test
+scheduler drives).  The coordinator-facing side is the broker seam
+:class:`kgroup.core.broker.BrokerBackend` (send with a request context /
+get_timer / handle_timer): a standalone coordinator, or the in-memory
 cluster's coordinators (:class:`kgroup.core.cluster.group_hosting.GroupHosting`).
 Every request travels with its :class:`~kgroup.core.broker.RequestContext`:
 the transport's client id and host, and the request's own header data where
@@ -23,12 +24,11 @@ from kgroup.core.broker import (DEFAULT_CLIENT_HOST, DEFAULT_CLIENT_ID, BrokerBa
                                 RequestContext)
 from kgroup.core.coordinator.standalone import StandaloneCoordinator
 from kgroup.core.error_codes import ErrorCode
-from kgroup.io.runner import monotonic_ms, wait_until_ms
+from kgroup.io.clock import Clock, monotonic_ms, wait_until_ms
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError
 
 _T = TypeVar("_T")
 
-Clock = Callable[[], int]
 log = logging.getLogger(__name__)
 
 
@@ -42,7 +42,7 @@ class InProcessHub:
     """One lock around the backend; deliveries go to the transport that asked."""
 
     def __init__(self, backend, clock: Optional[Clock] = None, run_timers: Optional[bool] = None) -> None:
-        if not hasattr(backend, "tick"):
+        if not hasattr(backend, "send"):
             backend = StandaloneCoordinator(backend)
         self.backend = backend
         self.clock = clock or monotonic_ms
@@ -52,9 +52,15 @@ class InProcessHub:
         self._transport_ids = itertools.count(1)
         self._transports: dict[int, "InProcessTransport"] = {}
         self._thread: Optional[threading.Thread] = None
-        #: Bumped by every call that may change the backend or route a delivery (send, tick, apply,
-        #: query): a single-threaded driver caches what it read from the backend until this moves.
+        #: Bumped by every call that may change the backend or route a delivery (send, handle_timer,
+        #: apply, query): a single-threaded driver caches what it read from the backend until this moves.
         self.changes = 0
+        #: Keep the backend's deadline until ``changes`` moves: only for a single-threaded driver that
+        #: reaches the backend through this hub alone (send, handle_timer, apply, query: nothing else
+        #: can move a deadline, so asking the cluster and every coordinator at each instant is wasted).
+        self.cache_timer = False
+        self._timer_seen = -1
+        self._timer: Optional[int] = None
         if run_timers if run_timers is not None else clock is None:
             self._thread = threading.Thread(target=self._run_timers, name="kgroup-inprocess-timers",
                                             daemon=True)
@@ -94,11 +100,26 @@ class InProcessHub:
             self._route(deliveries)
             self._timer_wake.notify()  # the coordinator's next deadline may have moved
 
-    def tick(self) -> None:
-        """Fire the coordinator's due timers (tests on a MockClock call this)."""
+    def get_timer(self) -> Optional[int]:
+        """The backend's next deadline (a MockClock driver's question; the real clock's thread asks
+        the backend itself)."""
+        if not self.cache_timer:
+            return self.backend.get_timer()
+        if self.changes != self._timer_seen:
+            self._timer = self.backend.get_timer()
+            self._timer_seen = self.changes
+        return self._timer
+
+    def due(self, now_ms: int) -> bool:
+        """Whether :meth:`handle_timer` would do anything at ``now_ms`` (the event scheduler's hint)."""
+        deadline = self.get_timer()
+        return deadline is not None and deadline <= now_ms
+
+    def handle_timer(self, now_ms: int) -> None:
+        """Do what the backend has due at ``now_ms`` and route what it answers."""
         with self._lock:
             self.changes += 1
-            self._route(self.backend.tick(self.clock()))
+            self._route(self.backend.handle_timer(now_ms))
 
     def apply(self, action: Callable[[int], list]) -> None:
         """Run ``action(now_ms)`` on the backend under the hub's lock and route what it answers.
@@ -134,11 +155,11 @@ class InProcessHub:
         with self._lock:
             while not self._stopped:
                 try:
-                    self._route(self.backend.tick(self.clock()))
+                    self._route(self.backend.handle_timer(self.clock()))
                 except Exception:
                     # This thread fires the timers of every group the hub hosts: log and keep going.
                     log.exception("in-process backend failed while firing timers")
-                wait_ms = wait_until_ms(self.backend.next_deadline_ms(), self.clock(), 1000)
+                wait_ms = wait_until_ms(self.backend.get_timer(), self.clock(), 1000)
                 self._timer_wake.wait(wait_ms / 1000)
 
     def close(self, timeout_s: float = 2.0) -> None:

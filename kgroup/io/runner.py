@@ -15,29 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from typing import Callable, Optional
 
 from kgroup.core.member import MemberContract
+from kgroup.io.clock import Clock, monotonic_ms, wait_until_ms
 from kgroup.io.transport import Transport, TransportError
-
-Clock = Callable[[], int]
 
 #: Longest single blocking wait of the polling thread: it looks at its deadline, a wakeup and
 #: the heartbeat thread's health at least this often.
 BLOCKING_STEP_MS = 50
-
-
-def monotonic_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
-
-def wait_until_ms(deadline_ms: Optional[int], now_ms: int, cap_ms: int) -> int:
-    """How long a real-clock thread may sleep before ``deadline_ms`` (None: no deadline), at most
-    ``cap_ms`` and at least 1 ms (a deadline already passed is served on the next round)."""
-    if deadline_ms is None:
-        return max(1, cap_ms)
-    return max(1, min(cap_ms, deadline_ms - now_ms))
 
 
 class MemberRunner:

@@ -118,7 +118,7 @@ class ServerEngine:
         self._jobs: Deque[_Job] = deque()
         self._ids = itertools.count(1)
         self._now_ms = now_ms
-        #: ``hosting.next_deadline_ms()`` while nothing changed it (None: unknown, ask again).
+        #: ``hosting.get_timer()`` while nothing changed it (None: unknown, ask again).
         self._hosting_deadline_ms: Optional[int] = None
         #: Called with (core request, core answer, now_ms) for every group-API answer, on the
         #: server's thread: how an embedding application watches a group (kgroup_spark records
@@ -213,13 +213,13 @@ class ServerEngine:
         out.extend(self._settle(now_ms))
         return out
 
-    def tick(self, now_ms: int) -> List[Reply]:
-        """Fire timers due by ``now_ms`` (coordinator deadlines, replication, fetch waits, delays)."""
+    def handle_timer(self, now_ms: int) -> List[Reply]:
+        """Do what is due by ``now_ms`` (coordinator deadlines, replication, fetch waits, delays)."""
         out = self._advance(now_ms)
         out.extend(self._settle(now_ms))
         return out
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         deadlines = [d for d in (self._hosting_deadline(),) if d is not None]
         for flight in self._in_flight.values():
             for deadline in (flight.fetch_deadline_ms, flight.produce_deadline_ms):
@@ -359,7 +359,7 @@ class ServerEngine:
 
     def _hosting_deadline(self) -> Optional[int]:
         if self._hosting_deadline_ms is None:
-            self._hosting_deadline_ms = self.hosting.next_deadline_ms()
+            self._hosting_deadline_ms = self.hosting.get_timer()
         return self._hosting_deadline_ms
 
     def _advance(self, now_ms: int) -> List[Reply]:
@@ -367,13 +367,13 @@ class ServerEngine:
         deadline = self._hosting_deadline_ms
         if deadline is not None and self._now_ms < deadline:
             # Nothing of the group side is due (no replication round, coordinator timer or load)
-            # and nothing touched it since its deadline was read: hosting.tick would only move
-            # the cluster's clock.  Skipping it keeps a produce or fetch from walking every
+            # and nothing touched it since its deadline was read: hosting.handle_timer would only
+            # move the cluster's clock.  Skipping it keeps a produce or fetch from walking every
             # __consumer_offsets slot.
-            self.cluster.tick(self._now_ms)
+            self.cluster.handle_timer(self._now_ms)
             return []
         self._hosting_deadline_ms = None
-        return self._route(self.hosting.tick(self._now_ms), self._now_ms)
+        return self._route(self.hosting.handle_timer(self._now_ms), self._now_ms)
 
     def _settle(self, now_ms: int) -> List[Reply]:
         """Answer produces whose appends resolved, fetches with enough data or out of time, due delays."""

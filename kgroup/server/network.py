@@ -2,7 +2,8 @@
 
 Thin on purpose: a connection cuts its byte stream into frames (Kafka's 4-byte size
 prefix), hands one frame at a time to :class:`~kgroup.server.engine.ServerEngine` and
-writes back what the engine answers.  A single timer wakes the engine at its next deadline.
+writes back what the engine answers.  A single timer wakes the engine at its next deadline
+(:meth:`Network.get_timer` / :meth:`Network.handle_timer`: the network is the server's timed component).
 
 Backpressure, as Kafka's SocketServer mutes a channel (Selector.mute) from the moment it
 reads a request until that request's response has been sent in full: a connection hands
@@ -24,6 +25,7 @@ import struct
 from collections import deque
 from typing import Any, Callable, Deque, Dict, List, Optional
 
+from kgroup.io.clock import Clock
 from kgroup.server.engine import Reply, ServerEngine
 from kgroup.server.frames import MAX_FRAME_BYTES
 
@@ -151,7 +153,7 @@ class Network:
             total += len(connection._buffer) + sum(len(frame) for frame in connection._frames)
         return total
 
-    def __init__(self, engine: ServerEngine, clock: Callable[[], int], host: str, real_time: bool) -> None:
+    def __init__(self, engine: ServerEngine, clock: Clock, host: str, real_time: bool) -> None:
         self.engine = engine
         self.clock = clock
         self.host = host
@@ -300,19 +302,27 @@ class Network:
 
     # -- time -----------------------------------------------------------------------------------
 
+    def get_timer(self) -> Optional[int]:
+        return self.engine.get_timer()
+
+    def handle_timer(self, now_ms: int) -> None:
+        """Do what the engine has due at ``now_ms`` and send what it answers (on the loop)."""
+        self._timer = None
+        self.dispatch(self.engine.handle_timer(now_ms))
+
     def schedule(self) -> None:
-        """(Re)arm the timer for the engine's next deadline (real clock only; a mock clock is advanced)."""
+        """(Re)arm the event loop's timer for the next deadline (real clock only: a mock clock is
+        moved by ``KafkaServer.advance``)."""
         if not self.real_time:
             return
-        deadline = self.engine.next_deadline_ms()
+        deadline = self.get_timer()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         if deadline is None:
             return
         delay_s = max(0, deadline - self.clock()) / 1000
-        self._timer = asyncio.get_running_loop().call_later(delay_s, self.fire)
+        self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_real_timer)
 
-    def fire(self) -> None:
-        self._timer = None
-        self.dispatch(self.engine.tick(self.clock()))
+    def _on_real_timer(self) -> None:
+        self.handle_timer(self.clock())

@@ -19,7 +19,7 @@ import logging
 import socket
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, TypeVar, cast
+from typing import Any, Callable, List, Optional, TypeVar, cast
 
 import attrs
 
@@ -31,16 +31,13 @@ from kgroup.core.consumer_group_messages import (
 )
 from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import ConfigError, KGroupError
-from kgroup.io.runner import monotonic_ms
+from kgroup.io.clock import Clock, MockClock, monotonic_ms, run_timers_through
 from kgroup.server.config import ServerConfig
 from kgroup.server.data_plane import DataPlane
 from kgroup.server.engine import ServerEngine
 from kgroup.server.faults import FaultAction, FaultRule, TraceEntry
 from kgroup.server.network import Network
 from kgroup.server.wire_errors import WireError
-
-if TYPE_CHECKING:
-    from kgroup.testing.clock import MockClock
 
 __all__ = ["KafkaServer"]
 
@@ -66,7 +63,7 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 class KafkaServer:
-    def __init__(self, config: Optional[ServerConfig] = None, *, clock: Optional["MockClock"] = None,
+    def __init__(self, config: Optional[ServerConfig] = None, *, clock: Optional[MockClock] = None,
                  **options: Any) -> None:
         """``options`` are :class:`ServerConfig` fields (``brokers=3``, ``port=9092``...), applied on
         top of ``config``."""
@@ -75,7 +72,7 @@ class KafkaServer:
         except TypeError as error:
             raise ConfigError(f"unknown KafkaServer option: {error}") from None
         self._mock_clock = clock
-        self._clock: Callable[[], int] = clock if clock is not None else monotonic_ms
+        self._clock: Clock = clock if clock is not None else monotonic_ms
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._thread: Optional[threading.Thread] = None
         self._ports: dict = {}
@@ -196,22 +193,15 @@ class KafkaServer:
     # -- time (mock clock) ------------------------------------------------------------------------
 
     def advance(self, delta_ms: int) -> None:
-        """Move a mock clock forward, firing every deadline on the way in order."""
+        """Move a mock clock forward, handling every deadline on the way at its own time."""
         clock = self._mock_clock
         if clock is None:
             raise ConfigError("advance() needs a server started with clock=MockClock()")
         target = clock() + delta_ms
 
         def work() -> None:
-            assert self.engine is not None and self._network is not None
-            while True:
-                deadline = self.engine.next_deadline_ms()
-                if deadline is None or deadline > target:
-                    break
-                clock.advance_to(max(deadline, clock()))
-                self._network.dispatch(self.engine.tick(clock()))
-            clock.advance_to(target)
-            self._network.dispatch(self.engine.tick(clock()))
+            assert self._network is not None
+            run_timers_through(clock, self._network, target)
         self._call(work)
 
     # -- topics and groups --------------------------------------------------------------------------

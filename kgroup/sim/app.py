@@ -76,7 +76,7 @@ def draw_profile(rng: random.Random, commit_mode: str, processing_ms_per_record:
 
 
 class ConsumerApp:
-    """One consumer process (see the module doc); the scheduler's :class:`AppPoller` for its member."""
+    """One consumer process (see the module doc); the scheduler drives it as its member's application."""
 
     def __init__(self, name: str, instance_id: Optional[str], member: MemberContract,
                  profile: AppProfile,
@@ -104,9 +104,9 @@ class ConsumerApp:
         self.last_poll_ms = now_ms
         self.paused_until_ms = -1
 
-    # -- the scheduler's AppPoller ------------------------------------------------------------
+    # -- the scheduler's timed component: the application's poll loop ---------------------------
 
-    def next_poll_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         if self.sync_token is not None:
             # A loop blocked in a synchronous commit (as kafka-python's commit_sync, which polls the
             # network until the answer) wakes when the member has news for it: the commit's answer,
@@ -115,7 +115,8 @@ class ConsumerApp:
             return max(woken, self.paused_until_ms)
         return max(self.next_ms, self.paused_until_ms)
 
-    def poll(self, now: int) -> None:
+    def handle_timer(self, now: int) -> None:
+        """One pass of the application's poll loop (the steps of the module doc)."""
         member = self.member
         self.last_poll_ms = now
         self._finish_batch(now)
@@ -127,7 +128,7 @@ class ConsumerApp:
             self.next_ms = now + self.profile.poll_interval_ms
             return
         if self.sync_token is not None and now < self.sync_deadline_ms:
-            return  # still blocked: next_poll_ms() wakes the loop
+            return  # still blocked: get_timer() wakes the loop
         self.sync_token = None
         self._maybe_commit(now)
         if self.sync_token is not None:
@@ -277,13 +278,13 @@ class Producer:
         self.sequence = 0
         self.refused = 0
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         return self.next_ms
 
     def due(self, now_ms: int) -> bool:
         return self.next_ms is not None and self.next_ms <= now_ms
 
-    def fire(self, now_ms: int) -> None:
+    def handle_timer(self, now_ms: int) -> None:
         if self.next_ms is None or now_ms < self.next_ms:
             return
         topic = self.topic

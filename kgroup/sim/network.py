@@ -17,8 +17,8 @@ not lose messages silently; a client sees its connection die), so the member
 retries as it would after a disconnect.  A zombie broker (isolated from the
 controller, still believing it leads) is the cluster's own ``isolate_broker``.
 
-The network is a timer source of the :class:`~kgroup.testing.scheduler.Scheduler`:
-``fire(now_ms)`` forwards due requests and collects answers; its randomness is
+The network is a timed component of the :class:`~kgroup.testing.scheduler.Scheduler`:
+``handle_timer(now_ms)`` forwards due requests and collects answers; its randomness is
 its own stream (``Random("network-<seed>")``).
 """
 from __future__ import annotations
@@ -144,7 +144,7 @@ class SimNetwork:
             return True
         return False
 
-    # -- the scheduler's timer source -----------------------------------------------------------
+    # -- the scheduler's timed component -----------------------------------------------------------
 
     def _recompute(self) -> None:
         best: Optional[int] = None
@@ -165,13 +165,13 @@ class SimNetwork:
         self._next_deadline, self._next_outgoing = best, outgoing
         self._stale = False
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         if self._stale:
             self._recompute()
         return self._next_deadline
 
     def due(self, now_ms: int) -> bool:
-        """Whether :meth:`fire` would move anything now: a request due at its broker, or an answer in
+        """Whether :meth:`handle_timer` would move anything now: a request due at its broker, or an answer in
         a transport's in-process inbox (the event scheduler fires the network only then)."""
         if self._inbox_waiting or (self._hub is not None and self._hub.changes != self._hub_changes_seen):
             return True
@@ -179,7 +179,7 @@ class SimNetwork:
             self._recompute()
         return self._next_outgoing is not None and self._next_outgoing <= now_ms
 
-    def fire(self, now_ms: int) -> None:
+    def handle_timer(self, now_ms: int) -> None:
         for transport in list(self.transports.values()):
             transport.forward(now_ms)
         # A forward may have had the hub answer a transport forwarded before it: that answer waits
@@ -290,14 +290,6 @@ class SimTransport(Transport):
         heapq.heapify(keep)
         self._outgoing = keep
         self.network._stale = True
-
-    def next_deadline_ms(self) -> Optional[int]:
-        if self.closed:
-            return None
-        outgoing, incoming = self._outgoing, self._incoming
-        if outgoing:
-            return min(outgoing[0][0], incoming[0][0]) if incoming else outgoing[0][0]
-        return incoming[0][0] if incoming else None
 
     def next_completion_ms(self) -> Optional[int]:
         """When the earliest message on its way back arrives (None: nothing on the way)."""

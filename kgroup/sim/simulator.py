@@ -48,9 +48,9 @@ from kgroup.sim.history import (
 )
 from kgroup.sim.network import SimNetwork, NetworkConfig
 from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
-from kgroup.testing.clock import MockClock
+from kgroup.io.clock import MockClock, autojump
 from kgroup.testing.in_memory_kafka import InMemoryKafka
-from kgroup.testing.scheduler import CachedHubTimers, EventScheduler
+from kgroup.testing.scheduler import EventScheduler
 from kgroup.values import TopicPartition
 
 __all__ = ["ASSIGNORS", "ASSIGNOR_MIXES", "CAMPAIGN_SHAPE", "GROUP_PROTOCOLS", "SERVER_ASSIGNORS",
@@ -242,7 +242,9 @@ class _Simulation:
         self.history = History()
         self.network = SimNetwork(seed, config.network)
         self.scheduler = EventScheduler(self.clock)
-        self.scheduler.add_timers(CachedHubTimers(self.kafka.hub))
+        # The simulation reaches the cluster only through the hub: its deadline can wait for a change.
+        self.kafka.hub.cache_timer = True
+        self.scheduler.add_timers(self.kafka.hub)
         self.producers = [Producer(f"p{i}", TOPIC, self.cluster, self.history,
                                    random.Random(f"producer-{seed}-{i}"), config.produce_interval_ms, i,
                                    config.duration_ms, config.produce_batch) for i in range(config.producers)]
@@ -344,17 +346,19 @@ class _Simulation:
             app.member.close(self.clock(), positions=app.committable())
             # The application runs the revocation callbacks its member waits on before leaving (the
             # KIP-848 member does; the classic one leaves regardless and ignores a poll while closing).
-            for _ in range(50):
+
+            def visit() -> None:
                 app.member.take_events()
                 app.member.on_app_poll(self.clock())
                 for _round in range(20):
                     if not runner.step(0):
                         break
-                self.kafka.hub.tick()
-                self.network.fire(self.clock())
-                if app.member.closed:
-                    break
-                self.clock.advance(5)
+                self.kafka.hub.handle_timer(self.clock())
+                self.network.handle_timer(self.clock())
+
+            # Every 5 ms for at most 250 ms, until the member has left.
+            autojump(self.clock, self.clock() + 50 * 5, visit, lambda end_ms: min(end_ms, self.clock() + 5),
+                     done=lambda: app.member.closed)
         runner.transport.close()
         self.history.record(MemberStopped(self.clock(), name, clean))
 

@@ -2,7 +2,7 @@
 that drives it, a transition trace, the assignor conformance kit and the
 :class:`InMemoryKafka` test harness (brokers, ``__consumer_offsets`` and group
 coordinators in-process) behind the ``kgroup_cluster`` pytest fixture."""
-from kgroup.testing.clock import MockClock
+from kgroup.io.clock import MockClock
 from kgroup.testing.conformance import (
     AssignorProperties,
     Balance,

@@ -31,9 +31,9 @@ from kgroup.core.member import ClassicMemberState, MemberContract
 from kgroup.core.member.consumer import ConsumerMemberState
 from kgroup.errors import ConfigError
 from kgroup.io.inprocess import InProcessHub, InProcessTransport
-from kgroup.io.runner import MemberRunner, monotonic_ms
-from kgroup.testing.clock import MockClock
-from kgroup.testing.scheduler import HubTimers, Scheduler
+from kgroup.io.clock import MockClock, autojump, monotonic_ms
+from kgroup.io.runner import MemberRunner
+from kgroup.testing.scheduler import Scheduler
 
 #: The application poll cadence of ``member()``s under ``run``: a member counts
 #: max.poll.interval.ms and moves on after its rebalance callbacks from these polls.
@@ -49,10 +49,10 @@ class _PollingApp:
         self.member = member
         self.next_ms = first_ms
 
-    def next_poll_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         return self.next_ms
 
-    def poll(self, now_ms: int) -> None:
+    def handle_timer(self, now_ms: int) -> None:
         self.next_ms = now_ms + self.kafka._app_poll_ms
         events = self.member.take_events()
         on_events = self.kafka._on_events
@@ -96,7 +96,7 @@ class InMemoryKafka:
         self.scheduler: Optional[Scheduler] = None
         if clock is not None:
             self.scheduler = Scheduler(clock)
-            self.scheduler.add_timers(HubTimers(self.hub))
+            self.scheduler.add_timers(self.hub)
 
     # -- topics and connections --------------------------------------------------
 
@@ -160,12 +160,14 @@ class InMemoryKafka:
         runner = self._runners.pop(name)
         self._stop_driving(name)
         runner.member.close(clock(), leave_group)
-        for _ in range(100):
+
+        def visit() -> None:
             runner.step(0)
-            self.hub.tick()
-            if runner.member.closed:
-                break
-            clock.advance(10)
+            self.hub.handle_timer(clock())
+
+        # Every 10 ms for at most a second, until the member has left.
+        autojump(clock, clock() + 100 * 10, visit, lambda end_ms: clock() + 10,
+                 done=lambda: runner.member.closed)
         runner.transport.close()
 
     def crash_member(self, name: str) -> None:
@@ -183,28 +185,30 @@ class InMemoryKafka:
             on_events: Optional[Callable[[str, list], None]] = None) -> None:
         """Advance the mock clock by ``duration_ms``, driving every member and the cluster at each
         instant something is due; each member's application polls every ``step_ms``."""
-        if self.clock is None or self.scheduler is None:
-            raise ConfigError("run() needs a MockClock; on the real clock time passes by itself")
-        if step_ms < 1:
-            raise ConfigError(f"run() needs an application poll cadence of at least 1 ms, got {step_ms}")
-        self._app_poll_ms = step_ms
-        self._on_events = on_events
+        scheduler = self._drive("run()", step_ms, on_events)
         try:
-            self.scheduler.run_for(duration_ms)
+            scheduler.run_for(duration_ms)
         finally:
             self._on_events = None
 
     def run_until(self, condition: Callable[[], bool], limit_ms: int = 60_000, step_ms: int = 10,
                   on_events: Optional[Callable[[str, list], None]] = None) -> int:
-        """Run until ``condition()`` holds; return the mock time it took; raise if it never does."""
-        if self.clock is None:
-            raise ConfigError("run_until() needs a MockClock; on the real clock time passes by itself")
-        start = self.clock()
-        while not condition():
-            if self.clock() - start >= limit_ms:
-                raise AssertionError(f"condition not reached within {limit_ms} ms of mock time")
-            self.run(step_ms, step_ms, on_events)
-        return self.clock() - start
+        """Run until ``condition()`` holds, checked every ``step_ms``; return the mock time it took;
+        raise if it never does."""
+        scheduler = self._drive("run_until()", step_ms, on_events)
+        try:
+            return scheduler.run_until(condition, limit_ms, check_every_ms=step_ms)
+        finally:
+            self._on_events = None
+
+    def _drive(self, what: str, step_ms: int, on_events: Optional[Callable[[str, list], None]]) -> Scheduler:
+        if self.clock is None or self.scheduler is None:
+            raise ConfigError(f"{what} needs a MockClock; on the real clock time passes by itself")
+        if step_ms < 1:
+            raise ConfigError(f"{what} needs an application poll cadence of at least 1 ms, got {step_ms}")
+        self._app_poll_ms = step_ms
+        self._on_events = on_events
+        return self.scheduler
 
     def group_settled(self, group_id: str, names: Optional[Iterable[str]] = None) -> bool:
         """The coordinator says Stable and every (named) member is Stable in its generation,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pytest
 
-from kgroup.testing.clock import MockClock
+from kgroup.io.clock import MockClock
 from kgroup.testing.in_memory_kafka import InMemoryKafka
 
 

@@ -1,46 +1,44 @@
 """One way to drive mock time: jump to the earliest deadline of everything driven.
 
-Every mock-clock driver (``InMemoryKafka.run``, the fault campaign, the member
-and coordinator test drivers) used to step the clock its own way, most in fixed
-10 ms steps.  :class:`Scheduler` instead asks everything it drives for its next
-deadline and moves the clock straight there, as trio's ``MockClock`` with
-``autojump_threshold=0`` does: nothing happens between two deadlines, so
-nothing is lost by skipping them.
+:class:`Scheduler` asks everything it drives for its next deadline and moves the
+clock straight there with :func:`kgroup.io.clock.autojump`, as trio's
+``MockClock`` with ``autojump_threshold=0`` does: nothing happens between two
+deadlines, so nothing is lost by skipping them.  Everything it drives is a timed
+component (``get_timer()`` / ``handle_timer(now_ms)``, :mod:`kgroup.io.clock`):
+the in-process hub, the simulator's network and producers, an application, a
+test's coordinator driver; a member is asked ``get_timer()`` and stepped
+through its runner.
 
 What it drives, in this order at every instant it visits:
 
 1. timed callbacks (``call_at``) that are due, earliest first, ties in the order
    they were scheduled (fault events; a callback may schedule more);
-2. application polls: each member's ``poll(now_ms)`` when its
-   ``next_poll_ms()`` has come (the application's ``poll()`` loop; a member
-   counts ``max.poll.interval.ms`` from these, so a driver picks a cadence);
+2. applications: each member's ``handle_timer(now_ms)`` when its ``get_timer()``
+   has come (the application's ``poll()`` loop; a member counts
+   ``max.poll.interval.ms`` from these, so a driver picks a cadence);
 3. every member's runner, stepped until its transport has nothing more;
-4. timer sources (the in-process hub, a coordinator): ``fire(now_ms)``;
+4. timed components (the in-process hub, a coordinator driver): ``handle_timer(now_ms)``;
 5. every member's runner again (the timers may have answered requests);
 6. ``after_instant`` hooks (invariant checks; they observe the members, never call them).
 
 Phases 3 and 5 skip a member with nothing due when its transport can tell (see
 :class:`DrivenMember`); the instants visited and everything done at them are the same.
 
-The next instant is the earliest of: the members' ``next_deadline_ms()``, their
-next application polls, the timer sources' deadlines, the next timed callback
-and the caller's limit; at least 1 ms after this one.
+The next instant is the earliest of: the members' ``get_timer()``, their
+applications', the timed components', the next timed callback and the caller's
+limit; at least 1 ms after this one.
 """
 from __future__ import annotations
 
 import heapq
 import itertools
-from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Protocol, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from kgroup.errors import ConfigError
+from kgroup.io.clock import MockClock, TimedComponent, autojump
 from kgroup.io.runner import MemberRunner
-from kgroup.testing.clock import MockClock
 
-if TYPE_CHECKING:
-    from kgroup.core.coordinator import CoordinatorResult, GroupCoordinator
-
-__all__ = ["AppPoller", "CachedHubTimers", "CoordinatorTimers", "DrivenMember", "EventScheduler", "HubTimers",
-           "NEVER", "PollCadence", "Scheduler", "TimerSource"]
+__all__ = ["DrivenMember", "EventScheduler", "NEVER", "PollCadence", "Scheduler"]
 
 #: "No deadline" for the event scheduler's cached times (later than any instant a run reaches).
 NEVER = 1 << 62
@@ -50,74 +48,8 @@ NEVER = 1 << 62
 DRAIN_ROUNDS = 20
 
 
-class TimerSource(Protocol):
-    """Something with timers of its own: the hub in front of the coordinators, or one coordinator."""
-
-    def next_deadline_ms(self) -> Optional[int]: ...
-    def fire(self, now_ms: int) -> None: ...
-
-
-class AppPoller(Protocol):
-    """The application side of one member: when it polls next and what a poll does."""
-
-    def next_poll_ms(self) -> Optional[int]: ...
-    def poll(self, now_ms: int) -> None: ...
-
-
-class HubTimers:
-    """An :class:`~kgroup.io.inprocess.InProcessHub` as a timer source (its backend's deadlines)."""
-
-    def __init__(self, hub) -> None:
-        self.hub = hub
-
-    def next_deadline_ms(self) -> Optional[int]:
-        return self.hub.backend.next_deadline_ms()
-
-    def fire(self, now_ms: int) -> None:
-        self.hub.tick()
-
-
-class CachedHubTimers(HubTimers):
-    """:class:`HubTimers` that keeps the backend's next deadline until the hub's ``changes`` counter
-    moves, for a single-threaded driver that reaches the backend only through the hub (send, tick,
-    apply, query): nothing else can move a deadline, so asking the cluster and every coordinator again
-    at each instant is wasted.  :meth:`due` is what :class:`EventScheduler` fires it on."""
-
-    def __init__(self, hub) -> None:
-        super().__init__(hub)
-        self._seen = -1
-        self._deadline: Optional[int] = None
-
-    def next_deadline_ms(self) -> Optional[int]:
-        hub = self.hub
-        if hub.changes != self._seen:
-            self._deadline = hub.backend.next_deadline_ms()
-            self._seen = hub.changes
-        return self._deadline
-
-    def due(self, now_ms: int) -> bool:
-        deadline = self.next_deadline_ms()
-        return deadline is not None and deadline <= now_ms
-
-
-class CoordinatorTimers:
-    """A bare :class:`~kgroup.core.coordinator.GroupCoordinator`; ``absorb`` takes each result."""
-
-    def __init__(self, coordinator_of: Callable[[], GroupCoordinator],
-                 absorb: Callable[[CoordinatorResult], None]) -> None:
-        # A callable, not the coordinator: a test's failover replaces the coordinator.
-        self.coordinator_of = coordinator_of
-        self.absorb = absorb
-
-    def next_deadline_ms(self) -> Optional[int]:
-        return self.coordinator_of().get_timer()
-
-    def fire(self, now_ms: int) -> None:
-        self.absorb(self.coordinator_of().handle_timer(now_ms))
-
-
 class PollCadence:
-    """An application that polls every ``interval_ms``: ``poll(now_ms)`` runs ``on_poll``."""
+    """An application that polls every ``interval_ms``: ``handle_timer(now_ms)`` runs ``on_poll``."""
 
     def __init__(self, on_poll: Callable[[int], None], interval_ms: int, first_ms: int) -> None:
         if interval_ms < 1:
@@ -126,10 +58,10 @@ class PollCadence:
         self.interval_ms = interval_ms
         self.next_ms = first_ms
 
-    def next_poll_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         return self.next_ms
 
-    def poll(self, now_ms: int) -> None:
+    def handle_timer(self, now_ms: int) -> None:
         self.next_ms = now_ms + self.interval_ms
         self.on_poll(now_ms)
 
@@ -138,7 +70,7 @@ class DrivenMember:
     """One member the scheduler drives: its runner and, optionally, its application's polls.
 
     A member is sans-I/O: what ``outbound`` returns changes only when one of its methods is
-    called or one of its deadlines comes, and ``next_deadline_ms()`` is the earliest instant at
+    called or one of its deadlines comes, and ``get_timer()`` is the earliest instant at
     which it may have something to send.  When the runner's transport can say whether a
     completion is due (``completion_due(now_ms)``, the simulator's network does), the scheduler
     skips the member at an instant where nothing can be due for it: no completion is due and its
@@ -151,7 +83,7 @@ class DrivenMember:
     __slots__ = ("key", "runner", "app", "dirty", "deadline", "completion_due", "poll_at", "completion_at",
                  "deadline_at")
 
-    def __init__(self, key: object, runner: MemberRunner, app: Optional[AppPoller]) -> None:
+    def __init__(self, key: object, runner: MemberRunner, app: Optional[TimedComponent]) -> None:
         self.key = key
         self.runner = runner
         self.app = app
@@ -172,7 +104,7 @@ class DrivenMember:
         if due_ms < self.completion_at:
             self.completion_at = due_ms
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         if self.dirty or self.completion_due is None:
             return self.runner.member.get_timer()
         return self.deadline
@@ -205,14 +137,15 @@ class Scheduler:
     def __init__(self, clock: MockClock) -> None:
         self.clock = clock
         self.members: dict = {}
-        self.timers: List[TimerSource] = []
+        self.timers: List[TimedComponent] = []
         self.after_instant: List[Callable[[int], None]] = []
         self._timed: List[Tuple[int, int, Callable[[int], None]]] = []
         self._sequence = itertools.count()
 
     # -- what it drives -------------------------------------------------------------------------
 
-    def add_member(self, key: object, runner: MemberRunner, app: Optional[AppPoller] = None) -> DrivenMember:
+    def add_member(self, key: object, runner: MemberRunner,
+                   app: Optional[TimedComponent] = None) -> DrivenMember:
         if key in self.members:
             raise ConfigError(f"the scheduler already drives a member {key!r}")
         driven = DrivenMember(key, runner, app)
@@ -222,7 +155,7 @@ class Scheduler:
     def remove_member(self, key: object) -> Optional[DrivenMember]:
         return self.members.pop(key, None)
 
-    def add_timers(self, source: TimerSource) -> None:
+    def add_timers(self, source: TimedComponent) -> None:
         self.timers.append(source)
 
     def call_at(self, when_ms: int, callback: Callable[[int], None]) -> None:
@@ -253,13 +186,13 @@ class Scheduler:
             app = driven.app
             if app is None:
                 continue
-            due = app.next_poll_ms()
+            due = app.get_timer()
             if due is not None and due <= now:
-                app.poll(now)
+                app.handle_timer(now)
                 driven.dirty = True  # an application touches its own member only
         self._drain_due(list(self.members.values()), now)
         for source in self.timers:
-            source.fire(now)
+            source.handle_timer(now)
         self._drain_due(list(self.members.values()), now)
         for hook in self.after_instant:
             hook(now)
@@ -281,7 +214,7 @@ class Scheduler:
         # One loop, no intermediate lists: this runs once per instant.
         best = limit_ms
         for source in self.timers:
-            deadline = source.next_deadline_ms()
+            deadline = source.get_timer()
             if deadline is not None and deadline < best:
                 best = deadline
         if self._timed and self._timed[0][0] < best:
@@ -289,10 +222,10 @@ class Scheduler:
         for driven in self.members.values():
             app = driven.app
             if app is not None:
-                due = app.next_poll_ms()
+                due = app.get_timer()
                 if due is not None and due < best:
                     best = due
-            # DrivenMember.next_deadline_ms, inlined.
+            # DrivenMember.get_timer, inlined.
             if driven.dirty or driven.completion_due is None:
                 deadline = driven.runner.member.get_timer()
             else:
@@ -300,14 +233,6 @@ class Scheduler:
             if deadline is not None and deadline < best:
                 best = deadline
         return max(self.clock() + 1, best)
-
-    def _timer_deadlines(self) -> Iterable[int]:
-        for source in self.timers:
-            deadline = source.next_deadline_ms()
-            if deadline is not None:
-                yield deadline
-        if self._timed:
-            yield self._timed[0][0]
 
     def touch_all(self) -> None:
         """Something outside the scheduler may have called the members: drain each at the next instant."""
@@ -317,9 +242,7 @@ class Scheduler:
     def run_until_ms(self, end_ms: int) -> None:
         """Visit every instant that has something due before ``end_ms``; the clock ends at ``end_ms``."""
         self.touch_all()  # the caller may have touched members since the last run
-        while self.clock() < end_ms:
-            self.instant()
-            self.clock.advance_to(self.next_instant_ms(end_ms))
+        autojump(self.clock, end_ms, self.instant, self.next_instant_ms)
 
     def run_for(self, duration_ms: int) -> None:
         self.run_until_ms(self.clock() + duration_ms)
@@ -334,45 +257,28 @@ class Scheduler:
             self.run_for(check_every_ms)
         return self.clock() - start
 
-    def advance_timers_to(self, end_ms: int) -> None:
-        """Only timer sources and timed callbacks: fire each deadline at its own time up to ``end_ms``
-        (inclusive), then leave the clock at ``end_ms`` (the coordinator tests' ``advance``)."""
-        while True:
-            due = [d for d in self._timer_deadlines() if d <= end_ms]
-            if not due:
-                break
-            self.clock.advance_to(min(due))
-            while self._timed and self._timed[0][0] <= self.clock():
-                _when, _seq, callback = heapq.heappop(self._timed)
-                callback(self.clock())
-            now = self.clock()
-            for source in self.timers:
-                deadline = source.next_deadline_ms()
-                if deadline is not None and deadline <= now:
-                    source.fire(now)
-        self.clock.advance_to(end_ms)
-
 
 class EventScheduler(Scheduler):
     """The :class:`Scheduler`'s instants and phases, doing only what is due at each.
 
-    The plain scheduler asks every application, member and timer source at every instant whether
-    anything is due, and fires every timer source at every instant.  This one keeps each answer
-    until something that can change it happens, and runs only what is due:
+    The plain scheduler asks every application, member and timed component at every instant whether
+    anything is due, and runs every timed component's ``handle_timer`` at every instant.  This one
+    keeps each answer until something that can change it happens, and runs only what is due:
 
     - an application's next poll is asked again only after it polled, after its member was
       stepped (a loop blocked in a commit wakes on its member's news) or after a timed callback;
     - a member's deadline is cached after each drain (as :class:`DrivenMember` already does), and
       the earliest completion on its way is told by the transport
       (``on_completion_scheduled``) and read back after each drain;
-    - a timer source fires only when its ``due(now_ms)`` says so (a source without ``due`` fires
-      at every instant, as before), and must answer ``next_deadline_ms()`` cheaply: it is asked
-      at every instant (:class:`CachedHubTimers`, the simulator's network and producers do).
+    - a timed component's ``handle_timer`` runs only when its optional ``due(now_ms)`` hint says
+      so (one without ``due`` runs at every instant, as before), and it must answer
+      ``get_timer()`` cheaply: it is asked at every instant (the in-process hub with
+      ``cache_timer``, the simulator's network and producers do).
 
     So it needs members whose transport has ``completion_due``, ``next_completion_ms`` and
     ``on_completion_scheduled`` (the simulator's network; a member without them is drained at
-    every instant), applications whose ``next_poll_ms()`` changes only through the calls above,
-    and timer sources whose ``due`` is true whenever ``fire`` would do anything.  The instants
+    every instant), applications whose ``get_timer()`` changes only through the calls above,
+    and timed components whose ``due`` is true whenever ``handle_timer`` would do anything.  The instants
     visited, and what is done at each and in which order, are the plain scheduler's.
 
     ``touched`` tells the ``after_instant`` hooks whether anything at the instant could have changed
@@ -388,10 +294,11 @@ class EventScheduler(Scheduler):
         #: changed (a timed callback, a member added or removed, the caller since the last run).
         self.touched_keys: Optional[set] = None
         self._touched_next = True
-        #: Each timer source with its ``due`` (None: it fires at every instant).
-        self._firing: List[Tuple[TimerSource, Optional[Callable[[int], bool]]]] = []
+        #: Each timed component with its ``due`` (None: it runs at every instant).
+        self._firing: List[Tuple[TimedComponent, Optional[Callable[[int], bool]]]] = []
 
-    def add_member(self, key: object, runner: MemberRunner, app: Optional[AppPoller] = None) -> DrivenMember:
+    def add_member(self, key: object, runner: MemberRunner,
+                   app: Optional[TimedComponent] = None) -> DrivenMember:
         driven = super().add_member(key, runner, app)
         transport: Any = getattr(runner, "transport", None)
         if hasattr(transport, "on_completion_scheduled") and hasattr(transport, "next_completion_ms"):
@@ -409,7 +316,7 @@ class EventScheduler(Scheduler):
         self._touched_next = True
         return super().remove_member(key)
 
-    def add_timers(self, source: TimerSource) -> None:
+    def add_timers(self, source: TimedComponent) -> None:
         super().add_timers(source)
         self._firing.append((source, getattr(source, "due", None)))
 
@@ -435,10 +342,10 @@ class EventScheduler(Scheduler):
             if app is None:
                 continue
             if driven.dirty:
-                due = app.next_poll_ms()
+                due = app.get_timer()
                 driven.poll_at = NEVER if due is None else due
             if driven.poll_at <= now:
-                app.poll(now)
+                app.handle_timer(now)
                 driven.dirty = True  # an application touches its own member only
                 keys.add(driven.key)
         for driven in members:
@@ -447,7 +354,7 @@ class EventScheduler(Scheduler):
                     keys.add(driven.key)
         for source, due_now in self._firing:
             if due_now is None or due_now(now):
-                source.fire(now)
+                source.handle_timer(now)
         for driven in list(self.members.values()):
             if driven.dirty or driven.deadline_at <= now or driven.completion_at <= now:
                 if self._drain(driven, now):
@@ -487,7 +394,7 @@ class EventScheduler(Scheduler):
         if stepped or was_dirty:
             app = driven.app
             if app is not None:
-                poll = app.next_poll_ms()
+                poll = app.get_timer()
                 driven.poll_at = NEVER if poll is None else poll
             if due is not None:
                 next_completion = driven.runner.transport.next_completion_ms()  # type: ignore[attr-defined]
@@ -497,7 +404,7 @@ class EventScheduler(Scheduler):
     def next_instant_ms(self, limit_ms: int) -> int:
         best = limit_ms
         for source in self.timers:
-            deadline = source.next_deadline_ms()
+            deadline = source.get_timer()
             if deadline is not None and deadline < best:
                 best = deadline
         if self._timed and self._timed[0][0] < best:
@@ -508,7 +415,7 @@ class EventScheduler(Scheduler):
                 # ask, as the plain scheduler does.
                 app = driven.app
                 if app is not None:
-                    due = app.next_poll_ms()
+                    due = app.get_timer()
                     if due is not None and due < best:
                         best = due
                 deadline = driven.runner.member.get_timer()

@@ -19,8 +19,8 @@ def _cluster(partitions: int) -> ClusterStateMachine:
 
 
 def _tick_every_interval(cluster: ClusterStateMachine, until_ms: int) -> None:
-    while cluster.next_deadline_ms() <= until_ms:
-        cluster.tick(cluster.next_deadline_ms())
+    while cluster.get_timer() <= until_ms:
+        cluster.handle_timer(cluster.get_timer())
 
 
 def test_idle_partitions_are_not_visited_by_periodic_rounds():
@@ -51,11 +51,11 @@ def test_missed_rounds_run_as_one_round_not_one_per_interval():
     cluster.produce("t", 0, "record", acks_all=False)
     visits = cluster.partition_rounds
     active = cluster.active_partitions()
-    cluster.tick(cluster.next_deadline_ms() + 100 * INTERVAL_MS)
+    cluster.handle_timer(cluster.get_timer() + 100 * INTERVAL_MS)
     assert cluster.partition_rounds - visits == active
     # The round grid keeps its phase: the next round is one interval after the latest due one.
-    assert cluster.next_deadline_ms() % INTERVAL_MS == 0
-    assert cluster.next_deadline_ms() > cluster.now_ms
+    assert cluster.get_timer() % INTERVAL_MS == 0
+    assert cluster.get_timer() > cluster.now_ms
 
 
 def test_a_follower_caught_up_while_its_partition_slept_is_not_dropped_from_the_isr_later():
@@ -69,9 +69,9 @@ def test_a_follower_caught_up_while_its_partition_slept_is_not_dropped_from_the_
     _tick_every_interval(cluster, LAG_MAX_MS + 30_000)
     assert cluster.active_partitions() == 0
     while cluster.last_fetch_ms[slowed] != cluster.now_ms:  # a round the slowed follower fetched in
-        cluster.tick(cluster.next_deadline_ms())
+        cluster.handle_timer(cluster.get_timer())
     cluster.produce("t", 0, "after a long sleep", acks_all=False)
-    cluster.tick(cluster.next_deadline_ms())  # the slowed follower may not fetch in this round
+    cluster.handle_timer(cluster.get_timer())  # the slowed follower may not fetch in this round
     assert p.logs[slowed].leo == 0
     assert slowed in p.isr
 

@@ -44,7 +44,7 @@ class ClusterMachine(RuleBasedStateMachine):
     @rule(delta_ms=st.integers(0, 500))
     def advance(self, delta_ms):
         self.now_ms += delta_ms
-        self.cluster.tick(self.now_ms)
+        self.cluster.handle_timer(self.now_ms)
         self.acked.extend(self.cluster.take_acks())
 
     @invariant()

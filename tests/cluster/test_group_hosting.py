@@ -36,7 +36,7 @@ def _call(h, node, key, request, now_ms, rounds=3):
     for _ in range(rounds):
         if key in answers:
             return answers[key]
-        answers.update(_answers(h.tick(h.cluster.next_deadline_ms())))
+        answers.update(_answers(h.handle_timer(h.cluster.get_timer())))
     raise AssertionError(f"no answer to {key!r}")
 
 
@@ -102,14 +102,14 @@ def test_join_response_is_held_until_the_records_are_committed_on_the_isr():
     p = h.cluster.partition(GROUP_METADATA_TOPIC, h.partition_for("g"))
     assert h.send(node, "j1", _join(), 0) == []  # the new group's record is not yet on the followers
     assert p.logs[node].leo > p.logs[node].hw
-    answer = _answers(h.tick(h.cluster.next_deadline_ms()))["j1"]
+    answer = _answers(h.handle_timer(h.cluster.get_timer()))["j1"]
     assert answer.error_code is E.MEMBER_ID_REQUIRED
     member_id = answer.member_id
     assert h.send(node, "j2", _join(member_id=member_id), h.cluster.now_ms) == []
     answers = {}
     while "j2" not in answers:  # the join completes on its (0 ms) timer, then its records replicate
         assert p.logs[node].leo > p.logs[node].hw or h.coordinator_for("g").get_timer() is not None
-        answers = _answers(h.tick(h.cluster.next_deadline_ms()))
+        answers = _answers(h.handle_timer(h.cluster.get_timer()))
     assert answers["j2"].error_code is E.NONE and answers["j2"].generation_id == 1
     assert p.logs[node].hw == p.logs[node].leo
     assert all(log.leo == p.logs[node].leo for log in p.logs.values())
@@ -129,7 +129,7 @@ def test_write_refused_below_min_isr_answers_coordinator_not_available_and_rever
 
 def test_new_leader_loads_the_log_and_answers_load_in_progress_meanwhile():
     h = _hosting(load_ms=500)
-    h.tick(500)  # initial load
+    h.handle_timer(500)  # initial load
     node = h.coordinator_node("g")
     member_id = _call(h, node, "j1", _join(), 500).member_id
     _call(h, node, "j2", _join(member_id=member_id), h.cluster.now_ms)
@@ -145,7 +145,7 @@ def test_new_leader_loads_the_log_and_answers_load_in_progress_meanwhile():
     assert new not in (None, node) and failovers == []
     (d,) = h.send(new, "hb", m.HeartbeatRequest("g", 1, member_id), 750)
     assert d.response.error_code is E.COORDINATOR_LOAD_IN_PROGRESS
-    h.tick(1200)
+    h.handle_timer(1200)
     assert h.group_state("g") is GroupState.STABLE
     (d,) = h.send(new, "hb", m.HeartbeatRequest("g", 1, member_id), 1200)
     assert d.response.error_code is E.NONE
@@ -161,7 +161,7 @@ def test_leadership_move_answers_parked_joins_not_coordinator():
     second = _call(h, node, "b1", _join(), h.cluster.now_ms).member_id
     # Parked: the rebalance waits for the first member to rejoin.
     assert "b2" not in _answers(h.send(node, "b2", _join(member_id=second), h.cluster.now_ms)
-                                + h.tick(h.cluster.next_deadline_ms()))
+                                + h.handle_timer(h.cluster.get_timer()))
     # Move leadership away from `node` while it stays alive: its coordinator resigns.
     p = h.cluster.partition(GROUP_METADATA_TOPIC, h.partition_for("g"))
     target = next(b for b in p.isr if b != node)

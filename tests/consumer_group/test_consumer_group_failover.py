@@ -43,7 +43,7 @@ class Cluster:
             assert waited <= max_wait_ms, f"no answer to {request} within {max_wait_ms} ms"
             self.now_ms += 10
             waited += 10
-            answers += self.hosting.tick(self.now_ms)
+            answers += self.hosting.handle_timer(self.now_ms)
         (answer,) = [d.response for d in answers if d.request_key == key]
         return answer
 
@@ -55,7 +55,7 @@ class Cluster:
                 assert response.error_code is E.NONE, response
                 return response
             self.now_ms += 100  # the client backs off and finds the coordinator again
-            self.hosting.tick(self.now_ms)
+            self.hosting.handle_timer(self.now_ms)
 
     def group(self):
         coordinator = self.hosting.coordinator_for(GROUP)
@@ -79,7 +79,7 @@ def test_failover_mid_reconciliation_keeps_epochs_assignments_and_pending_revoca
     old = c.hosting.coordinator_node(GROUP)
     c.hosting.kill_broker(old, c.now_ms)
     c.now_ms += 1_000
-    c.hosting.tick(c.now_ms)
+    c.hosting.handle_timer(c.now_ms)
     assert c.hosting.coordinator_node(GROUP) not in (None, old)
 
     # The new coordinator still withholds the partitions m1 has not revoked.

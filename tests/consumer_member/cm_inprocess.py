@@ -119,7 +119,7 @@ class RecordingCoordinator(StandaloneCoordinator):
         self._keep(result.records)
         return list(result.deliveries)
 
-    def tick(self, now_ms):
+    def handle_timer(self, now_ms):
         result = self.coordinator.handle_timer(now_ms)
         self._keep(result.records)
         return list(result.deliveries)

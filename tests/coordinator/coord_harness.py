@@ -14,8 +14,7 @@ from kgroup.core.messages import (
     HeartbeatRequest, JoinGroupProtocol, JoinGroupRequest, LeaveGroupRequest, MemberIdentity,
     SyncGroupAssignment, SyncGroupRequest,
 )
-from kgroup.testing.clock import MockClock
-from kgroup.testing.scheduler import CoordinatorTimers, Scheduler
+from kgroup.io.clock import MockClock, run_timers_through
 
 PARTITIONS = ("t-0", "t-1", "t-2")
 
@@ -34,8 +33,6 @@ class Driver:
         self.responses: dict = {}
         self.records: list = []
         self._keys = itertools.count()
-        self.scheduler = Scheduler(self.clock)
-        self.scheduler.add_timers(CoordinatorTimers(lambda: self.coordinator, self._absorb))
 
     def _observe(self, group_id: str, old: GroupState, new: GroupState) -> None:
         self.transitions.append((group_id, old, new))
@@ -64,12 +61,20 @@ class Driver:
     def request(self, request):
         return self.send(request)[0]
 
+    # The driver is the timed component (not the coordinator: a failover replaces it).
+    def get_timer(self) -> Optional[int]:
+        return self.coordinator.get_timer()
+
+    def handle_timer(self, now_ms: int) -> None:
+        self._absorb(self.coordinator.handle_timer(now_ms))
+
     def advance(self, delta_ms: int) -> None:
-        """Move the clock, firing every deadline on the way at its own time."""
-        self.scheduler.advance_timers_to(self.clock.now_ms + delta_ms)
+        """Move the clock, handling every deadline on the way at its own time."""
+        run_timers_through(self.clock, self, self.clock.now_ms + delta_ms)
 
     def fire(self) -> None:
-        self._absorb(self.coordinator.handle_timer(self.clock.now_ms))
+        """Handle what is due now."""
+        self.handle_timer(self.clock.now_ms)
 
     def states(self, group_id: str = "g") -> list[GroupState]:
         seq = [t[1] for t in self.transitions if t[0] == group_id][:1]

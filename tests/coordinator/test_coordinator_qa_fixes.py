@@ -17,7 +17,7 @@ from kgroup.core.messages import (
     OffsetAndMetadata, OffsetCommitRequest, OffsetFetchRequest, PartitionOffsetCommit, SyncGroupRequest,
 )
 from kgroup.io.inprocess import InProcessHub
-from kgroup.testing.clock import MockClock
+from kgroup.io.clock import MockClock
 from kgroup.values import TopicPartition
 
 E = ErrorCode
@@ -149,7 +149,7 @@ class _ExplodingBackend:
     def send(self, node_id, request_key, request, now_ms, context=None):
         raise RuntimeError("coordinator bug")
 
-    def tick(self, now_ms):
+    def handle_timer(self, now_ms):
         self.ticks += 1
         if self.ticks == 1:
             self.first_tick_raised.set()
@@ -157,7 +157,7 @@ class _ExplodingBackend:
         self.ticked_again.set()
         return []
 
-    def next_deadline_ms(self):
+    def get_timer(self):
         return None
 
 

@@ -24,7 +24,7 @@ from kgroup.core.error_codes import ErrorCode as E
 from kgroup.errors import ConfigError, KGroupError
 from kgroup.io.inprocess import InProcessHub
 from kgroup.io.transport import TransportError
-from kgroup.testing.clock import MockClock
+from kgroup.io.clock import MockClock
 from kgroup.testing import InMemoryKafka
 from kgroup.values import TopicPartition
 
@@ -52,10 +52,10 @@ class _RecordingBackend:
         self.received.append((request, context))
         return []
 
-    def tick(self, now_ms):
+    def handle_timer(self, now_ms):
         return []
 
-    def next_deadline_ms(self):
+    def get_timer(self):
         return None
 
 
@@ -97,16 +97,16 @@ def test_the_coordinator_records_the_header_of_the_context_not_the_request_body(
     for _ in range(10):
         if "join" in answers:
             break
-        now_ms = h.next_deadline_ms()
-        answers.update({d.request_key: d.response for d in h.tick(now_ms)})
+        now_ms = h.get_timer()
+        answers.update({d.request_key: d.response for d in h.handle_timer(now_ms)})
     assert answers["join"].error_code is E.NONE
     answers.update({d.request_key: d.response
                     for d in h.send(node, "describe", m.DescribeGroupsRequest(("g",)), now_ms)})
     for _ in range(10):
         if "describe" in answers:
             break
-        now_ms = h.next_deadline_ms()
-        answers.update({d.request_key: d.response for d in h.tick(now_ms)})
+        now_ms = h.get_timer()
+        answers.update({d.request_key: d.response for d in h.handle_timer(now_ms)})
     [group] = answers["describe"].groups
     [member] = group.members
     assert (member.client_id, member.client_host) == ("wire-client", "/192.0.2.7")
@@ -140,7 +140,7 @@ def test_an_unsupported_request_is_a_typed_error_that_the_hub_answers():
 
 def test_backends_implement_the_seam():
     def conforms(backend: BrokerBackend) -> bool:
-        return all(callable(getattr(backend, name)) for name in ("send", "tick", "next_deadline_ms"))
+        return all(callable(getattr(backend, name)) for name in ("send", "handle_timer", "get_timer"))
 
     assert conforms(_hosting())
     assert conforms(StandaloneCoordinator(GroupCoordinator(FAST)))

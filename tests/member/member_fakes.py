@@ -10,7 +10,7 @@ from kgroup.core.member import GroupMember, MemberConfig, ClassicMemberState, Pa
 from kgroup.io.inprocess import InProcessHub
 from kgroup.io.runner import MemberRunner
 from kgroup.testing import MockClock
-from kgroup.testing.scheduler import HubTimers, PollCadence, Scheduler
+from kgroup.testing.scheduler import PollCadence, Scheduler
 from kgroup.values import Assignment
 
 
@@ -158,7 +158,7 @@ class InProcessGroup:
         coordinator = GroupCoordinator(config, member_id_factory=lambda prefix: f"{prefix}-{next(ids)}")
         self.hub = InProcessHub(coordinator, clock=self.clock)
         self.scheduler = Scheduler(self.clock)
-        self.scheduler.add_timers(HubTimers(self.hub))
+        self.scheduler.add_timers(self.hub)
         self.poll_interval_ms = 10
         self.assignor_factory = assignor_factory
         self.runners = {}

@@ -59,6 +59,7 @@ from kgroup.core.cluster.config import ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
 from kgroup.core.cluster.state_machine import ClusterStateMachine
 from kgroup.core.coordinator import GroupCoordinatorConfig
+from kgroup.io.clock import MockClock, run_timers_through
 from kgroup.server import KafkaServer, ServerConfig
 from kgroup.server.data_plane import DataPlane
 from kgroup.server.engine import Reply, ServerEngine
@@ -219,7 +220,7 @@ class EngineHarness:
 
     def __init__(self, config: ServerConfig, now_ms: int = 0) -> None:
         self.config = config
-        self.now_ms = now_ms
+        self.clock = MockClock(now_ms)
         cluster_config = ClusterConfig(
             broker_ids=config.broker_ids,
             default_replication_factor=min(config.default_replication_factor, config.brokers),
@@ -253,18 +254,19 @@ class EngineHarness:
              client_id: Optional[str] = "engine-test") -> List[Reply]:
         return self.handle(connection_id, request_frame(request, correlation_id, client_id))
 
+    @property
+    def now_ms(self) -> int:
+        return self.clock()
+
+    @now_ms.setter
+    def now_ms(self, now_ms: int) -> None:
+        self.clock.now_ms = now_ms
+
     def advance(self, delta_ms: int) -> List[Reply]:
-        """Move time forward, firing every deadline on the way in order (like KafkaServer.advance)."""
-        target = self.now_ms + delta_ms
+        """Move time forward, handling every deadline on the way at its own time (as KafkaServer.advance)."""
         out: List[Reply] = []
-        while True:
-            deadline = self.engine.next_deadline_ms()
-            if deadline is None or deadline > target:
-                break
-            self.now_ms = max(deadline, self.now_ms)
-            out.extend(self._collect(self.engine.tick(self.now_ms)))
-        self.now_ms = target
-        out.extend(self._collect(self.engine.tick(self.now_ms)))
+        run_timers_through(self.clock, self.engine, self.clock() + delta_ms,
+                           deliver=lambda replies: out.extend(self._collect(replies)))
         return out
 
     def call(self, request: Any, node_id: Optional[int] = None, correlation_id: int = 1,

@@ -29,7 +29,7 @@ from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.server import KafkaServer, TraceEntry
 from kgroup.server.versions import SUPPORTED_VERSIONS
 from kgroup.server.wire_errors import WireError
-from kgroup.testing.clock import MockClock
+from kgroup.io.clock import MockClock
 
 REBALANCE_IN_PROGRESS = 27
 #: poll() timeout for group consumers (see the module docstring); poll returns early with records.

@@ -88,7 +88,7 @@ def eager_members_keep_partitions_through_the_join():
 def revoked_commits_stamped_with_the_next_generation():
     """The application commits what it revoked only after the rebalance, stamped with the new
     generation (commits stamped with the current generation, not the one they were made in)."""
-    original_take, original_poll = sim_app.ConsumerApp._take_events, sim_app.ConsumerApp.poll
+    original_take, original_poll = sim_app.ConsumerApp._take_events, sim_app.ConsumerApp.handle_timer
 
     def take(self, now):
         before = dict(self.committable())
@@ -110,7 +110,8 @@ def revoked_commits_stamped_with_the_next_generation():
         original_commit(self, offsets, now, sync)
 
     original_commit = sim_app.ConsumerApp.commit
-    with _patched(sim_app.ConsumerApp, "_take_events", take), _patched(sim_app.ConsumerApp, "poll", poll), \
+    with _patched(sim_app.ConsumerApp, "_take_events", take), \
+            _patched(sim_app.ConsumerApp, "handle_timer", poll), \
             _patched(sim_app.ConsumerApp, "commit", no_revoke_commit):
         yield
 

@@ -39,13 +39,15 @@ def test_a_run_still_simulates_exactly_what_it_did(seed, config, digest):
 def test_the_event_scheduler_simulates_what_the_plain_scheduler_does(seed, monkeypatch):
     """Issue 28: the simulator's EventScheduler runs only what is due; with the plain Scheduler (which
     asks and fires everything at every instant) a run is the same, digest for digest."""
+    from kgroup.io.inprocess import InProcessHub
     from kgroup.sim import simulator
-    from kgroup.testing.scheduler import HubTimers, Scheduler
+    from kgroup.testing.scheduler import Scheduler
 
     config = SimConfig(members=3, partitions=6, duration_ms=6_000, max_faults=4)
     event_digest = run_digest(seed, config)
     monkeypatch.setattr(simulator, "EventScheduler", Scheduler)
-    monkeypatch.setattr(simulator, "CachedHubTimers", HubTimers)
+    # ... and the hub asks its backend for its deadline every time (no cache_timer).
+    monkeypatch.setattr(InProcessHub, "get_timer", lambda hub: hub.backend.get_timer())
     assert run_digest(seed, config) == event_digest
 
 

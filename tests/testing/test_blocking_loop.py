@@ -3,7 +3,8 @@ ConsumerCoordinator (project issue 10)."""
 import pytest
 
 from kgroup.errors import KGroupError
-from kgroup.io.runner import BLOCKING_STEP_MS, MemberRunner, block_until, wait_until_ms
+from kgroup.io.clock import wait_until_ms
+from kgroup.io.runner import BLOCKING_STEP_MS, MemberRunner, block_until
 from kgroup.testing import MockClock
 
 

@@ -2,22 +2,23 @@
 import pytest
 
 from kgroup.errors import ConfigError
+from kgroup.io.clock import run_timers_through
 from kgroup.testing import InMemoryKafka, MockClock, Scheduler
 from kgroup.testing.scheduler import EventScheduler, PollCadence
 
 
 class FakeTimers:
-    """A timer source with a fixed list of deadlines; records when it was fired."""
+    """A timed component with a fixed list of deadlines; records when it was handled."""
 
     def __init__(self, clock, deadlines):
         self.clock = clock
         self.deadlines = sorted(deadlines)
         self.fired = []
 
-    def next_deadline_ms(self):
+    def get_timer(self):
         return self.deadlines[0] if self.deadlines else None
 
-    def fire(self, now_ms):
+    def handle_timer(self, now_ms):
         self.fired.append(now_ms)
         while self.deadlines and self.deadlines[0] <= now_ms:
             self.deadlines.pop(0)
@@ -164,12 +165,10 @@ def test_timed_callbacks_run_in_time_then_scheduling_order_and_may_move_the_cloc
     assert scheduler.pending_calls() == []
 
 
-def test_advance_timers_to_fires_each_deadline_at_its_own_time():
+def test_run_timers_through_fires_each_deadline_at_its_own_time():
     clock = MockClock(0)
-    scheduler = Scheduler(clock)
     timers = FakeTimers(clock, [5, 5, 40, 100, 101])
-    scheduler.add_timers(timers)
-    scheduler.advance_timers_to(100)
+    run_timers_through(clock, timers, 100)
     assert timers.fired == [5, 40, 100] and clock() == 100
 
 

@@ -11,7 +11,7 @@ API::
       .add_partitions(name, count) ; .delete_topic(name)
       .produce(topic, partition, payload, acks_all=True) -> offset   # ClusterError(error_code=...)
       .replicate(now_ms=None)          # one explicit fetch round
-      .tick(now_ms) ; .next_deadline_ms() -> int   # fetch rounds every replica_fetch_interval_ms
+      .get_timer() -> int ; .handle_timer(now_ms)   # fetch rounds every replica_fetch_interval_ms
       .take_acks() -> list[Ack]        # acks=all appends the HW has passed
       .kill_broker(id) ; .restart_broker(id) ; .bounce_broker(id) ; .controlled_shutdown(id)
       .isolate_broker(id) ; .heal_broker(id) ; .slow_follower(id, fetch_interval_ms | None)

@@ -173,7 +173,7 @@ class GroupHosting:
         out.extend(self._release())
         return out
 
-    def tick(self, now_ms: int) -> List[Delivery]:
+    def handle_timer(self, now_ms: int) -> List[Delivery]:
         out = self._advance(now_ms)
         for slot in self._slots:
             if slot.coordinator is not None:
@@ -181,8 +181,8 @@ class GroupHosting:
         out.extend(self._release())
         return out
 
-    def next_deadline_ms(self) -> Optional[int]:
-        best = self.cluster.next_deadline_ms()
+    def get_timer(self) -> Optional[int]:
+        best = self.cluster.get_timer()
         for slot in self._slots:
             deadline = slot.load_due_ms
             if deadline is None and slot.coordinator is not None:
@@ -224,7 +224,7 @@ class GroupHosting:
         """Run replication up to ``now_ms``, follow leadership, finish due loads."""
         self.now_ms = max(self.now_ms, now_ms)
         out, self._pending = self._pending, []
-        self.cluster.tick(self.now_ms)
+        self.cluster.handle_timer(self.now_ms)
         out.extend(self._sync(self.now_ms))
         for slot in self._slots:
             if slot.load_due_ms is not None and slot.load_due_ms <= self.now_ms:

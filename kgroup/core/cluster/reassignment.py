@@ -54,7 +54,7 @@ class Reassignment:
                 p.needs_truncation.add(b)
         self._record(3)
 
-    def poll(self, now_ms: int, elect) -> bool:
+    def complete_if_caught_up(self, now_ms: int, elect) -> bool:
         """Finish steps 4-12 if every RAR replica is in the ISR; ``elect(partition, candidates)`` picks a
         leader."""
         p = self.partition

@@ -307,7 +307,7 @@ class ClusterStateMachine:
         self._visit(partitions, allowed)
         for key, r in list(self.reassignments.items()):
             self.wake(r.partition)
-            if r.poll(self.now_ms, self.elect_leader_from):
+            if r.complete_if_caught_up(self.now_ms, self.elect_leader_from):
                 del self.reassignments[key]
 
     def _visit(self, partitions: Sequence[Partition], allowed: Dict[int, bool]) -> None:
@@ -327,7 +327,11 @@ class ClusterStateMachine:
             if p.key not in reassigning and p.is_quiet(is_live):
                 self._active.pop(p.key, None)
 
-    def tick(self, now_ms: int) -> None:
+    def get_timer(self) -> int:
+        """When the next fetch round is due (rounds are periodic: there always is one)."""
+        return self._next_replication_ms
+
+    def handle_timer(self, now_ms: int) -> None:
         """Advance time, running the fetch round that falls due, over the active partitions only.
 
         Rounds the caller missed (it was busy past several intervals) are not replayed one by
@@ -343,9 +347,6 @@ class ClusterStateMachine:
             self._settle_quiet(active)
             self._next_replication_ms = at_ms + interval
         self.now_ms = max(self.now_ms, now_ms)
-
-    def next_deadline_ms(self) -> int:
-        return self._next_replication_ms
 
     # -- reassignment -------------------------------------------------------------
     def reassign_partition(self, topic: str, index: int, rar: Sequence[int]) -> Reassignment:

@@ -33,8 +33,8 @@ class StandaloneCoordinator:
             return [Delivery(request_key, response)]
         return list(self.coordinator.handle(request_key, with_context(request, context), now_ms).deliveries)
 
-    def tick(self, now_ms: int) -> List[Delivery]:
+    def handle_timer(self, now_ms: int) -> List[Delivery]:
         return list(self.coordinator.handle_timer(now_ms).deliveries)
 
-    def next_deadline_ms(self) -> Optional[int]:
+    def get_timer(self) -> Optional[int]:
         return self.coordinator.get_timer()

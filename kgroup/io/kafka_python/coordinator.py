@@ -56,7 +56,8 @@ from kgroup.io.kafka_python.partitions import to_kafka_partition
 from kgroup.io.kafka_python.strategies import kafka_python_assignor, resolve_assignors
 from kgroup.io.kafka_python.subscription import SubscriptionBridge
 from kgroup.io.kafka_python.transport import KafkaPythonTransport
-from kgroup.io.runner import MemberRunner, block_until, monotonic_ms
+from kgroup.io.clock import monotonic_ms
+from kgroup.io.runner import MemberRunner, block_until
 
 log = logging.getLogger(__name__)
 
