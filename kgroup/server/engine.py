@@ -33,7 +33,7 @@ from kgroup.server.frames import (
     DecodedRequest, FrameError, UnsupportedRequestVersion, api_versions_response, decode_request,
     encode_response, peek_client_id, peek_header, response_version_for,
 )
-from kgroup.server.wire_errors import WireError
+from kgroup.core.error_codes import ErrorCode
 
 __all__ = ["Reply", "ServerEngine"]
 
@@ -208,7 +208,7 @@ class ServerEngine:
                           decoded.client_id)
             self._in_flight.pop(request_id, None)
             entry.fault = entry.fault or f"handler raised {type(error).__name__}"
-            failed = self._error_answer(decoded, WireError.UNKNOWN_SERVER_ERROR)
+            failed = self._error_answer(decoded, ErrorCode.UNKNOWN_SERVER_ERROR)
             out.extend(self._answer(flight, failed, now_ms))
         out.extend(self._settle(now_ms))
         return out
@@ -259,7 +259,7 @@ class ServerEngine:
             log.exception("%s v%d from %r failed", decoded.api_key.name, decoded.api_version,
                           decoded.client_id)
             job.flight.trace.fault = job.flight.trace.fault or f"handler raised {type(error).__name__}"
-            failed = self._error_answer(decoded, WireError.UNKNOWN_SERVER_ERROR)
+            failed = self._error_answer(decoded, ErrorCode.UNKNOWN_SERVER_ERROR)
             return self._answer(job.flight, failed, now_ms)
         self._jobs.rotate(-1)  # round robin between sliced requests
         return []
@@ -385,7 +385,7 @@ class ServerEngine:
                 deadline = flight.produce_deadline_ms
                 if pending and deadline is not None and now_ms >= deadline:
                     for wait in pending:
-                        wait.result.error_code = WireError.REQUEST_TIMED_OUT
+                        wait.result.error_code = ErrorCode.REQUEST_TIMED_OUT
                     pending = []
                 if not pending:
                     del self._in_flight[request_id]
@@ -444,8 +444,8 @@ class ServerEngine:
         self.trace.append(entry)
         if api is ApiKey.ApiVersions:
             # KIP-511: a v0-shaped body (and v0 header) whatever version was asked, so any client can retry.
-            response = api_versions_response(0, WireError.UNSUPPORTED_VERSION)
-            entry.error_codes = (int(WireError.UNSUPPORTED_VERSION),)
+            response = api_versions_response(0, ErrorCode.UNSUPPORTED_VERSION)
+            entry.error_codes = (int(ErrorCode.UNSUPPORTED_VERSION),)
             return Reply(connection_id, encode_response(response, 0, unsupported.correlation_id))
         encodable = response_version_for(api, version)
         if unsupported.request is None or encodable is None:
@@ -453,8 +453,8 @@ class ServerEngine:
                         "version", connection_id, connection.client_host, unsupported)
             entry.outcome = "closed: unsupported version"
             return Reply(connection_id, close=True)
-        response = error_answer(api, unsupported.request, encodable, WireError.UNSUPPORTED_VERSION)
-        entry.error_codes = (int(WireError.UNSUPPORTED_VERSION),)
+        response = error_answer(api, unsupported.request, encodable, ErrorCode.UNSUPPORTED_VERSION)
+        entry.error_codes = (int(ErrorCode.UNSUPPORTED_VERSION),)
         return Reply(connection_id, encode_response(response, encodable, unsupported.correlation_id))
 
     @staticmethod

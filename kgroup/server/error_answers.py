@@ -19,7 +19,6 @@ from kgroup.core import error_responses
 from kgroup.core.error_codes import ErrorCode
 from kgroup.server import group_codec
 from kgroup.server.frames import api_versions_response
-from kgroup.server.wire_errors import WireError
 
 __all__ = ["error_answer"]
 
@@ -113,18 +112,10 @@ _BUILDERS: Dict[ApiKey, Callable[[Any, int, int], Any]] = {
 }
 
 
-def _group_error(code: int) -> Any:
-    """``code`` as the core's enum when it names it (the group codec only needs an int)."""
-    try:
-        return ErrorCode(code)
-    except ValueError:
-        return WireError(code)
-
-
 def error_answer(api_key: ApiKey, request: Any, version: int, code: int) -> Any:
     """The response struct answering ``request`` (``api_key`` at ``version``) with ``code``."""
     if api_key in group_codec.GROUP_APIS:
         core_requests = group_codec.to_core(api_key, request, version)
-        answers = [error_responses.for_request(r, _group_error(code)) for r in core_requests]
+        answers = [error_responses.for_request(r, ErrorCode(code)) for r in core_requests]
         return group_codec.to_struct(api_key, answers, version, request)
     return _BUILDERS[api_key](request, version, code)

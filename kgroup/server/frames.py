@@ -14,7 +14,7 @@ from kafka.protocol.api_key import ApiKey
 from kafka.protocol.metadata import ApiVersionsResponse
 
 from kgroup.server.versions import REQUEST_CLASSES, SUPPORTED_VERSIONS, supports
-from kgroup.server.wire_errors import WireError
+from kgroup.core.error_codes import ErrorCode
 
 __all__ = [
     "DecodedRequest", "FrameError", "UnsupportedRequestVersion", "api_versions_response", "decode_request",
@@ -156,7 +156,7 @@ def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
     return bytes(response.encode(header=True, framed=True))
 
 
-def api_versions_response(version: int, error: int = WireError.NONE) -> Any:
+def api_versions_response(version: int, error: int = ErrorCode.NONE) -> Any:
     """The ApiVersions answer: every supported API and its version range.
 
     KIP-511: a client asking with a newer ApiVersions version than the server knows gets a

@@ -27,7 +27,7 @@ from kafka.protocol.metadata import FindCoordinatorResponse
 
 from kgroup.core import consumer_group_messages as cg
 from kgroup.core import messages as m
-from kgroup.server.consumer_group_api import ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatResponse
+from kgroup.wire.kafka_python import ConsumerGroupDescribeResponseStruct, ConsumerGroupHeartbeatResponseStruct
 from kgroup.core.error_codes import ErrorCode
 from kgroup.server.acl_operations import GROUP_OPERATIONS, NOT_REQUESTED, bit_set
 from kgroup.values import TopicPartition
@@ -403,7 +403,7 @@ def _by_topic(partitions) -> Dict[str, List[int]]:
 
 
 def _heartbeat_assignment(partitions, version: int, topics: TopicIds) -> Any:
-    assignment_cls = ConsumerGroupHeartbeatResponse.Assignment
+    assignment_cls = ConsumerGroupHeartbeatResponseStruct.Assignment
     topic_cls = assignment_cls.TopicPartitions
     return assignment_cls(version=version, topic_partitions=[
         topic_cls(version=version, topic_id=topics.topic_id(name), partitions=parts)
@@ -412,7 +412,7 @@ def _heartbeat_assignment(partitions, version: int, topics: TopicIds) -> Any:
 
 def _consumer_group_heartbeat_response(parts: List[Any], version: int, request, topics: TopicIds) -> Any:
     (resp,) = parts
-    return ConsumerGroupHeartbeatResponse(
+    return ConsumerGroupHeartbeatResponseStruct(
         version=version, throttle_time_ms=0, error_code=int(resp.error_code),
         error_message=resp.error_message, member_id=resp.member_id, member_epoch=resp.member_epoch,
         heartbeat_interval_ms=resp.heartbeat_interval_ms,
@@ -422,7 +422,7 @@ def _consumer_group_heartbeat_response(parts: List[Any], version: int, request, 
 
 def _consumer_group_describe_response(parts: List[Any], version: int, request, topics: TopicIds) -> Any:
     (resp,) = parts
-    group_cls = ConsumerGroupDescribeResponse.DescribedGroup
+    group_cls = ConsumerGroupDescribeResponseStruct.DescribedGroup
     member_cls = group_cls.Member
     assignment_cls = member_cls.Assignment
     topic_cls = assignment_cls.TopicPartitions
@@ -432,7 +432,7 @@ def _consumer_group_describe_response(parts: List[Any], version: int, request, t
             topic_cls(version=version, topic_id=topics.topic_id(name), topic_name=name, partitions=ps)
             for name, ps in _by_topic(partitions).items()])
 
-    return ConsumerGroupDescribeResponse(version=version, throttle_time_ms=0, groups=[
+    return ConsumerGroupDescribeResponseStruct(version=version, throttle_time_ms=0, groups=[
         group_cls(version=version, error_code=int(g.error_code), error_message=g.error_message,
                   group_id=g.group_id, group_state=g.group_state, group_epoch=g.group_epoch,
                   assignment_epoch=g.assignment_epoch, assignor_name=g.assignor_name,

@@ -28,7 +28,7 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
-from kgroup.server.consumer_group_api import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from kgroup.wire.kafka_python import ConsumerGroupDescribeRequestStruct, ConsumerGroupHeartbeatRequestStruct
 
 __all__ = ["ApiKey", "REQUEST_CLASSES", "SUPPORTED_VERSIONS", "supports"]
 
@@ -83,8 +83,8 @@ REQUEST_CLASSES: Dict[ApiKey, Type[ApiMessage]] = {
     ApiKey.CreatePartitions: CreatePartitionsRequest,
     ApiKey.DeleteGroups: DeleteGroupsRequest,
     ApiKey.OffsetDelete: OffsetDeleteRequest,
-    ApiKey.ConsumerGroupHeartbeat: ConsumerGroupHeartbeatRequest,
-    ApiKey.ConsumerGroupDescribe: ConsumerGroupDescribeRequest,
+    ApiKey.ConsumerGroupHeartbeat: ConsumerGroupHeartbeatRequestStruct,
+    ApiKey.ConsumerGroupDescribe: ConsumerGroupDescribeRequestStruct,
 }
 
 

@@ -385,10 +385,12 @@ def _valid_requests(served: bool = True) -> List[Tuple[ApiKey, int, Any]]:
             epoch_topic.OffsetForLeaderPartition(version=v, partition=i, current_leader_epoch=-1,
                                                  leader_epoch=0)
             for i in range(2)])])
-    from kgroup.server.consumer_group_api import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
-    add(ApiKey.ConsumerGroupHeartbeat, ConsumerGroupHeartbeatRequest, group_id="g", member_id="m-fuzz",
+    from kgroup.wire.kafka_python import (
+        ConsumerGroupDescribeRequestStruct, ConsumerGroupHeartbeatRequestStruct,
+    )
+    add(ApiKey.ConsumerGroupHeartbeat, ConsumerGroupHeartbeatRequestStruct, group_id="g", member_id="m-fuzz",
         member_epoch=0, rebalance_timeout_ms=10_000, subscribed_topic_names=["t"], topic_partitions=[])
-    add(ApiKey.ConsumerGroupDescribe, ConsumerGroupDescribeRequest, group_ids=["g", "h"],
+    add(ApiKey.ConsumerGroupDescribe, ConsumerGroupDescribeRequestStruct, group_ids=["g", "h"],
         include_authorized_operations=False)
     return out
 
@@ -1068,13 +1070,14 @@ class ApacheKafkaView:
         described = self.describe(group_id)
         if described is not None and described.group_state != "Dead":
             return described.group_state
-        from kgroup.server.consumer_group_api import ConsumerGroupDescribeRequest
+        from kgroup.wire.kafka_python import ConsumerGroupDescribeRequestStruct
         node = self.coordinator_node(group_id)
         if node is None or node not in self.kafka.alive_node_ids():
             return None
         try:
-            answer = self._ask(ConsumerGroupDescribeRequest[0](group_ids=[group_id],
-                                                               include_authorized_operations=False), node)
+            answer = self._ask(ConsumerGroupDescribeRequestStruct[0](group_ids=[group_id],
+                                                                     include_authorized_operations=False),
+                               node)
         except AssertionError:
             return None
         group = answer.groups[0]
