@@ -62,7 +62,7 @@ from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.server import KafkaServer, ServerConfig
 from kgroup.server.data_plane import DataPlane
 from kgroup.server.engine import Reply, ServerEngine
-from kgroup.server.versions import SUPPORTED_VERSIONS
+from kgroup.server.apis import SUPPORTED_VERSIONS
 
 FAST_GROUPS = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=100)
 

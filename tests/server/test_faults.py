@@ -27,7 +27,7 @@ from kafka.structs import TopicPartition
 
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.server import KafkaServer, TraceEntry
-from kgroup.server.versions import SUPPORTED_VERSIONS
+from kgroup.server.apis import SUPPORTED_VERSIONS
 from kgroup.core.error_codes import ErrorCode
 from kgroup.testing.clock import MockClock
 

@@ -15,7 +15,7 @@ from kafka.protocol.metadata import MetadataRequest
 
 from kgroup.core.error_codes import ErrorCode
 from kgroup.server.acl_operations import CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS, bit_set
-from kgroup.server.versions import SUPPORTED_VERSIONS
+from kgroup.server.apis import SUPPORTED_VERSIONS
 from kgroup.core.error_codes import ErrorCode as E
 
 GROUP = "g"
