@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 import pytest
 from kafka.protocol.admin import (
     CreatePartitionsRequest, CreateTopicsRequest, DeleteGroupsRequest, DeleteTopicsRequest,
-    DescribeGroupsRequest, ListGroupsRequest,
+    DescribeClusterRequest, DescribeGroupsRequest, ListGroupsRequest,
 )
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import (
@@ -392,6 +392,8 @@ def _valid_requests(served: bool = True) -> List[Tuple[ApiKey, int, Any]]:
         member_epoch=0, rebalance_timeout_ms=10_000, subscribed_topic_names=["t"], topic_partitions=[])
     add(ApiKey.ConsumerGroupDescribe, ConsumerGroupDescribeRequestStruct, group_ids=["g", "h"],
         include_authorized_operations=False)
+    add(ApiKey.DescribeCluster, DescribeClusterRequest, include_cluster_authorized_operations=True,
+        endpoint_type=1, include_fenced_brokers=True)
     return out
 
 

@@ -47,5 +47,6 @@ def test_request_and_response_classes_belong_to_the_api_key():
 
 
 def test_api_versions_answers_the_registry(make_engine):
-    answer = make_engine(brokers=1).call(ApiVersionsRequest(version=3, client_software_name="t", client_software_version="1"))
+    request = ApiVersionsRequest(version=3, client_software_name="t", client_software_version="1")
+    answer = make_engine(brokers=1).call(request)
     assert {ApiKey(k.api_key): (k.min_version, k.max_version) for k in answer.api_keys} == SUPPORTED_VERSIONS

@@ -17,9 +17,9 @@ from kafka.protocol.api_key import ApiKey
 
 from kgroup.server.apis import (
     api_versions, consumer_group_describe, consumer_group_heartbeat, create_partitions, create_topics,
-    delete_groups, delete_topics, describe_groups, fetch, find_coordinator, heartbeat, init_producer_id,
-    join_group, leave_group, list_groups, list_offsets, metadata, offset_commit, offset_delete, offset_fetch,
-    offset_for_leader_epoch, produce, sync_group,
+    delete_groups, delete_topics, describe_cluster, describe_groups, fetch, find_coordinator, heartbeat,
+    init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata, offset_commit,
+    offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
 )
 from kgroup.server.apis.definition import ServedApi
 
@@ -50,6 +50,7 @@ SERVED_APIS: Dict[ApiKey, ServedApi] = {api.key: api for api in (
     offset_delete.API,
     consumer_group_heartbeat.API,
     consumer_group_describe.API,
+    describe_cluster.API,
 )}
 
 #: API key -> (min version, max version) this server answers (what ApiVersions lists).
