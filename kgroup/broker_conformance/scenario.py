@@ -294,7 +294,8 @@ class ScenarioContext:
 
 
 def _label(request: Any) -> str:
-    return f"{type(request).__name__.replace('Request', '')} v{request.API_VERSION}"
+    # The schema's name (Kafka's), not the class's: kgroup's KIP-848 structs carry a suffix.
+    return f"{type(request).name.replace('Request', '')} v{request.API_VERSION}"
 
 
 def run_scenario(bootstrap: str, chosen: Scenario) -> Tuple[List[List[Any]], Optional[str]]:
