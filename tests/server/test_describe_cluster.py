@@ -104,3 +104,6 @@ def test_confluent_admin_describe_cluster_reads_the_seven_cluster_operations(clu
     assert described.controller is not None and described.controller.id in (1, 2, 3)
     assert {operation.name for operation in described.authorized_operations} == {
         operation.name for operation in CLUSTER_OPERATIONS}
+    # Answered by DescribeCluster, not by librdkafka's fallback to Metadata v10 (which it takes when 60 is
+    # not advertised).
+    assert [e.outcome for e in cluster.trace(api="DescribeCluster")][-1:] == ["answered"]
