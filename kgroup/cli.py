@@ -4,49 +4,20 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import shlex
-import signal
-import socket
 import sys
-import threading
-from typing import Any, Callable, List, Optional
+from typing import Any, List, Optional
+
+from kgroup.server.command import (
+    EXIT_INTERRUPTED, SERVE_DESCRIPTION, SERVE_HELP, add_serve_arguments, non_negative_int, port_number,
+    positive_int,
+)
 
 __all__ = ["main", "non_negative_int", "port_number", "positive_int"]
 
-#: The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
-EXIT_INTERRUPTED = 128 + signal.SIGINT
-
 
 # -- argument types: a bad value fails at parse time, naming the option (argparse's exit code 2) ------
-
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be {minimum} or more, got {value}")
-        return value
-    parse.__name__ = "positive_int" if minimum == 1 else "non_negative_int"
-    return parse
-
-
-#: An option's count that must be 1 or more (members, partitions, seeds, workers...).
-positive_int = _int_at_least(1)
-#: An option's count or time that may be 0 (faults, milliseconds).
-non_negative_int = _int_at_least(0)
-
-
-def port_number(text: str) -> int:
-    """A TCP port, 0 (any free one) to 65535."""
-    value = non_negative_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"must be a port, 0 to 65535, got {value}")
-    return value
-
 
 def _existing_file(text: str) -> str:
     """A file to read (a pipe too: ``--schedule /dev/stdin``)."""
@@ -88,65 +59,6 @@ def _output_folder(text: str) -> str:
         raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
     _writable_folder_for(os.path.join(text, "README.md"))
     return text
-
-
-def _serve(args: argparse.Namespace) -> int:
-    from kgroup.core.coordinator import GroupCoordinatorConfig
-    from kgroup.server import KafkaServer
-
-    server = KafkaServer(
-        brokers=args.brokers, host=args.host, port=args.port, default_partitions=args.partitions,
-        offsets_partitions=args.offsets_partitions,
-        coordinator=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms))
-    try:
-        server.start()
-    except OSError as error:
-        print(f"kgroup: {_listen_error(args, error)}", file=sys.stderr)
-        return 2
-    stop = threading.Event()
-
-    def on_signal(signum, frame) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-    try:
-        print(server.bootstrap_servers, flush=True)
-        print(f"kgroup: {args.brokers} broker(s) serving the Kafka protocol; Ctrl-C stops", file=sys.stderr,
-              flush=True)
-        stop.wait()
-    finally:
-        server.stop()
-    print("kgroup: stopped", file=sys.stderr, flush=True)
-    return 0
-
-
-def _listen_error(args: argparse.Namespace, error: OSError) -> str:
-    """What went wrong when the brokers tried to listen, naming the flag, its value and the broker."""
-    reason = error.strerror or str(error)
-    if isinstance(error, socket.gaierror) or error.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
-        return f"--host {args.host}: cannot listen there: {reason}"
-    if args.port == 0:
-        return f"--host {args.host} --port 0: cannot listen on a free port: {reason}"
-    if error.errno == errno.EADDRINUSE:
-        # The server closed the ports it had bound; find the one another process holds.
-        for index in range(args.brokers):
-            if not _can_bind(args.host, args.port + index):
-                return (f"--port {args.port}: {args.host}:{args.port + index} (broker {index + 1}'s port) "
-                        f"is already in use")
-    last = args.port + args.brokers - 1
-    ports = str(args.port) if last == args.port else f"{args.port}-{last}"
-    return f"--port {args.port}: cannot listen on {args.host}:{ports}: {reason}"
-
-
-def _can_bind(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -400,21 +312,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kgroup",
                                      description="kgroup: Kafka consumer groups in pure Python")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve an in-memory Kafka cluster over the wire protocol",
-                                description="Prints the bootstrap servers on stdout, then serves until "
-                                            "interrupted (Ctrl-C or SIGTERM).")
-    serve.add_argument("--brokers", type=positive_int, default=1, help="number of brokers (default 1)")
-    serve.add_argument("--host", default="127.0.0.1", help="listen address (default 127.0.0.1)")
-    serve.add_argument("--port", type=port_number, default=9092,
-                       help="port of broker 1; broker n listens on port+n-1; 0 picks free ports "
-                            "(default 9092)")
-    serve.add_argument("--partitions", type=positive_int, default=1,
-                       help="partitions of auto-created topics (default 1)")
-    serve.add_argument("--offsets-partitions", type=positive_int, default=50,
-                       help="partitions of __consumer_offsets (default 50)")
-    serve.add_argument("--initial-rebalance-delay-ms", type=non_negative_int, default=3000,
-                       help="group.initial.rebalance.delay.ms (Kafka's default 3000)")
-    serve.set_defaults(run=_serve, parser=serve, check=_check_serve)
+    add_serve_arguments(commands.add_parser("serve", help=SERVE_HELP, description=SERVE_DESCRIPTION))
 
     simulate = commands.add_parser(
         "simulate", help="run one seeded simulation of a consumer group under faults and check it",
@@ -477,14 +375,6 @@ def _parser() -> argparse.ArgumentParser:
                                        formatter_class=argparse.RawDescriptionHelpFormatter)
     demo_command.set_defaults(run=_demo, parser=demo_command)
     return parser
-
-
-def _check_serve(args: argparse.Namespace) -> Optional[str]:
-    last = args.port + args.brokers - 1
-    if args.port and last > 65535:
-        return (f"argument --port: {args.port} with --brokers {args.brokers}: broker {args.brokers} would "
-                f"listen on port {last}, past 65535")
-    return None
 
 
 def main(argv: Optional[List[str]] = None) -> int:

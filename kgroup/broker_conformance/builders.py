@@ -20,7 +20,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from kgroup.server.consumer_group_api import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from kgroup.wire.kafka_python import ConsumerGroupDescribeRequestStruct, ConsumerGroupHeartbeatRequestStruct
 from kgroup.values import Assignment, Subscription, TopicPartition
 from kgroup.wire.consumer_protocol import encode_assignment, encode_subscription
 
@@ -137,9 +137,9 @@ def consumer_heartbeat(version: int, group_id: str, member_id: str, member_epoch
                        instance_id: Optional[str] = None, rebalance_timeout_ms: int = -1,
                        topics: Optional[List[str]] = None, assignor: Optional[str] = None,
                        owned: Optional[Mapping[uuid.UUID, Iterable[int]]] = None,
-                       regex: Optional[str] = None) -> ConsumerGroupHeartbeatRequest:
-    owned_class = ConsumerGroupHeartbeatRequest.TopicPartitions
-    return ConsumerGroupHeartbeatRequest(
+                       regex: Optional[str] = None) -> ConsumerGroupHeartbeatRequestStruct:
+    owned_class = ConsumerGroupHeartbeatRequestStruct.TopicPartitions
+    return ConsumerGroupHeartbeatRequestStruct(
         version=version, group_id=group_id, member_id=member_id, member_epoch=member_epoch,
         instance_id=instance_id, rack_id=None, rebalance_timeout_ms=rebalance_timeout_ms,
         subscribed_topic_names=topics, subscribed_topic_regex=regex, server_assignor=assignor,
@@ -147,9 +147,9 @@ def consumer_heartbeat(version: int, group_id: str, member_id: str, member_epoch
             owned_class(version=version, topic_id=t, partitions=sorted(ps)) for t, ps in owned.items()])
 
 
-def consumer_describe(version: int, *groups: str) -> ConsumerGroupDescribeRequest:
-    return ConsumerGroupDescribeRequest(version=version, group_ids=list(groups),
-                                        include_authorized_operations=False)
+def consumer_describe(version: int, *groups: str) -> ConsumerGroupDescribeRequestStruct:
+    return ConsumerGroupDescribeRequestStruct(version=version, group_ids=list(groups),
+                                              include_authorized_operations=False)
 
 
 def metadata(version: int, topics: Optional[Sequence[str]], auto_create: bool = False) -> MetadataRequest:

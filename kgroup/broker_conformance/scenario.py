@@ -246,14 +246,14 @@ class ScenarioContext:
         leaves and is deleted.  A broker without KIP-848 skips the wait."""
         from kafka.protocol.admin import DeleteGroupsRequest
 
-        from kgroup.server.consumer_group_api import ConsumerGroupHeartbeatRequest
+        from kgroup.wire.kafka_python import ConsumerGroupHeartbeatRequestStruct
 
         probe_group = f"conformance-probe-{uuid.uuid4().hex[:12]}"
         connection = self._helper_connection(self.coordinator(probe_group))
         member_id = str(uuid.uuid4())
 
         def assigned() -> bool:
-            answer = connection.request(ConsumerGroupHeartbeatRequest(
+            answer = connection.request(ConsumerGroupHeartbeatRequestStruct(
                 version=1,
                 group_id=probe_group, member_id=member_id, member_epoch=0, instance_id=None, rack_id=None,
                 rebalance_timeout_ms=1_000, subscribed_topic_names=[topic], subscribed_topic_regex=None,
@@ -262,7 +262,7 @@ class ScenarioContext:
                 raise _NoConsumerGroups()
             owned = answer.assignment.topic_partitions if answer.assignment else []
             count = sum(len(t.partitions) for t in owned)
-            connection.request(ConsumerGroupHeartbeatRequest(
+            connection.request(ConsumerGroupHeartbeatRequestStruct(
                 version=1,
                 group_id=probe_group, member_id=member_id, member_epoch=-1, instance_id=None, rack_id=None,
                 rebalance_timeout_ms=-1, subscribed_topic_names=None, subscribed_topic_regex=None,
@@ -294,7 +294,8 @@ class ScenarioContext:
 
 
 def _label(request: Any) -> str:
-    return f"{type(request).__name__.replace('Request', '')} v{request.API_VERSION}"
+    # The schema's name (Kafka's), not the class's: kgroup's KIP-848 structs carry a suffix.
+    return f"{type(request).name.replace('Request', '')} v{request.API_VERSION}"
 
 
 def run_scenario(bootstrap: str, chosen: ConformanceScenario) -> Tuple[List[List[Any]], Optional[str]]:

@@ -1,6 +1,30 @@
-"""The in-memory cluster served over the Kafka wire protocol (see :class:`KafkaServer`)."""
-from kgroup.server.config import ServerConfig
-from kgroup.server.faults import FaultRule, TraceEntry
-from kgroup.server.server import KafkaServer, ServerNotRunningError
+"""The in-memory cluster served over the Kafka wire protocol (see :class:`KafkaServer`).
+
+The names below load on first use (PEP 562), so ``kgroup serve``'s argument parsing
+(:mod:`kgroup.server.command`, which the ``kgroup`` command line imports for every command) does not
+load the server and kafka-python with it.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kgroup.server.config import ServerConfig
+    from kgroup.server.faults import FaultRule, TraceEntry
+    from kgroup.server.server import KafkaServer, ServerNotRunningError
 
 __all__ = ["FaultRule", "KafkaServer", "ServerConfig", "ServerNotRunningError", "TraceEntry"]
+
+_HOMES = {
+    "FaultRule": "kgroup.server.faults", "KafkaServer": "kgroup.server.server",
+    "ServerConfig": "kgroup.server.config", "ServerNotRunningError": "kgroup.server.server",
+    "TraceEntry": "kgroup.server.faults",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)

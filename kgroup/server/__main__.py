@@ -1,6 +1,6 @@
 """``python -m kgroup.server [options]``: the same as ``kgroup serve``."""
 import sys
 
-from kgroup.cli import main
+from kgroup.server.command import main
 
-sys.exit(main(["serve", *sys.argv[1:]]))
+sys.exit(main())

@@ -28,11 +28,11 @@ from kgroup.server.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, b
 from kgroup.server.config import ServerConfig
 from kgroup.server.topic_configs import topic_config_error
 from kgroup.server.record_log import BatchSlice, InvalidRecords, StoredBatch, parse_batches
-from kgroup.server.wire_errors import WireError
+from kgroup.core.error_codes import ErrorCode
 
 __all__ = ["DataPlane", "ProduceWait"]
 
-E = WireError
+E = ErrorCode
 _LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 #: Kafka's ListOffsets special timestamps.
 LATEST_TIMESTAMP = -1
@@ -140,7 +140,7 @@ class DataPlane:
         return None
 
     def create_topic(self, name: str, partitions: int, replication_factor: Optional[int] = None,
-                     assignments: Optional[List[List[int]]] = None, validate_only: bool = False) -> WireError:
+                     assignments: Optional[List[List[int]]] = None, validate_only: bool = False) -> ErrorCode:
         if not _LEGAL_TOPIC_NAME.match(name) or name in (".", ".."):
             return E.INVALID_TOPIC_EXCEPTION
         if name in self.cluster.topics:
@@ -239,7 +239,7 @@ class DataPlane:
     # -- partitions as the serving broker sees them ----------------------------------------------
 
     def _led_partition(self, node_id: int, topic: str, index: int,
-                       current_leader_epoch: int = -1) -> Tuple[Optional[Partition], WireError]:
+                       current_leader_epoch: int = -1) -> Tuple[Optional[Partition], ErrorCode]:
         parts = self.cluster.topics.get(topic)
         if parts is None or not 0 <= index < len(parts):
             return None, E.UNKNOWN_TOPIC_OR_PARTITION
@@ -248,9 +248,9 @@ class DataPlane:
             return None, E.NOT_LEADER_OR_FOLLOWER
         if current_leader_epoch >= 0:
             if current_leader_epoch < p.leader_epoch:
-                return None, WireError.FENCED_LEADER_EPOCH
+                return None, ErrorCode.FENCED_LEADER_EPOCH
             if current_leader_epoch > p.leader_epoch:
-                return None, WireError.UNKNOWN_LEADER_EPOCH
+                return None, ErrorCode.UNKNOWN_LEADER_EPOCH
         return p, E.NONE
 
     # -- Produce -------------------------------------------------------------------------------
@@ -316,7 +316,7 @@ class DataPlane:
         first_offset: Optional[int] = None
         for produced in batches:
             duplicate = self._check_sequence(p, produced)
-            if isinstance(duplicate, WireError):
+            if isinstance(duplicate, ErrorCode):
                 result.error_code = duplicate
                 return None
             if duplicate is not None:

@@ -25,15 +25,16 @@ from kafka.protocol.metadata import MetadataResponse
 from kgroup.core.broker import BrokerUnreachable, RequestContext
 from kgroup.core.cluster.group_hosting import GroupHosting
 from kgroup.core.coordinator import Delivery
-from kgroup.server import group_codec
+from kgroup.server.apis import SERVED_APIS
+from kgroup.server.apis.api_versions import api_versions_response
+from kgroup.server.apis.definition import NO_RESPONSE, AwaitAppends, AwaitData, GroupCodec, InSlices
 from kgroup.server.data_plane import DataPlane, ProduceWait
-from kgroup.server.error_answers import error_answer
 from kgroup.server.faults import FaultRules, RequestTrace, TraceEntry, error_codes_of
 from kgroup.server.frames import (
-    DecodedRequest, FrameError, UnsupportedRequestVersion, api_versions_response, decode_request,
-    encode_response, peek_client_id, peek_header, response_version_for,
+    DecodedRequest, FrameError, UnsupportedRequestVersion, decode_request, encode_response, peek_client_id,
+    peek_header, response_version_for,
 )
-from kgroup.server.wire_errors import WireError
+from kgroup.core.error_codes import ErrorCode
 
 __all__ = ["Reply", "ServerEngine"]
 
@@ -81,7 +82,9 @@ class _InFlight:
     produce_waits: List[ProduceWait] = attrs.field(factory=list)
     produce_response: Any = None
     fetch_deadline_ms: Optional[int] = None
-    #: What the parked fetch's answer depends on, when last evaluated (see DataPlane.fetch_state).
+    #: The parked fetch: how to read its answer and what that answer depends on.
+    awaiting_data: Optional[AwaitData] = None
+    #: What the parked fetch's answer depends on, when last evaluated (``awaiting_data.state()``).
     fetch_state: Any = None
     produce_deadline_ms: Optional[int] = None
     #: Extra delay a fault put on the answer.
@@ -208,7 +211,7 @@ class ServerEngine:
                           decoded.client_id)
             self._in_flight.pop(request_id, None)
             entry.fault = entry.fault or f"handler raised {type(error).__name__}"
-            failed = self._error_answer(decoded, WireError.UNKNOWN_SERVER_ERROR)
+            failed = self._error_answer(decoded, ErrorCode.UNKNOWN_SERVER_ERROR)
             out.extend(self._answer(flight, failed, now_ms))
         out.extend(self._settle(now_ms))
         return out
@@ -259,7 +262,7 @@ class ServerEngine:
             log.exception("%s v%d from %r failed", decoded.api_key.name, decoded.api_version,
                           decoded.client_id)
             job.flight.trace.fault = job.flight.trace.fault or f"handler raised {type(error).__name__}"
-            failed = self._error_answer(decoded, WireError.UNKNOWN_SERVER_ERROR)
+            failed = self._error_answer(decoded, ErrorCode.UNKNOWN_SERVER_ERROR)
             return self._answer(job.flight, failed, now_ms)
         self._jobs.rotate(-1)  # round robin between sliced requests
         return []
@@ -268,59 +271,48 @@ class ServerEngine:
 
     @staticmethod
     def _error_answer(decoded: DecodedRequest, code: int) -> Any:
-        return error_answer(decoded.api_key, decoded.request, decoded.api_version, code)
+        return SERVED_APIS[decoded.api_key].error_answer(decoded.request, decoded.api_version, code)
 
     def _dispatch(self, request_id: int, flight: _InFlight, connection: _Connection,
                   now_ms: int) -> List[Reply]:
         decoded = flight.decoded
-        api, request, version, node = decoded.api_key, decoded.request, decoded.api_version, flight.node_id
-        if api in group_codec.GROUP_APIS:
-            return self._send_group(request_id, flight, connection, now_ms)
-        if api is ApiKey.Produce:
-            response, waits = self.data.produce(node, request, version)
-            if request.acks == 0:
-                # acks=0: Kafka sends no response at all.
-                self._in_flight.pop(request_id)
-                flight.trace.outcome = "no response (acks=0)"
-                flight.trace.answered_ms = now_ms
-                return [Reply(flight.connection_id)]  # nothing to send; the connection reads on
-            flight.produce_response = response
-            flight.produce_waits = waits
-            flight.produce_deadline_ms = now_ms + max(request.timeout_ms, 0) if waits else None
+        api = SERVED_APIS[decoded.api_key]
+        if api.group is not None:
+            return self._send_group(request_id, flight, connection, api.group, now_ms)
+        assert api.handle is not None
+        outcome = api.handle(self.data, flight.node_id, decoded.request, decoded.api_version)
+        if outcome is NO_RESPONSE:
+            self._in_flight.pop(request_id)
+            flight.trace.outcome = "no response (acks=0)"
+            flight.trace.answered_ms = now_ms
+            return [Reply(flight.connection_id)]  # nothing to send; the connection reads on
+        if isinstance(outcome, AwaitAppends):
+            flight.produce_response = outcome.response
+            flight.produce_waits = outcome.waits
+            flight.produce_deadline_ms = now_ms + max(outcome.timeout_ms, 0) if outcome.waits else None
             return []
-        if api is ApiKey.Fetch:
-            flight.fetch_deadline_ms = now_ms + max(request.max_wait_ms, 0)
+        if isinstance(outcome, AwaitData):
+            flight.awaiting_data = outcome
+            flight.fetch_deadline_ms = now_ms + max(outcome.max_wait_ms, 0)
             return []
-        if api is ApiKey.Metadata and request.topics and len(request.topics) > METADATA_SLICE_TOPICS:
-            # Thousands of names: resolved a slice at a time, with other clients served in between.
-            self._jobs.append(_Job(request_id, flight, self.data.metadata_in_slices(
-                node, request, version, METADATA_SLICE_TOPICS)))
+        if isinstance(outcome, InSlices):
+            self._jobs.append(_Job(request_id, flight, outcome.steps))
             return []
-        simple = {
-            ApiKey.ApiVersions: lambda: api_versions_response(version),
-            ApiKey.Metadata: lambda: self.data.metadata(node, request, version),
-            ApiKey.ListOffsets: lambda: self.data.list_offsets(node, request, version),
-            ApiKey.OffsetForLeaderEpoch: lambda: self.data.offset_for_leader_epoch(node, request, version),
-            ApiKey.CreateTopics: lambda: self.data.create_topics(request, version),
-            ApiKey.DeleteTopics: lambda: self.data.delete_topics(request, version),
-            ApiKey.CreatePartitions: lambda: self.data.create_partitions(request, version),
-            ApiKey.InitProducerId: lambda: self.data.init_producer_id(request, version),
-        }
         self._in_flight.pop(request_id)
-        return self._answer(flight, simple[api](), now_ms)
+        return self._answer(flight, outcome, now_ms)
 
-    def _send_group(self, request_id: int, flight: _InFlight, connection: _Connection,
+    def _send_group(self, request_id: int, flight: _InFlight, connection: _Connection, codec: GroupCodec,
                     now_ms: int) -> List[Reply]:
         decoded = flight.decoded
-        core_requests = group_codec.to_core(decoded.api_key, decoded.request, decoded.api_version, self.data)
+        core_requests = codec.to_core(decoded.request, decoded.api_version, self.data)
         flight.parts = [None] * len(core_requests)
         flight.core_requests = list(core_requests)
         context = RequestContext(decoded.client_id, "/" + connection.client_host, decoded.api_version)
         out: List[Reply] = []
         if not core_requests:
             self._in_flight.pop(request_id)
-            return self._answer(flight, group_codec.to_struct(decoded.api_key, [], decoded.api_version,
-                                                              decoded.request, self.data), now_ms)
+            return self._answer(flight, codec.to_struct([], decoded.api_version, decoded.request, self.data),
+                                now_ms)
         self._hosting_deadline_ms = None
         for index, core_request in enumerate(core_requests):
             deliveries = self.hosting.send(flight.node_id, (request_id, index), core_request, now_ms, context)
@@ -351,8 +343,10 @@ class ServerEngine:
             if all(part is not None for part in flight.parts):
                 self._in_flight.pop(request_id)
                 decoded = flight.decoded
-                out.extend(self._answer(flight, group_codec.to_struct(
-                    decoded.api_key, flight.parts, decoded.api_version, decoded.request, self.data), now_ms))
+                codec = SERVED_APIS[decoded.api_key].group
+                assert codec is not None
+                out.extend(self._answer(flight, codec.to_struct(
+                    flight.parts, decoded.api_version, decoded.request, self.data), now_ms))
         return out
 
     # -- waiting requests --------------------------------------------------------------------
@@ -385,22 +379,22 @@ class ServerEngine:
                 deadline = flight.produce_deadline_ms
                 if pending and deadline is not None and now_ms >= deadline:
                     for wait in pending:
-                        wait.result.error_code = WireError.REQUEST_TIMED_OUT
+                        wait.result.error_code = ErrorCode.REQUEST_TIMED_OUT
                     pending = []
                 if not pending:
                     del self._in_flight[request_id]
                     out.extend(self._answer(flight, flight.produce_response, now_ms))
-            elif flight.fetch_deadline_ms is not None:
-                decoded = flight.decoded
+            elif flight.fetch_deadline_ms is not None and flight.awaiting_data is not None:
+                waiting = flight.awaiting_data
                 if now_ms < flight.fetch_deadline_ms:
                     # A parked fetch is re-read only when a partition it reads changed (new data,
                     # leader or topic), not on every request the server handles.
-                    state = self.data.fetch_state(flight.node_id, decoded.request)
+                    state = waiting.state()
                     if state == flight.fetch_state:
                         continue
                     flight.fetch_state = state
-                response, size, erred = self.data.fetch(flight.node_id, decoded.request, decoded.api_version)
-                if erred or size >= max(decoded.request.min_bytes, 1) or now_ms >= flight.fetch_deadline_ms:
+                response, size, erred = waiting.read()
+                if erred or size >= waiting.min_bytes or now_ms >= flight.fetch_deadline_ms:
                     del self._in_flight[request_id]
                     out.extend(self._answer(flight, response, now_ms))
         due = [d for d in self._delayed if d.due_ms <= now_ms]
@@ -444,8 +438,8 @@ class ServerEngine:
         self.trace.append(entry)
         if api is ApiKey.ApiVersions:
             # KIP-511: a v0-shaped body (and v0 header) whatever version was asked, so any client can retry.
-            response = api_versions_response(0, WireError.UNSUPPORTED_VERSION)
-            entry.error_codes = (int(WireError.UNSUPPORTED_VERSION),)
+            response = api_versions_response(0, ErrorCode.UNSUPPORTED_VERSION)
+            entry.error_codes = (int(ErrorCode.UNSUPPORTED_VERSION),)
             return Reply(connection_id, encode_response(response, 0, unsupported.correlation_id))
         encodable = response_version_for(api, version)
         if unsupported.request is None or encodable is None:
@@ -453,8 +447,9 @@ class ServerEngine:
                         "version", connection_id, connection.client_host, unsupported)
             entry.outcome = "closed: unsupported version"
             return Reply(connection_id, close=True)
-        response = error_answer(api, unsupported.request, encodable, WireError.UNSUPPORTED_VERSION)
-        entry.error_codes = (int(WireError.UNSUPPORTED_VERSION),)
+        response = SERVED_APIS[api].error_answer(unsupported.request, encodable,
+                                                 ErrorCode.UNSUPPORTED_VERSION)
+        entry.error_codes = (int(ErrorCode.UNSUPPORTED_VERSION),)
         return Reply(connection_id, encode_response(response, encodable, unsupported.correlation_id))
 
     @staticmethod
@@ -471,8 +466,6 @@ class ServerEngine:
                           outcome=f"closed: {why}")
 
 
-#: A Metadata request naming more topics than this is answered in slices of this many (~3 ms each).
-METADATA_SLICE_TOPICS = 500
 #: How many topics of a large request or answer are freed at a time.
 FREE_SLICE_ITEMS = 2_000
 #: An answer with more entries (topics and partitions) than this is encoded by the caller.

@@ -11,15 +11,10 @@ from typing import Any, Optional
 
 import attrs
 from kafka.protocol.api_key import ApiKey
-from kafka.protocol.metadata import ApiVersionsResponse
 
-from kgroup.server.versions import REQUEST_CLASSES, SUPPORTED_VERSIONS, supports
-from kgroup.server.wire_errors import WireError
+from kgroup.server.apis import SERVED_APIS
 
-__all__ = [
-    "DecodedRequest", "FrameError", "UnsupportedRequestVersion", "api_versions_response", "decode_request",
-    "encode_response",
-]
+__all__ = ["DecodedRequest", "FrameError", "UnsupportedRequestVersion", "decode_request", "encode_response"]
 
 _HEADER_PREFIX = struct.Struct(">hhi")
 #: Kafka's ``socket.request.max.bytes`` default (100 MiB).
@@ -35,7 +30,7 @@ class UnsupportedRequestVersion(Exception):
     UNSUPPORTED_VERSION where its response can be encoded at that version."""
 
     def __init__(self, api_key: ApiKey, api_version: int, correlation_id: int, request: Any) -> None:
-        low, high = SUPPORTED_VERSIONS[api_key]
+        low, high = SERVED_APIS[api_key].versions
         super().__init__(f"{api_key.name} v{api_version} is not supported (supported: v{low}-v{high})")
         self.api_key = api_key
         self.api_version = api_version
@@ -82,20 +77,21 @@ def peek_client_id(frame: bytes) -> Optional[str]:
 def decode_request(frame: bytes) -> DecodedRequest:
     """Decode a request frame body (without its length prefix).
 
-    Raises :class:`UnsupportedRequestVersion` for a known API at a version outside
-    :data:`SUPPORTED_VERSIONS`, and :class:`FrameError` for an unknown API key or bytes
-    that do not decode (truncated, garbage, a null where the schema allows none).  Bytes
+    Raises :class:`UnsupportedRequestVersion` for a known API at a version its
+    :mod:`~kgroup.server.apis` module does not serve, and :class:`FrameError` for an unknown API
+    key or bytes that do not decode (truncated, garbage, a null where the schema allows none).  Bytes
     after the request are ignored, as Kafka's ``AbstractRequest.parseRequest`` does."""
     raw_key, version, correlation_id = peek_header(frame)
     try:
         api_key = ApiKey(raw_key)
     except ValueError:
         raise FrameError(f"unknown API key {raw_key} (correlation id {correlation_id})") from None
-    request_class = REQUEST_CLASSES.get(api_key)
-    if request_class is None:
+    api = SERVED_APIS.get(api_key)
+    if api is None:
         raise FrameError(
             f"API {api_key.name} (key {raw_key}) is not served (correlation id {correlation_id})")
-    if not supports(api_key, version):
+    request_class = api.request_class
+    if not api.supports(version):
         decoded = None
         if 0 <= version <= request_class.max_version:
             try:
@@ -156,22 +152,9 @@ def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
     return bytes(response.encode(header=True, framed=True))
 
 
-def api_versions_response(version: int, error: int = WireError.NONE) -> Any:
-    """The ApiVersions answer: every supported API and its version range.
-
-    KIP-511: a client asking with a newer ApiVersions version than the server knows gets a
-    v0-shaped body with UNSUPPORTED_VERSION and the list, so it can retry with one it shares.
-    """
-    entry = ApiVersionsResponse.ApiVersion
-    return ApiVersionsResponse(
-        version=version, error_code=int(error), throttle_time_ms=0,
-        api_keys=[entry(version=version, api_key=int(key), min_version=low, max_version=high)
-                  for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())])
-
-
 def response_version_for(api_key: ApiKey, version: int) -> Optional[int]:
     """The version an error answer to ``api_key`` at ``version`` can be encoded at, or None."""
-    request_class = REQUEST_CLASSES[api_key]
+    request_class = SERVED_APIS[api_key].request_class
     if 0 <= version <= request_class.max_version:
         return version
     return None

@@ -21,7 +21,7 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.memory_records import MemoryRecords
 
 from kgroup.server.crc32c import crc32c
-from kgroup.server.wire_errors import WireError
+from kgroup.core.error_codes import ErrorCode
 
 __all__ = ["BatchSlice", "InvalidRecords", "StoredBatch", "parse_batches"]
 
@@ -40,7 +40,7 @@ _KNOWN_CODECS = range(0, 5)
 class InvalidRecords(Exception):
     """A produce request's records cannot be appended; ``code`` is the Kafka error to answer."""
 
-    def __init__(self, code: WireError, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
 
@@ -113,7 +113,7 @@ def parse_batches(records: Optional[bytes]) -> List[ProducedBatch]:
       INVALID_TIMESTAMP (32).
     """
     if not records:
-        raise InvalidRecords(WireError.CORRUPT_MESSAGE, "empty record set")
+        raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "empty record set")
     data = bytes(records)
     batches: List[ProducedBatch] = []
     reader = MemoryRecords(data)
@@ -122,35 +122,35 @@ def parse_batches(records: Optional[bytes]) -> List[ProducedBatch]:
         while reader.has_next():
             batch = reader.next_batch()
             if not isinstance(batch, DefaultRecordBatch) or batch.magic != 2:
-                raise InvalidRecords(WireError.INVALID_RECORD,
+                raise InvalidRecords(ErrorCode.INVALID_RECORD,
                                      "produce requests may only hold record batches with magic 2")
             raw = data[position:position + batch.size_in_bytes]
             if len(raw) < _RECORDS_AT:
-                raise InvalidRecords(WireError.CORRUPT_MESSAGE, "record batch shorter than its header")
+                raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "record batch shorter than its header")
             # The CRC covers everything from the attributes on (kafka-python's own check is ~30x slower).
             if crc32c(raw[_ATTRIBUTES_AT:]) != batch.crc:
-                raise InvalidRecords(WireError.CORRUPT_MESSAGE, "record batch CRC mismatch")
+                raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "record batch CRC mismatch")
             if batch.compression_type not in _KNOWN_CODECS:
-                raise InvalidRecords(WireError.UNSUPPORTED_COMPRESSION_TYPE,
+                raise InvalidRecords(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
                                      f"unknown compression codec {batch.compression_type}")
             count = batch.records_count
             if count <= 0:
-                raise InvalidRecords(WireError.INVALID_RECORD,
+                raise InvalidRecords(ErrorCode.INVALID_RECORD,
                                      f"Invalid reported count for record batch: {count}")
             if count != batch.last_offset_delta + 1:
                 raise InvalidRecords(
-                    WireError.INVALID_RECORD,
+                    ErrorCode.INVALID_RECORD,
                     f"Inconsistent batch offset range [0, {batch.last_offset_delta}] "
                     f"and count of records {count}")
             if batch.is_control_batch:
-                raise InvalidRecords(WireError.INVALID_RECORD,
+                raise InvalidRecords(ErrorCode.INVALID_RECORD,
                                      "Clients are not allowed to write control records")
             if batch.producer_id >= 0 and batch.base_sequence < 0:
-                raise InvalidRecords(WireError.INVALID_RECORD,
+                raise InvalidRecords(ErrorCode.INVALID_RECORD,
                                      f"Invalid sequence number {batch.base_sequence} in record batch "
                                      f"with producerId {batch.producer_id}")
             if batch.timestamp_type == 1:
-                raise InvalidRecords(WireError.INVALID_TIMESTAMP,
+                raise InvalidRecords(ErrorCode.INVALID_TIMESTAMP,
                                      "Producer should not set timestamp type to LogAppendTime")
             max_timestamp = batch.max_timestamp
             payload = _decompressed(batch.compression_type, raw[_RECORDS_AT:])
@@ -164,13 +164,13 @@ def parse_batches(records: Optional[bytes]) -> List[ProducedBatch]:
                                          batch.producer_epoch, batch.base_sequence, batch.is_transactional,
                                          batch.compression_type))
         if position != len(data):
-            raise InvalidRecords(WireError.CORRUPT_MESSAGE, "trailing bytes after the last record batch")
+            raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "trailing bytes after the last record batch")
     except InvalidRecords:
         raise
     except Exception as error:  # kafka-python's CorruptRecordError, struct.error on short input
-        raise InvalidRecords(WireError.CORRUPT_MESSAGE, f"unreadable record batch: {error}") from None
+        raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, f"unreadable record batch: {error}") from None
     if not batches:
-        raise InvalidRecords(WireError.CORRUPT_MESSAGE, "no complete record batch")
+        raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "no complete record batch")
     return batches
 
 
@@ -187,10 +187,10 @@ def _decompressed(codec: int, payload: bytes) -> Optional[bytes]:
     try:
         out = decode(payload)
     except Exception as error:
-        raise InvalidRecords(WireError.INVALID_RECORD,
+        raise InvalidRecords(ErrorCode.INVALID_RECORD,
                              f"Failed to decompress record stream: {error}") from None
     if len(out) > MAX_DECOMPRESSED_BYTES:
-        raise InvalidRecords(WireError.INVALID_RECORD, "record batch decompresses past the server's limit")
+        raise InvalidRecords(ErrorCode.INVALID_RECORD, "record batch decompresses past the server's limit")
     return out
 
 
@@ -204,16 +204,16 @@ def _gunzip(payload: bytes) -> bytes:
             inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
             out += inflater.decompress(rest, MAX_DECOMPRESSED_BYTES + 1 - len(out))
             if len(out) > MAX_DECOMPRESSED_BYTES:
-                raise InvalidRecords(WireError.INVALID_RECORD,
+                raise InvalidRecords(ErrorCode.INVALID_RECORD,
                                      "record batch decompresses past the server's limit")
             if not inflater.eof:
-                raise InvalidRecords(WireError.INVALID_RECORD,
+                raise InvalidRecords(ErrorCode.INVALID_RECORD,
                                      "Incorrect declared batch size, premature EOF reached")
             rest = inflater.unused_data
             if not rest:
                 return bytes(out)
     except zlib.error as error:
-        raise InvalidRecords(WireError.INVALID_RECORD,
+        raise InvalidRecords(ErrorCode.INVALID_RECORD,
                              f"Failed to decompress record stream: {error}") from None
 
 
@@ -247,7 +247,7 @@ def _varint(data: bytes, at: int, end: int) -> Tuple[int, int]:
     shift = 0
     while True:
         if at >= end:
-            raise InvalidRecords(WireError.INVALID_RECORD, _PREMATURE_EOF)
+            raise InvalidRecords(ErrorCode.INVALID_RECORD, _PREMATURE_EOF)
         byte = data[at]
         at += 1
         value |= (byte & 0x7F) << shift
@@ -255,7 +255,7 @@ def _varint(data: bytes, at: int, end: int) -> Tuple[int, int]:
             return (value >> 1) ^ -(value & 1), at
         shift += 7
         if shift > 63:
-            raise InvalidRecords(WireError.INVALID_RECORD, "varint longer than 10 bytes")
+            raise InvalidRecords(ErrorCode.INVALID_RECORD, "varint longer than 10 bytes")
 
 
 def _check_records(payload: bytes, count: int) -> Optional[int]:
@@ -270,7 +270,7 @@ def _check_records(payload: bytes, count: int) -> Optional[int]:
         size, at = read(payload, position, end)
         record_end = at + size
         if size < 6 or record_end > end:  # attributes + five one-byte varints at the least
-            raise InvalidRecords(WireError.INVALID_RECORD, _PREMATURE_EOF)
+            raise InvalidRecords(ErrorCode.INVALID_RECORD, _PREMATURE_EOF)
         # Every read below stops at the record's end, never in the next record.  Fields: attributes,
         # timestamp delta, offset delta, key length, key, value length, value, header count, headers.
         byte = payload[at + 1]
@@ -284,7 +284,7 @@ def _check_records(payload: bytes, count: int) -> Optional[int]:
         else:
             offset_delta, at = read(payload, at, record_end)
             if offset_delta != expected_offset_delta:
-                raise InvalidRecords(WireError.INVALID_RECORD,
+                raise InvalidRecords(ErrorCode.INVALID_RECORD,
                                      f"record {expected_offset_delta} has offset delta {offset_delta}")
         byte = payload[at] if at < record_end else 0x80
         if byte == 1:  # a null key
@@ -292,25 +292,25 @@ def _check_records(payload: bytes, count: int) -> Optional[int]:
         else:
             length, at = read(payload, at, record_end)
             if length < -1:
-                raise InvalidRecords(WireError.INVALID_RECORD, f"Invalid record key length {length}")
+                raise InvalidRecords(ErrorCode.INVALID_RECORD, f"Invalid record key length {length}")
             at += max(length, 0)
         length, at = read(payload, at, record_end)
         if length < -1:
-            raise InvalidRecords(WireError.INVALID_RECORD, f"Invalid record value length {length}")
+            raise InvalidRecords(ErrorCode.INVALID_RECORD, f"Invalid record value length {length}")
         at += max(length, 0)
         if at + 1 == record_end and payload[at] == 0:  # no headers, and the record ends there
             at += 1
         else:
             at = _check_headers(payload, at, record_end)
         if at != record_end:
-            raise InvalidRecords(WireError.INVALID_RECORD,
+            raise InvalidRecords(ErrorCode.INVALID_RECORD,
                                  f"Invalid record size: expected to read {size} bytes in record payload, "
                                  f"but instead read {at - (record_end - size)}")
         if max_delta is None or timestamp_delta > max_delta:
             max_delta = timestamp_delta
         position = record_end
     if position != end:
-        raise InvalidRecords(WireError.INVALID_RECORD,
+        raise InvalidRecords(ErrorCode.INVALID_RECORD,
                              "Incorrect declared batch size, records still remaining in file")
     return max_delta
 
@@ -318,12 +318,12 @@ def _check_records(payload: bytes, count: int) -> Optional[int]:
 def _check_headers(payload: bytes, at: int, record_end: int) -> int:
     headers, at = _varint(payload, at, record_end)
     if headers < 0:
-        raise InvalidRecords(WireError.INVALID_RECORD,
+        raise InvalidRecords(ErrorCode.INVALID_RECORD,
                              f"Found invalid number of record headers {headers}")
     for _ in range(headers):
         key_length, at = _varint(payload, at, record_end)
         if key_length < 0:
-            raise InvalidRecords(WireError.INVALID_RECORD, "Invalid negative header key size")
+            raise InvalidRecords(ErrorCode.INVALID_RECORD, "Invalid negative header key size")
         at += key_length
         value_length, at = _varint(payload, at, record_end)
         at += max(value_length, 0)

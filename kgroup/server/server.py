@@ -37,7 +37,6 @@ from kgroup.server.data_plane import DataPlane
 from kgroup.server.engine import ServerEngine
 from kgroup.server.faults import FaultAction, FaultRule, TraceEntry
 from kgroup.server.network import Network
-from kgroup.server.wire_errors import WireError
 
 __all__ = ["KafkaServer"]
 
@@ -210,7 +209,7 @@ class KafkaServer:
         def work() -> None:
             assert self.engine is not None
             code = self.engine.data.create_topic(name, partitions, replication_factor)
-            if code is not WireError.NONE:
+            if code is not ErrorCode.NONE:
                 raise KGroupError(f"cannot create topic {name!r}: {code.name}")
         self._call(work)
 

@@ -9,7 +9,7 @@ from kafka.protocol.metadata import FindCoordinatorResponse
 
 from kgroup.broker_conformance.normalise import Normaliser, canonical
 from kgroup.broker_conformance.runner import compare_steps
-from kgroup.server.consumer_group_api import ConsumerGroupHeartbeatResponse
+from kgroup.wire.kafka_python import ConsumerGroupHeartbeatResponseStruct
 
 
 def _join_response(member_id: str, leader: str, members) -> JoinGroupResponse:
@@ -53,8 +53,8 @@ def test_token_inside_bytes_and_topic_ids():
     normaliser = Normaliser("abcd")
     topic_id = uuid.uuid4()
     normaliser.learn_topic_id(topic_id, "cf-abcd-t")
-    assignment = ConsumerGroupHeartbeatResponse.Assignment
-    answer = ConsumerGroupHeartbeatResponse(
+    assignment = ConsumerGroupHeartbeatResponseStruct.Assignment
+    answer = ConsumerGroupHeartbeatResponseStruct(
         version=1, throttle_time_ms=0, error_code=0, error_message=None, member_id="x", member_epoch=4,
         heartbeat_interval_ms=500, assignment=assignment(version=1, topic_partitions=[
             assignment.TopicPartitions(version=1, topic_id=topic_id, partitions=[2, 0]),

@@ -19,7 +19,7 @@ from kgroup.io.kafka_python.consumer_group_convert import (
     heartbeat_response,
 )
 from kgroup.io.kafka_python.convert import to_struct
-from kgroup.server.consumer_group_api import ConsumerGroupHeartbeatResponse as KResponse
+from kgroup.wire.kafka_python import ConsumerGroupHeartbeatResponseStruct as KResponse
 from kgroup.values import TopicPartition
 
 ORDERS = uuid.UUID(int=0x1234)

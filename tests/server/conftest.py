@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 import pytest
 from kafka.protocol.admin import (
     CreatePartitionsRequest, CreateTopicsRequest, DeleteGroupsRequest, DeleteTopicsRequest,
-    DescribeGroupsRequest, ListGroupsRequest,
+    DescribeClusterRequest, DescribeGroupsRequest, ListGroupsRequest,
 )
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import (
@@ -63,7 +63,7 @@ from kgroup.io.clock import MockClock, run_timers_through
 from kgroup.server import KafkaServer, ServerConfig
 from kgroup.server.data_plane import DataPlane
 from kgroup.server.engine import Reply, ServerEngine
-from kgroup.server.versions import SUPPORTED_VERSIONS
+from kgroup.server.apis import SUPPORTED_VERSIONS
 
 FAST_GROUPS = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=100)
 
@@ -387,11 +387,15 @@ def _valid_requests(served: bool = True) -> List[Tuple[ApiKey, int, Any]]:
             epoch_topic.OffsetForLeaderPartition(version=v, partition=i, current_leader_epoch=-1,
                                                  leader_epoch=0)
             for i in range(2)])])
-    from kgroup.server.consumer_group_api import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
-    add(ApiKey.ConsumerGroupHeartbeat, ConsumerGroupHeartbeatRequest, group_id="g", member_id="m-fuzz",
+    from kgroup.wire.kafka_python import (
+        ConsumerGroupDescribeRequestStruct, ConsumerGroupHeartbeatRequestStruct,
+    )
+    add(ApiKey.ConsumerGroupHeartbeat, ConsumerGroupHeartbeatRequestStruct, group_id="g", member_id="m-fuzz",
         member_epoch=0, rebalance_timeout_ms=10_000, subscribed_topic_names=["t"], topic_partitions=[])
-    add(ApiKey.ConsumerGroupDescribe, ConsumerGroupDescribeRequest, group_ids=["g", "h"],
+    add(ApiKey.ConsumerGroupDescribe, ConsumerGroupDescribeRequestStruct, group_ids=["g", "h"],
         include_authorized_operations=False)
+    add(ApiKey.DescribeCluster, DescribeClusterRequest, include_cluster_authorized_operations=True,
+        endpoint_type=1, include_fenced_brokers=True)
     return out
 
 
@@ -1070,13 +1074,14 @@ class ApacheKafkaView:
         described = self.describe(group_id)
         if described is not None and described.group_state != "Dead":
             return described.group_state
-        from kgroup.server.consumer_group_api import ConsumerGroupDescribeRequest
+        from kgroup.wire.kafka_python import ConsumerGroupDescribeRequestStruct
         node = self.coordinator_node(group_id)
         if node is None or node not in self.kafka.alive_node_ids():
             return None
         try:
-            answer = self._ask(ConsumerGroupDescribeRequest[0](group_ids=[group_id],
-                                                               include_authorized_operations=False), node)
+            answer = self._ask(ConsumerGroupDescribeRequestStruct[0](group_ids=[group_id],
+                                                                     include_authorized_operations=False),
+                               node)
         except AssertionError:
             return None
         group = answer.groups[0]

@@ -22,7 +22,7 @@ from kafka.protocol.producer import ProduceRequest
 
 from kgroup.server.faults import error_codes_of
 from kgroup.server.frames import MAX_FRAME_BYTES
-from kgroup.server.versions import SUPPORTED_VERSIONS
+from kgroup.server.apis import SUPPORTED_VERSIONS
 
 UNSUPPORTED_VERSION = 35
 

@@ -20,7 +20,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from kgroup.core.error_codes import ErrorCode
-from kgroup.server.wire_errors import WireError as E
+from kgroup.core.error_codes import ErrorCode as E
 
 PRODUCE_V = 9
 FETCH_V = 12

@@ -27,14 +27,14 @@ from kafka.structs import TopicPartition
 
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.server import KafkaServer, TraceEntry
-from kgroup.server.versions import SUPPORTED_VERSIONS
-from kgroup.server.wire_errors import WireError
+from kgroup.server.apis import SUPPORTED_VERSIONS
+from kgroup.core.error_codes import ErrorCode
 from kgroup.io.clock import MockClock
 
 REBALANCE_IN_PROGRESS = 27
 #: poll() timeout for group consumers (see the module docstring); poll returns early with records.
 POLL_MS = 500
-NOT_LEADER_OR_FOLLOWER = int(WireError.NOT_LEADER_OR_FOLLOWER)
+NOT_LEADER_OR_FOLLOWER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 NOT_COORDINATOR = 16
 
 

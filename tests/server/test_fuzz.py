@@ -23,7 +23,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.producer import ProduceRequest
 
 from kgroup.server import KafkaServer
-from kgroup.server.versions import SUPPORTED_VERSIONS
+from kgroup.server.apis import SUPPORTED_VERSIONS
 
 ENGINE_SETTINGS = settings(derandomize=True, deadline=None, database=None,
                            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

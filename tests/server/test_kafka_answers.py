@@ -15,8 +15,8 @@ from kafka.protocol.metadata import MetadataRequest
 
 from kgroup.core.error_codes import ErrorCode
 from kgroup.server.acl_operations import CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS, bit_set
-from kgroup.server.versions import SUPPORTED_VERSIONS
-from kgroup.server.wire_errors import WireError as E
+from kgroup.server.apis import SUPPORTED_VERSIONS
+from kgroup.core.error_codes import ErrorCode as E
 
 GROUP = "g"
 UNKNOWN = int(E.UNKNOWN_TOPIC_OR_PARTITION)
@@ -290,9 +290,9 @@ def test_consumer_group_heartbeat_with_a_blank_group_id_is_invalid(engine):
     """GroupMetadataManagerTest.testConsumerHeartbeatRequestValidation over the wire: a GroupId of
     spaces is INVALID_REQUEST ("GroupId can't be empty.") and creates no group (kgroup created one)."""
     from kafka.protocol.admin import ListGroupsRequest
-    from kgroup.server.consumer_group_api import ConsumerGroupHeartbeatRequest
+    from kgroup.wire.kafka_python import ConsumerGroupHeartbeatRequestStruct
     for group_id, instance_id in (("   ", None), (GROUP, "  ")):
-        answer = engine.call(ConsumerGroupHeartbeatRequest(
+        answer = engine.call(ConsumerGroupHeartbeatRequestStruct(
             version=1, group_id=group_id, member_id="m-1", member_epoch=0, instance_id=instance_id,
             rebalance_timeout_ms=10_000, subscribed_topic_names=["foo"], topic_partitions=[]))
         assert answer.error_code == E.INVALID_REQUEST

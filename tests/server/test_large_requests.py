@@ -18,7 +18,8 @@ from typing import List
 
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
-from kgroup.server.engine import DEFERRED_ENCODING_ENTRIES, METADATA_SLICE_TOPICS
+from kgroup.server.apis.metadata import METADATA_SLICE_TOPICS
+from kgroup.server.engine import DEFERRED_ENCODING_ENTRIES
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 

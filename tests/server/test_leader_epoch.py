@@ -11,7 +11,7 @@ from kafka.protocol.consumer import OffsetForLeaderEpochRequest
 from kafka.structs import TopicPartition
 
 from kgroup.server import KafkaServer
-from kgroup.server.wire_errors import WireError
+from kgroup.core.error_codes import ErrorCode
 
 
 def _send(bootstrap, first, count):
@@ -77,6 +77,6 @@ def test_the_answer_follows_kafkas_leader_epoch_cache():
         assert _ask(server, leader, epoch) == (0, epoch, 15)  # the latest epoch ends at the LEO
         assert _ask(server, leader, 0) == (0, 0, 10)  # an older one where the next one starts
         assert _ask(server, leader, epoch + 1) == (0, -1, -1)  # one the log does not know
-        assert _ask(server, leader, 0, current_leader_epoch=epoch - 1)[0] == WireError.FENCED_LEADER_EPOCH
-        assert _ask(server, leader, 0, current_leader_epoch=epoch + 1)[0] == WireError.UNKNOWN_LEADER_EPOCH
-        assert _ask(server, follower, 0)[0] == WireError.NOT_LEADER_OR_FOLLOWER
+        assert _ask(server, leader, 0, current_leader_epoch=epoch - 1)[0] == ErrorCode.FENCED_LEADER_EPOCH
+        assert _ask(server, leader, 0, current_leader_epoch=epoch + 1)[0] == ErrorCode.UNKNOWN_LEADER_EPOCH
+        assert _ask(server, follower, 0)[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER

@@ -5,7 +5,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kgroup.server.record_log import InvalidRecords, parse_batches
-from kgroup.server.wire_errors import WireError
+from kgroup.core.error_codes import ErrorCode
 
 
 def _batch(values) -> bytes:
@@ -29,4 +29,4 @@ def test_a_flipped_bit_after_the_crc_is_corrupt_message(position):
     data[position] ^= 0x01
     with pytest.raises(InvalidRecords) as raised:
         parse_batches(bytes(data))
-    assert raised.value.code == WireError.CORRUPT_MESSAGE
+    assert raised.value.code == ErrorCode.CORRUPT_MESSAGE

@@ -20,7 +20,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kgroup.server import record_log
 from kgroup.server.crc32c import crc32c
 from kgroup.server.record_log import InvalidRecords, parse_batches
-from kgroup.server.wire_errors import WireError
+from kgroup.core.error_codes import ErrorCode
 
 CORRUPT_MESSAGE = 2
 INVALID_TIMESTAMP = 32
@@ -146,7 +146,7 @@ def test_a_batch_inflating_past_the_limit_is_refused(monkeypatch):
     data = bytes(_batch([b"\x00" * 20_000], codec=1))
     with pytest.raises(InvalidRecords) as refused:
         parse_batches(data)
-    assert refused.value.code == WireError.INVALID_RECORD
+    assert refused.value.code == ErrorCode.INVALID_RECORD
 
 
 def test_two_batches_for_one_partition_are_refused_as_produce_request_validate_records_does(

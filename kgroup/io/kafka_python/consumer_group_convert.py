@@ -1,7 +1,7 @@
 """ConsumerGroupHeartbeat (KIP-848) between kgroup's values and kafka-python structs, client side.
 
-The structs are the ones kgroup's wire server builds from Kafka's JSON
-schemas with kafka-python's own loader (:mod:`kgroup.server.consumer_group_api`);
+The structs are built from Kafka's JSON schemas with kafka-python's own
+loader (:mod:`kgroup.wire.kafka_python`, shared with kgroup's wire server);
 kafka-python encodes and decodes them, kgroup writes no codec.
 
 The wire names topics by id, kgroup's member by name.  :class:`TopicIdMap`
@@ -67,9 +67,8 @@ def _by_topic(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
 
 def heartbeat_request(req: cg.ConsumerGroupHeartbeatRequest, topics: TopicIdMap):
     """The struct for ``req`` at exactly its version (v1: the client's own member id, KIP-1082)."""
-    # Imported here: the schema-built classes live in the server package, which a classic-protocol
-    # consumer need not load.
-    from kgroup.server.consumer_group_api import ConsumerGroupHeartbeatRequest as KHeartbeatRequest
+    # Imported here: a classic-protocol consumer need not build the schema-based classes.
+    from kgroup.wire.kafka_python import ConsumerGroupHeartbeatRequestStruct as KHeartbeatRequest
 
     owned = None
     if req.topic_partitions is not None:

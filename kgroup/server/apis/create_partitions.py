@@ -1,0 +1,26 @@
+"""CreatePartitions (API key 37), answered by the data plane."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kafka.protocol.admin import CreatePartitionsRequest, CreatePartitionsResponse
+from kafka.protocol.api_key import ApiKey
+
+from kgroup.server.apis.definition import broker_api
+
+if TYPE_CHECKING:
+    from kgroup.server.data_plane import DataPlane
+
+
+def _handle(data: "DataPlane", node_id: int, request: Any, version: int) -> Any:
+    return data.create_partitions(request, version)
+
+
+def _error_answer(request: Any, version: int, code: int) -> Any:
+    result_cls = CreatePartitionsResponse.CreatePartitionsTopicResult
+    return CreatePartitionsResponse(version=version, throttle_time_ms=0, results=[
+        result_cls(version=version, name=t.name, error_code=code) for t in request.topics])
+
+
+API = broker_api(ApiKey.CreatePartitions, (0, 3), CreatePartitionsRequest, CreatePartitionsResponse, _handle,
+                 _error_answer)
