@@ -9,7 +9,7 @@ import pytest
 from kgroup.errors import ConfigError
 from kgroup.sim import Fault, SimConfig, parse_schedule, run
 from kgroup.sim.faults import DRAWN_FAULT_KINDS, FAULT_KINDS, FaultDraw
-from kgroup.sim.history import FaultApplied, OwnershipChanged
+from kgroup.sim.history import CoordinatorMoved, FaultApplied, OwnershipChanged
 from kgroup.sim.schedule import Schedule, ScheduleFormatError, generate_schedule
 from kgroup.sim.shrink import shrink
 
@@ -33,6 +33,7 @@ ONE_OF_EACH = """# seed 3
   8000 ms  join j0
   8200 ms  add_partitions events value 2
   8400 ms  freeze m2 for 300 ms
+  8600 ms  preferred_election cluster
 """
 
 
@@ -44,8 +45,8 @@ def test_one_schedule_line_of_every_registered_kind_prints_parses_and_applies():
     applied = [e.fault.split()[0] for e in verdict.history.of(FaultApplied) if not e.fault.startswith("heal")]
     assert applied == list(FAULT_KINDS)
     healed = {e.fault.split()[1] for e in verdict.history.of(FaultApplied) if e.fault.startswith("heal")}
-    # Every kind with something to undo undid it (slow_poll, reset, join and add_partitions have none).
-    assert healed == set(FAULT_KINDS) - {"slow_poll", "reset", "join", "add_partitions"}
+    # Every kind with something to undo undid it (these have none).
+    assert healed == set(FAULT_KINDS) - {"slow_poll", "reset", "join", "add_partitions", "preferred_election"}
     assert verdict.ok, verdict.describe()
 
 
@@ -71,7 +72,7 @@ def test_each_kind_shrinks_to_a_smaller_fault_of_itself_or_not_at_all():
         "7700 ms  lossy m1-* for 300 ms value 10", "7700 ms  lossy m1-* value 30",
         "7700 ms  lossy m1-* for 150 ms value 30"]
     assert [str(f).strip() for f in shrunk["add_partitions"]] == ["8200 ms  add_partitions events value 1"]
-    assert shrunk["join"] == () and shrunk["reset"] == ()
+    assert shrunk["join"] == shrunk["reset"] == shrunk["preferred_election"] == ()
     for fault in parse_schedule(ONE_OF_EACH).faults:  # smaller: the same fault, less of it
         for candidate in shrunk[fault.kind]:
             assert attrs.evolve(candidate, duration_ms=fault.duration_ms, value=fault.value) == fault
@@ -163,3 +164,15 @@ def test_a_freeze_shorter_than_the_session_goes_unnoticed_by_the_group(protocol)
     assert not _m1_events(verdict, 4000, 4000 + freeze_ms)
     assert not [e for e in verdict.history.of(OwnershipChanged) if e.at_ms >= 4000]  # no rebalance
     assert verdict.ok, verdict.describe()
+
+
+def test_a_preferred_election_after_the_coordinator_failed_over_moves_it_back():
+    text = "# seed 1\n  3000 ms  kill_broker group for 500 ms\n  6000 ms  preferred_election cluster\n"
+    verdict = run(parse_schedule(text), SMALL)
+    moves = [(e.at_ms, e.old_broker, e.new_broker) for e in verdict.history.of(CoordinatorMoved)]
+    first, failed_over, moved_back = moves  # loaded at 0 ms, failed over at the kill, moved back at 6000 ms
+    assert failed_over[0] == 3000 and failed_over[1] == first[2] != failed_over[2]
+    assert moved_back == (6000, failed_over[2], first[2])
+    assert verdict.ok, verdict.describe()
+    with pytest.raises(ScheduleFormatError, match="preferred_election aims at the cluster"):
+        parse_schedule("100 ms preferred_election b1")

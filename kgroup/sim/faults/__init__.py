@@ -12,6 +12,7 @@ from kgroup.sim.faults.base import FaultContext, FaultDraw, FaultKind, TargetKin
 from kgroup.sim.faults.brokers import (
     ControlledShutdownFault, IsolateBrokerFault, KillBrokerFault, MoveCoordinatorFault, SlowFollowerFault,
 )
+from kgroup.sim.faults.brokers import PreferredElectionFault
 from kgroup.sim.faults.links import LossyFault, PartitionFault, ResetFault
 from kgroup.sim.faults.members import (
     BounceFault, CrashFault, FreezeFault, JoinFault, LeaveFault, ResubscribeFault, SlowPollFault,
@@ -61,6 +62,7 @@ FAULT_KINDS = FaultKindRegistry((
     JoinFault(),
     AddPartitionsFault(),
     FreezeFault(),
+    PreferredElectionFault(),
 ))
 
 #: The names of the kinds ``generate_schedule``'s mixed mode draws from, in drawing order.

@@ -4,13 +4,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Tuple
 
 from kgroup.core.cluster import BrokerState
-from kgroup.sim.faults.base import BROKER, FaultContext, FaultDraw, FaultKind, Undo
+from kgroup.sim.faults.base import BROKER, FaultContext, FaultDraw, FaultKind, TargetKind, Undo
 
 if TYPE_CHECKING:
     from kgroup.sim.schedule import Fault
 
 __all__ = ["ControlledShutdownFault", "IsolateBrokerFault", "KillBrokerFault", "MoveCoordinatorFault",
-           "SlowFollowerFault"]
+           "PreferredElectionFault", "SlowFollowerFault"]
 
 #: How often a ``slow_follower`` fetches from its leaders (a normal follower fetches at once).
 SLOW_FOLLOWER_FETCH_INTERVAL_MS = 500
@@ -88,3 +88,25 @@ class MoveCoordinatorFault(ControlledShutdownFault):
 
     def draw(self, drawn: FaultDraw) -> Tuple[str, int, int]:
         return "group", drawn.duration_ms, 0
+
+
+class PreferredElectionFault(FaultKind):
+    """The controller moves every partition's leadership back to its preferred replica (the first
+    assigned, when live and in sync), as Kafka's automatic leader rebalance does
+    (``auto.leader.rebalance.enable``, every ``leader.imbalance.check.interval.seconds``): after a
+    broker came back, the group's coordinator may move although no broker failed.  Drawn only on
+    request, as every kind added after the first ones."""
+
+    name = "preferred_election"
+    target = TargetKind("the cluster", r"cluster")
+    drawn = False
+
+    def draw(self, drawn: FaultDraw) -> Tuple[str, int, int]:
+        return "cluster", 0, 0
+
+    def apply(self, context: FaultContext, fault: Fault, now_ms: int) -> Optional[Undo]:
+        context.kafka.elect_preferred_leaders()
+        return None
+
+    def shrink(self, fault: Fault) -> Tuple[Fault, ...]:
+        return ()
