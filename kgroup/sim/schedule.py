@@ -19,7 +19,11 @@ Line format (``#`` starts a comment; :func:`parse_schedule` reads what
 Targets: members ``m0``, ``m1``..., joiners ``j0``..., brokers ``b1``...,
 links ``m0-b1`` (both ways), ``m0>b1`` (member to broker), ``b1>m0`` (broker to
 member), ``m0-*`` (every broker), ``group`` (whatever broker coordinates the
-group when the fault fires), a topic name; ``-`` for none.
+group when the fault fires), a topic name.
+
+Each kind is one class of :mod:`kgroup.sim.faults`, listed in its registry
+(:data:`~kgroup.sim.faults.FAULT_KINDS`): it checks its target, prints its line,
+draws its parameters, applies (and undoes) itself and says how it shrinks.
 
 :func:`generate_schedule` draws a schedule from the seed's own fault stream
 (``Random("faults-<seed>")``), never from the application's.
@@ -32,24 +36,21 @@ from typing import List, Optional, Sequence, Tuple
 
 import attrs
 
-__all__ = ["BROKER_KINDS", "FAULT_KINDS", "Fault", "LINK_KINDS", "MEMBER_KINDS", "Schedule",
-           "ScheduleFormatError", "generate_schedule", "parse_schedule"]
+from kgroup.errors import ConfigError
+from kgroup.sim.faults import DRAWN_FAULT_KINDS, FAULT_KINDS, FaultDraw, FaultKind
 
-#: Faults aimed at one member; ``bounce`` is a static member's restart (same instance id).
-MEMBER_KINDS = ("crash", "leave", "slow_poll", "bounce", "resubscribe")
-#: Faults aimed at one broker (``b<id>``) or at ``group`` (the coordinator's broker).
-BROKER_KINDS = ("kill_broker", "controlled_shutdown", "isolate_broker", "slow_follower", "move_coordinator")
-#: Faults on the network between one member and the brokers.
-LINK_KINDS = ("partition", "lossy", "reset")
-#: Everything else: a new member joins; the topic grows.
-OTHER_KINDS = ("join", "add_partitions")
-FAULT_KINDS = MEMBER_KINDS + BROKER_KINDS + LINK_KINDS + OTHER_KINDS
+__all__ = ["Fault", "FaultPlan", "Schedule", "ScheduleFormatError", "generate_schedule", "parse_schedule"]
 
 _LINE = re.compile(r"^\s*(\d+) ms\s+(\w+)\s+(\S+)(?:\s+for (\d+) ms)?(?:\s+value (\d+))?\s*$")
 
 
 class ScheduleFormatError(ValueError):
-    """A schedule line that does not parse, or names an unknown fault."""
+    """A schedule line that does not parse, names an unknown fault, or aims a fault at a wrong target."""
+
+
+def _known_kind(fault: "Fault", attribute: object, kind: str) -> None:
+    if kind not in FAULT_KINDS:
+        raise ScheduleFormatError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
 
 
 @attrs.frozen
@@ -58,27 +59,27 @@ class Fault:
     or at once); ``value`` is the kind's number (drop percentage, partitions added)."""
 
     at_ms: int
-    kind: str = attrs.field()
-    target: str = "-"
+    kind: str = attrs.field(validator=_known_kind)
+    target: str
     duration_ms: int = 0
     value: int = 0
 
-    @kind.validator
-    def _known(self, attribute, kind: str) -> None:
-        if kind not in FAULT_KINDS:
-            raise ScheduleFormatError(f"unknown fault kind {kind!r}; known: {', '.join(FAULT_KINDS)}")
+    def __attrs_post_init__(self) -> None:
+        error = self.fault_kind.target_error(self.target)
+        if error is not None:
+            raise ScheduleFormatError(error)
+
+    @property
+    def fault_kind(self) -> FaultKind:
+        """The class of fault this one is (its parsing, printing, applying and shrinking)."""
+        return FAULT_KINDS[self.kind]
 
     @property
     def end_ms(self) -> int:
         return self.at_ms + self.duration_ms
 
     def __str__(self) -> str:
-        text = f"{self.at_ms:>6} ms  {self.kind} {self.target}"
-        if self.duration_ms:
-            text += f" for {self.duration_ms} ms"
-        if self.value:
-            text += f" value {self.value}"
-        return text
+        return self.fault_kind.format(self)
 
 
 @attrs.frozen
@@ -119,7 +120,10 @@ def parse_schedule(text: str) -> Schedule:
             raise ScheduleFormatError(f"line {number}: cannot read {raw!r} "
                                       "(expected '<at> ms <kind> <target> [for <n> ms] [value <n>]')")
         at_ms, kind, target, duration_ms, value = match.groups()
-        faults.append(Fault(int(at_ms), kind, target, int(duration_ms or 0), int(value or 0)))
+        try:
+            faults.append(Fault(int(at_ms), kind, target, int(duration_ms or 0), int(value or 0)))
+        except ScheduleFormatError as error:
+            raise ScheduleFormatError(f"line {number}: {error}") from None
     return Schedule(tuple(faults), seed)
 
 
@@ -135,8 +139,20 @@ class FaultPlan:
     max_faults: int
     session_timeout_ms: int
     max_poll_interval_ms: int
-    #: ``mixed`` (every kind), ``static-bounce`` (only bounces within half the session timeout), ``none``.
+    #: ``mixed`` (every drawn kind), ``static-bounce`` (only bounces within half the session timeout),
+    #: ``none``.
     mode: str = "mixed"
+    #: Kinds the mixed mode does not draw by default (``freeze``) that this plan draws too, after the
+    #: others (a seed without them keeps its schedule).
+    extra_kinds: Tuple[str, ...] = attrs.field(default=())
+
+    @extra_kinds.validator
+    def _undrawn_kinds(self, attribute: object, extra_kinds: Tuple[str, ...]) -> None:
+        for name in extra_kinds:
+            if name not in FAULT_KINDS or name in DRAWN_FAULT_KINDS or extra_kinds.count(name) > 1:
+                undrawn = [n for n in FAULT_KINDS if n not in DRAWN_FAULT_KINDS]
+                raise ConfigError(f"extra fault kind {name!r} is not one of the kinds drawn only on request "
+                                  f"({', '.join(undrawn)}), or is listed twice")
 
 
 def generate_schedule(seed: int, plan: FaultPlan) -> Schedule:
@@ -154,34 +170,17 @@ def generate_schedule(seed: int, plan: FaultPlan) -> Schedule:
             faults.append(Fault(at_ms, "bounce", rng.choice(plan.members), down_ms))
             at_ms += plan.session_timeout_ms
         return Schedule(tuple(faults), seed)
-    kinds = [k for k in FAULT_KINDS if plan.static or k != "bounce"]
-    joins = 0
+    kinds = [name for name in DRAWN_FAULT_KINDS + plan.extra_kinds
+             if plan.static or not FAULT_KINDS[name].static_only]
     for _ in range(rng.randint(1, plan.max_faults)):
-        kind = rng.choice(kinds)
+        kind = FAULT_KINDS[rng.choice(kinds)]
+        # Every fault makes these draws, in this order, whatever its kind; then its kind draws its own.
         at_ms = rng.randint(first_ms, last_ms)
         duration_ms = rng.randint(200, 2 * plan.max_poll_interval_ms)
-        value = 0
         member = rng.choice(plan.members)
         broker = rng.choice(plan.brokers)
-        if kind in BROKER_KINDS:
-            target = "group" if kind == "move_coordinator" else f"b{broker}"
-        elif kind in LINK_KINDS:
-            target = rng.choice((f"{member}-b{broker}", f"{member}>b{broker}", f"b{broker}>{member}",
-                                 f"{member}-*"))
-            if kind == "lossy":
-                value = rng.choice((10, 30, 60))
-            elif kind == "reset":
-                duration_ms = 0
-                target = f"{member}-b{broker}"
-        elif kind == "join":
-            target, duration_ms = f"j{joins}", 0
-            joins += 1
-        elif kind == "add_partitions":
-            target, duration_ms, value = plan.topic, 0, rng.randint(1, 3)
-        else:
-            target = member
-            if kind == "bounce":
-                duration_ms = rng.randint(50, plan.session_timeout_ms // 2)
-        faults.append(Fault(at_ms, kind, target, duration_ms, value))
+        drawn = FaultDraw(rng, plan, at_ms, duration_ms, member, broker, faults)
+        target, duration_ms, value = kind.draw(drawn)
+        faults.append(Fault(at_ms, kind.name, target, duration_ms, value))
     faults.sort(key=lambda f: (f.at_ms, f.kind, f.target))
     return Schedule(tuple(faults), seed)

@@ -47,7 +47,7 @@ from kgroup.sim.history import (
     CoordinatorMoved, FaultApplied, History, MemberFailed, MemberStopped, Transition,
 )
 from kgroup.sim.network import SimNetwork, NetworkConfig
-from kgroup.sim.schedule import BROKER_KINDS, Fault, FaultPlan, Schedule, generate_schedule
+from kgroup.sim.schedule import Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.io.clock import MockClock, autojump
 from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.testing.scheduler import EventScheduler
@@ -113,6 +113,8 @@ class SimConfig:
     heartbeat_interval_ms: int = 200
     max_poll_interval_ms: int = 3_000
     network: NetworkConfig = NetworkConfig()
+    #: Fault kinds drawn only on request (``freeze``), drawn besides the others (docs/simulator.md).
+    extra_faults: Tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         for name, minimum in (("members", 1), ("partitions", 1), ("brokers", 1), ("duration_ms", 1),
@@ -126,6 +128,7 @@ class SimConfig:
         if self.assignor != "any" and self.assignor not in names:
             raise ConfigError(f"assignor {self.assignor!r} is not one of {', '.join(names)} (group_protocol "
                               f"{self.group_protocol!r})")
+        self.fault_plan()  # refuses an unknown extra fault kind now, not when a run draws its schedule
 
     @property
     def consumer_protocol(self) -> bool:
@@ -152,7 +155,8 @@ class SimConfig:
         window_ms = (2_000, max(2_000, self.duration_ms - 5_000))
         return FaultPlan(self.member_names(), tuple(range(1, self.brokers + 1)), TOPIC,
                          self.static or self.faults == "static-bounce", window_ms,
-                         self.max_faults, self.session_timeout_ms, self.max_poll_interval_ms, self.faults)
+                         self.max_faults, self.session_timeout_ms, self.max_poll_interval_ms, self.faults,
+                         self.extra_faults)
 
 
 @attrs.frozen(eq=False)
@@ -371,97 +375,41 @@ class _Simulation:
     def apply(self, fault: Fault, index: int) -> None:
         now, kind, target = self.clock(), fault.kind, fault.target
         self.history.record(FaultApplied(now, str(fault).strip().split("  ", 1)[-1]))
-        undo = self._do(fault)
+        undo = fault.fault_kind.apply(self, fault, now)
         if undo is not None:
             def heal(now_ms: int) -> None:
                 self.history.record(FaultApplied(now_ms, f"heal {kind} {target}"))
                 undo()
             self.scheduler.call_at(fault.end_ms, heal)
 
-    def _do(self, fault: Fault):
-        """Apply ``fault``; return its undoing half (None if it has none or did nothing)."""
-        kafka, kind, target = self.kafka, fault.kind, fault.target
-        if kind in ("crash", "leave", "bounce"):
-            if target in self.apps and len(self.apps) > 1:
-                # A KIP-848 static member restarts through close(), which leaves with epoch -2 so the
-                # new process may take its place; killed without it, the new process would get
-                # UNRELEASED_INSTANCE_ID until the session expired (``crash`` shows that).  Other
-                # bounces restart without a word, as a classic one does.
-                clean = kind == "leave" or (kind == "bounce" and self.config.consumer_protocol
-                                            and self.static)
-                self.stop(target, clean=clean)
-                return lambda: None if target in self.apps else self.start(target)
-        elif kind == "join":
-            if target not in self.apps and len(self.apps) < self.config.members + 3:
-                self.start(target)
-        elif kind == "slow_poll":
-            if target in self.apps:
-                pause_ms = self.config.max_poll_interval_ms + fault.duration_ms
-                self.apps[target].paused_until_ms = self.clock() + pause_ms
-        elif kind == "resubscribe":
-            app = self.apps.get(target)
-            if app is not None:
-                self._subscribe(app, (TOPIC, AUX_TOPIC))
-                return lambda: self._subscribe(app, (TOPIC,)) if self.apps.get(target) is app else None
-        elif kind in BROKER_KINDS:
-            broker = kafka.coordinator_node(GROUP) if target == "group" else int(target.lstrip("b"))
-            if broker is None or broker not in self.cluster.brokers:
-                return None
-            if self.cluster.brokers[broker] is not BrokerState.LIVE or broker in self.cluster.isolated:
-                return None
-            if kind == "kill_broker":
-                kafka.kill_broker(broker)
-            elif kind in ("controlled_shutdown", "move_coordinator"):
-                kafka.controlled_shutdown(broker)
-            elif kind == "isolate_broker":
-                kafka.isolate_broker(broker)
-                return lambda: kafka.heal_broker(broker)
-            else:
-                kafka.slow_follower(broker, 500)
-                return lambda: kafka.slow_follower(broker, None)
-            return lambda: self._restart(broker)
-        elif kind in ("partition", "lossy", "reset"):
-            return self._network_fault(fault)
-        elif kind == "add_partitions":
-            def grow(now_ms: int) -> list:
-                self.cluster.add_partitions(target, max(1, fault.value))
-                return []
-            kafka.hub.apply(grow)
-            for app in self.apps.values():
-                app.member.update_metadata(kafka.partitions_per_topic(), self.clock())
-        return None
+    # What a fault may touch (kgroup.sim.faults.FaultContext), besides the clock, cluster, network,
+    # scheduler, applications and start/stop.
 
-    def _restart(self, broker: int) -> None:
+    group_id = GROUP
+    topic = TOPIC
+    aux_topic = AUX_TOPIC
+
+    @property
+    def max_members(self) -> int:
+        return self.config.members + 3
+
+    @property
+    def max_poll_interval_ms(self) -> int:
+        return self.config.max_poll_interval_ms
+
+    @property
+    def bounce_leaves_cleanly(self) -> bool:
+        return self.config.consumer_protocol and self.static
+
+    def restart_broker_if_dead(self, broker: int) -> None:
         if self.cluster.brokers[broker] is BrokerState.DEAD:
             self.kafka.restart_broker(broker)
 
-    def _subscribe(self, app: ConsumerApp, topics: Sequence[str]) -> None:
+    def subscribe(self, app: ConsumerApp, topics: Sequence[str]) -> None:
         if app.member.failed:
             return
         app.member.subscribe(list(topics), self.clock())
         app.member.update_metadata(self.kafka.partitions_per_topic(), self.clock())
-
-    def _network_fault(self, fault: Fault):
-        target = fault.target
-        if ">" in target:
-            source, destination = target.split(">")
-            to_broker = source.startswith(("m", "j"))
-            member, broker_text = (source, destination) if to_broker else (destination, source)
-            to_member = not to_broker
-        else:
-            member, broker_text = target.split("-")
-            to_broker = to_member = True
-        broker = -1 if broker_text == "*" else int(broker_text.lstrip("b"))
-        network = self.network
-        if fault.kind == "reset":
-            for key in ([broker] if broker != -1 else list(self.cluster.brokers) + [0]):
-                network.reset(member, key, self.clock())
-            return None
-        if fault.kind == "lossy":
-            network.set_drop(member, broker, fault.value)
-            return lambda: network.set_drop(member, broker, 0)
-        network.cut(member, broker, to_broker, to_member, 1)
-        return lambda: network.cut(member, broker, to_broker, to_member, -1)
 
     # -- observation -------------------------------------------------------------------------------
 
@@ -516,7 +464,7 @@ class _Simulation:
         for app in self.apps.values():
             app.paused_until_ms = -1
             if app.member.subscription != frozenset((TOPIC,)):
-                self._subscribe(app, (TOPIC,))
+                self.subscribe(app, (TOPIC,))
 
     def settled(self) -> bool:
         """The coordinator says Stable with exactly our members, each Stable in one generation (member
