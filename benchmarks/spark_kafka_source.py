@@ -1,7 +1,8 @@
 """Spark's own Kafka source against format("kgroup"): the same topic on kgroup's broker, side by side.
 
     python -m benchmarks.spark_kafka_source [--records 48000] [--partitions 4] [--rounds 2]
-                                            [--batches 4] [--record-bytes 100] [--apache-kafka]
+                                            [--warmup-rounds 1] [--batches 4] [--record-bytes 100]
+                                            [--readers 2] [--apache-kafka]
 
 One kgroup broker (a driver-hosted ``kgroup_spark.GroupHost``: kgroup's
 ``KafkaServer`` in this process) holds a topic of ``--partitions`` partitions
@@ -20,7 +21,10 @@ offset, again and again, alternating:
 
 Both write to the ``noop`` sink, a fresh query and checkpoint per round; the
 order of the sides rotates by one each round, so with ``--rounds`` a multiple
-of the sides each goes first (and pays the session's warm-up) equally often.  Figures come from
+of the sides each goes first equally often.  The first ``--warmup-rounds``
+rounds are printed but left out of the figures: the session's first queries
+pay for the JVM's class loading and JIT and for starting Python workers (a
+first batch of 11-15 s where later ones take 1-4 s).  Figures come from
 ``StreamingQuery.recentProgress`` (``numInputRows`` and
 ``durationMs.triggerExecution`` of every batch with rows) and a wall clock from
 ``start()`` to ``processAllAvailable()``.  With ``--apache-kafka`` a third
@@ -90,7 +94,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     )
     parser.add_argument("--records", type=int, default=48_000, help="records in the topic (default 48000)")
     parser.add_argument("--partitions", type=int, default=4, help="topic partitions (default 4)")
-    parser.add_argument("--rounds", type=int, default=2, help="queries per side, alternating (default 2)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="measured queries per side, alternating (default 2)")
+    parser.add_argument("--warmup-rounds", type=int, default=1,
+                        help="rounds run first and left out of the figures (default 1)")
     parser.add_argument("--batches", type=int, default=4, help="micro-batches per query (default 4)")
     parser.add_argument("--record-bytes", type=int, default=100, help="value size in bytes (default 100)")
     parser.add_argument("--readers", type=int, default=2, help="kgroup readers (<= 2 task slots; default 2)")
@@ -102,6 +109,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     for name in ("records", "partitions", "rounds", "batches", "record_bytes", "readers"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.warmup_rounds < 0:
+        parser.error(f"--warmup-rounds must be >= 0, got {args.warmup_rounds}")
     if args.readers > 2:
         parser.error("--readers must be <= 2: the session has 2 task slots and a batch's readers run at once")
     return args
@@ -478,6 +487,7 @@ def measure(args: argparse.Namespace) -> tuple[list[SideFigures], list[QueryRun]
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(REPO_ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
     topic = f"bench-{uuid.uuid4().hex[:6]}"
+    load_before = os.getloadavg()[0]  # the machine is shared: say how busy it was
     sides = [*SIDES, APACHE_SIDE] if args.apache_kafka else list(SIDES)
     runs: list[QueryRun] = []
     with contextlib.ExitStack() as stack:
@@ -496,20 +506,25 @@ def measure(args: argparse.Namespace) -> tuple[list[SideFigures], list[QueryRun]
             fill_topic(address, topic, args.records, args.partitions, args.record_bytes)
         spark = _spark_session(jars)
         stack.callback(spark.stop)
-        for round_index, side in alternate(args.rounds, sides):
+        for round_index, side in alternate(args.warmup_rounds + args.rounds, sides):
             if side == "kgroup":
                 frame = kgroup_frame(spark, bootstrap[side], topic, setup.cap_per_partition, args.readers)
             else:
                 frame = spark_kafka_frame(spark, bootstrap[side], topic, setup.max_offsets_per_trigger)
             checkpoint = os.path.join(folder, f"{sides.index(side)}-{round_index}")
-            runs.append(run_query(frame, side, round_index, checkpoint, args.records))
-            print(f"  round {round_index} {side}: {runs[-1].wall_s:.1f} s, batch ms {runs[-1].batch_ms}",
-                  flush=True)
+            run = run_query(frame, side, round_index, checkpoint, args.records)
+            warmup = round_index < args.warmup_rounds
+            if not warmup:
+                runs.append(run)
+            print(f"  round {round_index}{' (warm-up)' if warmup else ''} {side}: {run.wall_s:.1f} s, "
+                  f"batch ms {run.batch_ms}", flush=True)
     figures = [side_figures([run for run in runs if run.side == side]) for side in sides]
     context = (
         f"{args.records:,} records of {args.record_bytes} B in {args.partitions} partitions; "
         f"maxOffsetsPerTrigger {setup.max_offsets_per_trigger} (kgroup: {setup.cap_per_partition} per "
-        f"partition); {args.readers} kgroup readers; local[2,4]; PySpark {pyspark.__version__}"
+        f"partition); {args.readers} kgroup readers; local[2,4]; PySpark {pyspark.__version__}; "
+        f"{args.warmup_rounds} warm-up round(s) left out; "
+        f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
     )
     return figures, runs, context
 

@@ -12,13 +12,15 @@ from kgroup_spark.sources.kafka_topic import KafkaTopicSource
 
 def test_defaults_make_several_equal_batches():
     args = bench.parse_args([])
-    assert (args.records, args.partitions, args.rounds, args.batches) == (48_000, 4, 2, 4)
+    assert (args.records, args.partitions, args.batches) == (48_000, 4, 4)
+    assert (args.rounds, args.warmup_rounds) == (2, 1)
     cap = bench.per_partition_cap(args.records, args.partitions, args.batches)
     assert cap == 3_000 and bench.Setup(args.records, args.partitions, cap).max_offsets_per_trigger == 12_000
     assert bench.per_partition_cap(10, 4, 4) == 1  # 3 per partition over 4 batches: never 0
 
 
-@pytest.mark.parametrize("argv", [["--rounds", "0"], ["--records", "-1"], ["--readers", "3"]])
+@pytest.mark.parametrize(
+    "argv", [["--rounds", "0"], ["--records", "-1"], ["--readers", "3"], ["--warmup-rounds", "-1"]])
 def test_bad_options_exit_with_usage(argv, capsys):
     with pytest.raises(SystemExit) as exited:
         bench.parse_args(argv)
