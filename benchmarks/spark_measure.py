@@ -7,8 +7,8 @@ partitions and two readers.  Prints the median wall time of a streaming
 micro-batch in steady state (records appended, then ``processAllAvailable``),
 its rows/s, and the time from SIGKILL of the Python worker reading partition 0
 to the coordinator handing partition 0 to another member.  There is no peer
-in the same run: Spark's own Kafka source needs the spark-sql-kafka jar from
-Maven, which this machine cannot reach.
+in this run: ``python -m benchmarks.spark_kafka_source`` reads one Kafka topic
+with Spark's own Kafka source and with format("kgroup"), side by side.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import statistics
 import sys
 import tempfile
 import time
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEST_SOURCES = os.path.join(os.path.dirname(HERE), "tests", "spark")
@@ -36,6 +37,22 @@ def _wait_for(path: str, timeout_s: float) -> str:
         return handle.read()
 
 
+def local_spark_builder(app_name: str) -> Any:
+    """The measurements' SparkSession builder: local[2,4] (two task slots, a failed task retried up
+    to 4 times as on a cluster), on loopback, no UI, no progress bar."""
+    from pyspark.sql import SparkSession
+
+    return (
+        SparkSession.builder.master("local[2,4]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -44,18 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=3)
     args = parser.parse_args(argv)
     os.environ["PYTHONPATH"] = os.pathsep.join([TEST_SOURCES, os.environ.get("PYTHONPATH", "")])
-    from pyspark.sql import SparkSession
-
     import kgroup_spark
     from kgroup_spark.sources import SqliteQueue
 
-    spark = (
-        SparkSession.builder.master("local[2,4]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
-    )
+    spark = local_spark_builder("kgroup-spark-measure").getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     kgroup_spark.register(spark)
     folder = tempfile.mkdtemp()
