@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Dict, List, Tuple
 
 from kgroup.sim import SimConfig, run
-from kgroup.testing.fault_campaign import run_seed as run_campaign_seed
+from kgroup.sim.fault_campaign import run_seed as run_campaign_seed
 
 SMALL = SimConfig(members=3, partitions=6, duration_ms=10_000, max_faults=5)
 CASES: List[Tuple[str, int]] = (

@@ -113,7 +113,7 @@ def run_script(example: Example, directory: Path) -> subprocess.CompletedProcess
 def _plugin_options() -> List[str]:
     # Installed kgroup registers the fixture under pytest11; a checkout that is not installed needs -p.
     registered = any(ep.name == "kgroup_cluster" for ep in entry_points(group="pytest11"))
-    return [] if registered else ["-p", "kgroup.testing.pytest_plugin"]
+    return [] if registered else ["-p", "kgroup.pytest_plugin"]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""Issue 9's seeded fault campaign (kgroup.testing.fault_campaign: families of kgroup.sim runs) and the
+"""Issue 9's seeded fault campaign (kgroup.sim.fault_campaign: families of kgroup.sim runs) and the
 proof that its checks bite on the bugs issue 9 fixed.
 
 Default run: DEFAULT_SEEDS seeds over every family.  ``-m slow``: 10,000 seeds.  A failing seed replays
-exactly: ``python -c "from kgroup.testing.fault_campaign import run_seed; print(run_seed(SEED).describe())"``.
+exactly: ``python -c "from kgroup.sim.fault_campaign import run_seed; print(run_seed(SEED).describe())"``.
 """
 import os
 import subprocess
@@ -14,7 +14,7 @@ import pytest
 from kgroup.sim.campaign import run_jobs
 from kgroup.sim.checker import check_commit_generations
 from kgroup.sim.history import CommitAnswered, History, OwnershipChanged, Processed
-from kgroup.testing import fault_campaign as fc
+from kgroup.sim import fault_campaign as fc
 from kgroup.values import TopicPartition
 
 import planted_bugs
@@ -53,7 +53,7 @@ def test_a_seed_replays_exactly_and_families_draw_from_their_own_streams():
 
 
 def test_schedules_do_not_depend_on_the_hash_seed():
-    code = "from kgroup.testing.fault_campaign import plan; print([plan(s).describe() for s in range(20)])"
+    code = "from kgroup.sim.fault_campaign import plan; print([plan(s).describe() for s in range(20)])"
     outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                               env={**os.environ, "PYTHONHASHSEED": str(h)}).stdout for h in (0, 1, 2)}
     assert len(outputs) == 1
