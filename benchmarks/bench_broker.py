@@ -1,6 +1,6 @@
 """Group timings against a real broker (Tansu): kgroup vs stock kafka-python.
 
-Runs the integration scenario (tests/integration/scenario.py) once per
+Runs the integration scenario (tests/integration/integration_scenario.py) once per
 consumer kind and strategy, same broker, same run, and prints:
 start → first balanced assignment, close → takeover, SIGKILL → takeover,
 join → balanced, and the rebalance rounds a join took.
@@ -23,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
 
 from kgroup.testing.tansu import running_tansu  # noqa: E402
-from scenario import run_group_scenario  # noqa: E402
+from integration_scenario import run_group_scenario  # noqa: E402
 
 KINDS = ("stock", "kgroup")
 STRATEGIES = ("sticky", "cooperative-sticky")
@@ -55,8 +55,8 @@ def _cpu_seconds(pid: int) -> float:
 def idle_cpu(bootstrap: str, kind: str) -> float:
     """CPU share of one joined consumer whose app polls an empty topic."""
     from kgroup.testing.tansu import create_topic
-    from harness import OwnershipLog, wait_for
-    from scenario import MemberProcess
+    from integration_harness import OwnershipLog, wait_for
+    from integration_scenario import MemberProcess
 
     tag = uuid.uuid4().hex[:8]
     topic = f"idle-{tag}"

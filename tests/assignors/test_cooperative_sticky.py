@@ -14,7 +14,7 @@ import pytest
 from kgroup.assignors import RebalanceProtocol, get_assignor
 from kgroup.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kgroup.values import Subscription, TopicPartition as TP
-from sticky_helpers import assert_balanced, assert_valid, sizes
+from assignors_sticky_helpers import assert_balanced, assert_valid, sizes
 
 
 @pytest.fixture

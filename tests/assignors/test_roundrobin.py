@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from kgroup.assignors.roundrobin import RoundRobinAssignor
 from kgroup.testing.conformance import check_assignor, check_validity, random_group
 from kgroup.values import Subscription, TopicPartition
-from group_inputs import identical_group
+from assignors_inputs import identical_group
 
 
 def tps(topic, *numbers):

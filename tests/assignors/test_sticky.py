@@ -9,7 +9,7 @@ from kgroup.assignors import get_assignor
 from kgroup.assignors.sticky import StickyAssignor
 from kgroup.values import Subscription, TopicPartition as TP
 from kgroup.wire.sticky_user_data import encode_sticky_user_data
-from sticky_helpers import assert_balanced, assert_valid, moved, owned_subs, sizes
+from assignors_sticky_helpers import assert_balanced, assert_valid, moved, owned_subs, sizes
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 from kgroup.assignors import get_assignor
 from kgroup.values import Subscription, TopicPartition as TP
-from sticky_helpers import assert_balanced, assert_valid
+from assignors_sticky_helpers import assert_balanced, assert_valid
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 STICKY_NAMES = ["sticky", "cooperative-sticky"]

@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings, strategies as st
 from kgroup.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kgroup.assignors.sticky import StickyAssignor
 from kgroup.values import Subscription, TopicPartition as TP
-from sticky_helpers import assert_balanced, assert_valid
+from assignors_sticky_helpers import assert_balanced, assert_valid
 
 TOPICS = ["a", "b", "c", "d"]
 

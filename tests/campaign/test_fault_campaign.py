@@ -17,7 +17,7 @@ from kgroup.sim.history import CommitAnswered, History, OwnershipChanged, Proces
 from kgroup.sim import fault_campaign as fc
 from kgroup.values import TopicPartition
 
-import planted_bugs
+import campaign_planted_bugs
 
 DEFAULT_SEEDS = 150
 CHUNK = 25
@@ -83,7 +83,7 @@ def test_campaign_catches_eager_members_claiming_ownership_on_the_upgrade_path()
     """Issue 9 item 1 reinstated: the upgrade-path group leaves partitions orphaned."""
     seeds = (0, 1, 5)
     assert all(fc.run_seed(seed, "upgrade").ok for seed in seeds)
-    with planted_bugs.eager_members_claim_their_last_assignment():
+    with campaign_planted_bugs.eager_members_claim_their_last_assignment():
         verdicts = [fc.run_seed(seed, "upgrade") for seed in seeds]
     assert all("unbalanced" in verdict.checks_failed() for verdict in verdicts), fc.campaign_summary(verdicts)
 
@@ -92,7 +92,7 @@ def test_campaign_catches_committed_offsets_going_backwards():
     """Issue 9 item 2 reinstated: a retry lands after a newer acknowledged commit."""
     seeds = UNORDERED_SEEDS
     assert all(fc.plan(seed).config.commit_mode == "retried" and fc.run_seed(seed).ok for seed in seeds)
-    with planted_bugs.retries_unordered():
+    with campaign_planted_bugs.retries_unordered():
         verdicts = [fc.run_seed(seed) for seed in seeds]
     assert all("offset-went-back" in v.checks_failed() for v in verdicts), fc.campaign_summary(verdicts)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 
-from cg_harness import tps
+from consumer_group_harness import tps
 
 from kgroup.core.cluster.config import ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig

@@ -6,7 +6,7 @@ Every step checks the coordinator's invariants, and most tests end by reloading 
 """
 from __future__ import annotations
 
-from cg_harness import GROUP, PREPARED_CONFIG, Driver, PreparedAssignor, group_records, ok, tps
+from consumer_group_harness import GROUP, PREPARED_CONFIG, Driver, PreparedAssignor, group_records, ok, tps
 
 from kgroup.core.consumer_group.group import ConsumerGroupState
 from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState

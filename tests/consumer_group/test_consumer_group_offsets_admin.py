@@ -6,7 +6,7 @@ and classicGroupJoin (a group id keeps its type), consumerGroupDescribe and list
 """
 from __future__ import annotations
 
-from cg_harness import GROUP, Driver, ok, tps
+from consumer_group_harness import GROUP, Driver, ok, tps
 
 from kgroup.core.consumer_group_messages import ConsumerGroupDescribeRequest
 from kgroup.core.error_codes import ErrorCode

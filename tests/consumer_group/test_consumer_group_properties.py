@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional
 
 import attrs
-from cg_harness import GROUP, Driver
+from consumer_group_harness import GROUP, Driver
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 

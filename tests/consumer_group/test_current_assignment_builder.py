@@ -6,7 +6,7 @@ Topics "a" and "b" stand for Kafka's topicId1 and topicId2.
 from __future__ import annotations
 
 import pytest
-from cg_harness import tps
+from consumer_group_harness import tps
 
 from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile

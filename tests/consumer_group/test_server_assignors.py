@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from cg_harness import tps
+from consumer_group_harness import tps
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

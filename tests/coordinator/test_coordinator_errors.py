@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from coord_harness import Client, Driver, make_stable
+from coordinator_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode

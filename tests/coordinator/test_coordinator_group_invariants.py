@@ -10,7 +10,7 @@ checkers themselves, and the narrow interfaces of the offset and admin handlers.
 from __future__ import annotations
 
 import pytest
-from coord_harness import Client, Driver, make_stable
+from coordinator_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.coordinator.admin import AdminHandler

@@ -1,7 +1,7 @@
 """OffsetCommit / OffsetFetch, DescribeGroups, ListGroups, DeleteGroups."""
 from __future__ import annotations
 
-from coord_harness import Client, Driver, make_stable
+from coordinator_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode

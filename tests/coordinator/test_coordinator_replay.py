@@ -2,7 +2,7 @@
 from all records so far describes the same persisted state as the live one."""
 from __future__ import annotations
 
-from coord_harness import Client, Driver
+from coordinator_harness import Client, Driver
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

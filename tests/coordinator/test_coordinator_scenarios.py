@@ -4,7 +4,7 @@
 onExpireHeartbeat) while members await a join or a sync."""
 from __future__ import annotations
 
-from coord_harness import Client, Driver, make_stable
+from coordinator_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import SESSION_TIMEOUT_MS
-from scenario import JOIN_BOUND_S, run_group_scenario
+from integration_harness import SESSION_TIMEOUT_MS
+from integration_scenario import JOIN_BOUND_S, run_group_scenario
 
 pytestmark = pytest.mark.broker
 

@@ -338,8 +338,8 @@ def test_heartbeat_thread_failure_is_raised_as_kafka_error(make_coordinator):
 def test_commit_after_eviction_raises_kafka_commit_failed_error(tansu_bootstrap, unique_name, kind):
     """``commit()`` once max_poll_interval_ms evicted the member: CommitFailedError, stock and kgroup
     alike."""
-    from factories import make_consumer
-    from harness import wait_for
+    from integration_factories import make_consumer
+    from integration_harness import wait_for
 
     from kgroup.testing.tansu import create_topic, produce
 

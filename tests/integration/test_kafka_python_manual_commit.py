@@ -17,7 +17,7 @@ pytestmark = pytest.mark.broker
 
 @pytest.mark.parametrize("kind", ["stock", "kgroup"])
 def test_manual_assignment_commits_and_reads_back(tansu_bootstrap, unique_name, kind):
-    from factories import consumer_class
+    from integration_factories import consumer_class
 
     from kgroup.testing.tansu import create_topic
 

@@ -11,7 +11,7 @@ from kgroup.io.inprocess import InProcessHub
 
 from kgroup.io.group_consumer import GroupConsumer
 
-from inprocess_threads import FAST, TOPICS, balanced, poll_until
+from member_threads_harness import FAST, TOPICS, balanced, poll_until
 from member_fakes import CooperativeSplit, EagerOnly
 
 

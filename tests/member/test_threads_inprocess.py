@@ -8,7 +8,7 @@ from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig
 from kgroup.core.member import ClassicMemberState
 from kgroup.io.group_consumer import GroupConsumer
 
-from inprocess_threads import FAST, TOPICS, balanced, poll_until
+from member_threads_harness import FAST, TOPICS, balanced, poll_until
 from member_fakes import EagerOnly
 
 

@@ -10,9 +10,9 @@
 
 * ``client_matrix``: a 3-broker wire server and group members in child processes.
 
-For the client matrix, every member runs ``client_worker.py`` in its own process (any client: kafka-python,
-kgroup's ``KafkaConsumer``, confluent-kafka, aiokafka; or ``java/JavaClientWorker.java``, Apache Kafka's
-own ``KafkaConsumer``, compiled on first use), so a crash is a real SIGKILL: the
+For the client matrix, every member runs ``server_client_worker.py`` in its own process (any client:
+kafka-python, kgroup's ``KafkaConsumer``, confluent-kafka, aiokafka; or ``java/JavaClientWorker.java``,
+Apache Kafka's own ``KafkaConsumer``, compiled on first use), so a crash is a real SIGKILL: the
 kernel closes its sockets and no LeaveGroup is ever sent.  The worker prints what its
 rebalance listener saw, every record it handed out and every commit that succeeded, with
 CLOCK_MONOTONIC timestamps (comparable across processes); :class:`Ledger` collects them and
@@ -418,9 +418,9 @@ def valid_frames(valid_requests) -> List[Tuple[ApiKey, int, bytes]]:
             for index, (api, version, request) in enumerate(valid_requests)]
 
 
-WORKER = Path(__file__).with_name("client_worker.py")
+WORKER = Path(__file__).with_name("server_client_worker.py")
 REPO = Path(kgroup.__file__).resolve().parents[1]
-#: The Java twin of client_worker.py (Apache Kafka's own KafkaConsumer), compiled at test time.
+#: The Java twin of server_client_worker.py (Apache Kafka's own KafkaConsumer), compiled at test time.
 JAVA_WORKER_SOURCE = Path(__file__).parent / "java" / "JavaClientWorker.java"
 #: kafka-clients and its runtime dependencies (compression codecs, SLF4J) among Kafka's fetched jars:
 #: the Java worker's classpath, without the broker's jars.
@@ -582,7 +582,7 @@ _SLF4J_LEVELS = {"DEBUG": "debug", "INFO": "info", "WARNING": "warn", "WARN": "w
 
 
 def worker_command(kind: str, config: dict) -> List[str]:
-    """The command line of one member: client_worker.py, or the Java worker for ``java``."""
+    """The command line of one member: server_client_worker.py, or the Java worker for ``java``."""
     if kind != "java":
         return [sys.executable, str(WORKER), json.dumps(config)]
     from kgroup.testing.apache_kafka import java_binary
@@ -951,7 +951,8 @@ class ClientMatrix:
                    if e.received_ms >= since * 1000 and e.error_code == 27)
 
     def lost_joins(self, since: float) -> int:
-        """Joins kafka-python members threw away after ``since`` (``client_worker._report_lost_joins``)."""
+        """Joins kafka-python members threw away after ``since``
+        (``server_client_worker._report_lost_joins``)."""
         return sum(1 for e in self.ledger.events(kind="lost_join") if e["t"] > since)
 
     def wait_consumed(self, values: int, what: str = "every record to be consumed",

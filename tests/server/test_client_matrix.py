@@ -3,7 +3,7 @@
 Each cell runs real consumers - kafka-python 3.0, kgroup's ``KafkaConsumer`` (a drop-in for
 kafka-python's), confluent-kafka 2.16 (librdkafka, classic group protocol), aiokafka 0.14 and
 Apache Kafka's own Java ``KafkaConsumer`` (kafka-clients of the pinned reference version,
-``kgroup.testing.apache_kafka.KAFKA_VERSION``) - as child processes (``client_worker.py`` or
+``kgroup.testing.apache_kafka.KAFKA_VERSION``) - as child processes (``server_client_worker.py`` or
 ``java/JavaClientWorker.java``, driven by the ``client_matrix`` fixture in ``conftest.py``)
 against a 3-broker :class:`kgroup.server.KafkaServer`.  A crash is a SIGKILL:
 the kernel closes the member's sockets and no LeaveGroup is sent, so the coordinator only
@@ -146,7 +146,7 @@ def test_static_member_bounce_within_session_timeout_is_no_rebalance(client_matr
                      group_id=group)
         m.wait_quiet(group)
         after, lost = m.group(group), m.lost_joins(since)
-        # A lost join (kafka-python's own race, see client_worker) makes a rejoining leader start one.
+        # A lost join (kafka-python's own race, see server_client_worker) makes a rejoining leader start one.
         assert after["generation"] - before["generation"] <= lost, "a static bounce started a rebalance"
         if not lost:
             assert {x.name: len(x.listener_events()) for x in others} == heard, "the others were disturbed"
@@ -171,7 +171,7 @@ def test_cooperative_sticky_converges_in_two_rounds(client_matrix, kinds, reques
     "each partition is assigned to exactly one consumer instance").  One more generation is
     allowed per SyncGroup a rejoining leader pre-empted (``ClientMatrix.preempted_syncs``: Kafka's
     classic coordinator does the same) and per join kafka-python lost to its own race
-    (``client_worker._report_lost_joins``); both are rare and counted from what happened.
+    (``server_client_worker._report_lost_joins``); both are rare and counted from what happened.
     """
     if "aiokafka" in kinds:
         pytest.skip(AIOKAFKA_NOT_COOPERATIVE)

@@ -2,7 +2,7 @@
 
 The drop-in exists for Python consumer apps that run against real Kafka clusters, so its group
 behaviour is checked there, on the pinned Kafka (``kgroup.testing.apache_kafka.KAFKA_VERSION``,
-the session's ``apache_kafka`` fixture).  Members are child processes (``client_worker.py``): a
+the session's ``apache_kafka`` fixture).  Members are child processes (``server_client_worker.py``): a
 crash is a SIGKILL.  Every test asserts the matrix's delivery properties at the end (every record
 handed out with its key and headers; duplicates only in the uncommitted window; no partition owned
 by two members at once, from the listeners).  Kafka does not expose a classic group's generation,

@@ -1,7 +1,7 @@
 """KIP-848 with stock confluent-kafka members joining and leaving over time, on kgroup's wire server.
 
 Three confluent-kafka 2.16 consumers with ``group.protocol=consumer`` (each in its own process,
-``client_worker.py``) join one after another while 1,000 records are being consumed from a
+``server_client_worker.py``) join one after another while 1,000 records are being consumed from a
 6-partition topic; the first one then leaves, and a kgroup ``KafkaConsumer(group_protocol="consumer")``
 joins the same group.  Checked:
 

@@ -103,7 +103,7 @@ def test_a_duplicated_attempt_of_a_task_gets_exactly_one_acknowledgement(
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
     first = subprocess.Popen(
-        [sys.executable, os.path.join(here, "attempt_worker.py"), json.dumps(options), "0"],
+        [sys.executable, os.path.join(here, "spark_attempt_worker.py"), json.dumps(options), "0"],
         stdout=subprocess.PIPE,
         text=True,
         env=env,

@@ -17,7 +17,7 @@ import random
 
 import pytest
 
-from kafka_assignor_kit import (
+from assignors_kafka_kit import (
     GENERATION_ID,
     RACK_CONFIGS,
     STICKY_ASSIGNORS,

@@ -14,7 +14,7 @@ import struct
 
 import pytest
 
-from kafka_assignor_kit import GENERATION_ID, RACK_CONFIGS, KafkaAssignorGroup, is_fully_balanced
+from assignors_kafka_kit import GENERATION_ID, RACK_CONFIGS, KafkaAssignorGroup, is_fully_balanced
 from kgroup.assignors import get_assignor
 from kgroup.values import NO_GENERATION, Subscription, TopicPartition as TP
 from kgroup.wire.sticky_user_data import encode_sticky_user_data

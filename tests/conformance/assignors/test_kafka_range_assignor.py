@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_assignor_kit import (
+from assignors_kafka_kit import (
     ALL_RACKS,
     RACK_CONFIGS,
     null_racks,

@@ -14,7 +14,7 @@ from functools import partial
 
 import pytest
 
-from kafka_assignor_kit import null_racks, racks, verify_rack_assignment
+from assignors_kafka_kit import null_racks, racks, verify_rack_assignment
 
 TOPICS = {"t1": 6, "t2": 7, "t3": 2}
 ALL = ["t1", "t2", "t3"]

@@ -6,7 +6,7 @@ round trip (an ISR change "in flight" until the controller commits it) is not mo
 changes at once, so where Kafka asserts the in-flight ("maximal") ISR and then the committed one,
 these tests assert the committed one (docs/conformance/cluster.md).
 """
-from partition_harness import REPLICA_LAG_TIME_MAX_MS, fetch, leader_hw, leader_partition
+from cluster_partition_harness import REPLICA_LAG_TIME_MAX_MS, fetch, leader_hw, leader_partition
 
 from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.partition import Partition

@@ -7,7 +7,7 @@ catches the follower up to the leader's LEO, so Kafka's partial fetches (``follo
 the leader's end) have no counterpart (docs/conformance/cluster.md).
 """
 import pytest
-from partition_harness import REPLICA_LAG_TIME_MAX_MS, fetch, leader_partition
+from cluster_partition_harness import REPLICA_LAG_TIME_MAX_MS, fetch, leader_partition
 
 from kgroup.core.cluster.replica_log import ReplicaLog
 

@@ -6,7 +6,7 @@ rebalance timeouts 500 ms.
 """
 from __future__ import annotations
 
-from kafka_gmm_context import SUPERSET, Ctx
+from coordinator_kafka_gmm_harness import SUPERSET, Ctx
 
 from kgroup.core.coordinator import GroupState
 from kgroup.core.error_codes import ErrorCode

@@ -6,7 +6,7 @@ they are formed through JoinGroup / SyncGroup.
 """
 from __future__ import annotations
 
-from kafka_gmm_context import Ctx
+from coordinator_kafka_gmm_harness import Ctx
 
 from kgroup.core.coordinator import GroupState
 from kgroup.core.error_codes import ErrorCode

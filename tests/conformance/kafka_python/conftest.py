@@ -1,4 +1,4 @@
-"""Fixtures for the kafka-python conformance tests (see kp_harness)."""
+"""Fixtures for the kafka-python conformance tests (see kafka_python_harness)."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +8,7 @@ import pytest
 def make_coordinator(hub, monkeypatch):
     """``make(subscription=None, answers=None, partitions=None, **config)``: a drop-in
     ConsumerCoordinator whose transport is a ScriptedTransport on ``hub``."""
-    from kp_harness import FAST, ScriptedTransport, fake_client, subscribed_state
+    from kafka_python_harness import FAST, ScriptedTransport, fake_client, subscribed_state
 
     from kgroup.io.kafka_python import coordinator as module
 

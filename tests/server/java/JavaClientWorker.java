@@ -1,6 +1,6 @@
 // One group member of the client matrix run by Apache Kafka's own Java consumer (kafka-clients).
 //
-// The Java twin of tests/server/client_worker.py (read its docstring: same config, same JSON lines,
+// The Java twin of tests/server/server_client_worker.py (read its docstring: same config, same JSON lines,
 // same close command).  Usage: java -cp <kafka-clients jars>:<build dir> JavaClientWorker CONFIG_JSON.
 // Compiled at test time by tests/server/conftest.py (java_worker_command), never shipped.
 //
@@ -176,7 +176,7 @@ public final class JavaClientWorker {
         return out.append(']').toString();
     }
 
-    // -- what the member owns and has handed out (client_worker.Book) ---------------------------
+    // -- what the member owns and has handed out (server_client_worker.Book) ---------------------------
 
     static final class Book {
         final Set<Integer> owned = new HashSet<>();

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import kafka
 
-from harness import HEARTBEAT_INTERVAL_MS, MAX_POLL_INTERVAL_MS, SESSION_TIMEOUT_MS
+from integration_harness import HEARTBEAT_INTERVAL_MS, MAX_POLL_INTERVAL_MS, SESSION_TIMEOUT_MS
 
 _STOCK_ASSIGNORS = {
     "range": "kafka.coordinator.assignors.range:RangePartitionAssignor",

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from coord_harness import Client, Driver, make_stable
+from coordinator_harness import Client, Driver, make_stable
 
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
 from kgroup.core.error_codes import ErrorCode

@@ -1,6 +1,6 @@
 """A consumer in its own process, so a test can SIGKILL it.
 
-Usage: python member_process.py KIND BOOTSTRAP TOPIC GROUP STRATEGY
+Usage: python integration_member_worker.py KIND BOOTSTRAP TOPIC GROUP STRATEGY
 (KIND: ``kgroup`` or ``stock``).  Prints ``assigned``/``revoked``/``lost``
 lines with partition numbers so the parent can follow its ownership.
 """
@@ -28,7 +28,7 @@ class _Echo(ConsumerRebalanceListener):
 
 def main(kind: str, bootstrap: str, topic: str, group: str, strategy: str) -> None:
     sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    from factories import make_consumer
+    from integration_factories import make_consumer
 
     consumer = make_consumer(kind, bootstrap, group, strategy)
     consumer.subscribe([topic], listener=_Echo())

@@ -3,7 +3,7 @@ session and sync timeouts.  One test per Kafka test, named after it."""
 from __future__ import annotations
 
 import pytest
-from kafka_gmm_context import SUPERSET, Ctx
+from coordinator_kafka_gmm_harness import SUPERSET, Ctx
 
 from kgroup.core.coordinator import GroupState
 from kgroup.core.error_codes import ErrorCode

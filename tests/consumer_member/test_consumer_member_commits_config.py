@@ -21,7 +21,7 @@ from kgroup.core.member.consumer.member_id import uuid_string
 from kgroup.errors import CommitFailedError, ConfigError, IllegalStateTransition
 from kgroup.values import TopicPartition
 
-from cm_script import ScriptedMember, tps
+from consumer_member_script_harness import ScriptedMember, tps
 
 T0 = TopicPartition("t", 0)
 OK = ErrorCode.NONE

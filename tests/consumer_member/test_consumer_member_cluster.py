@@ -12,7 +12,7 @@ from kgroup import GroupCoordinatorConfig
 from kgroup.core.consumer_group.group import ConsumerGroupState
 from kgroup.core.member.consumer import ConsumerMemberState
 
-from cm_inprocess import OwnershipLedger
+from consumer_member_inprocess_harness import OwnershipLedger
 
 FAST = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, consumer_group_heartbeat_interval_ms=100,
                               consumer_group_session_timeout_ms=1500)

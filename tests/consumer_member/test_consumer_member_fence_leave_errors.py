@@ -21,7 +21,7 @@ from kgroup.errors import (
 )
 from kgroup.values import TopicPartition
 
-from cm_script import ScriptedMember, tps
+from consumer_member_script_harness import ScriptedMember, tps
 
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 

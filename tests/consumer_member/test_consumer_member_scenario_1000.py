@@ -23,7 +23,7 @@ from kgroup.io.group_consumer import GroupConsumer
 from kgroup.io.inprocess import InProcessHub
 from kgroup.values import TopicPartition
 
-from cm_inprocess import FAST_BROKER, FAST_MEMBER, OwnershipLedger, RecordingCoordinator
+from consumer_member_inprocess_harness import FAST_BROKER, FAST_MEMBER, OwnershipLedger, RecordingCoordinator
 
 LOG_END = {TopicPartition("t", p): 167 if p < 4 else 166 for p in range(6)}
 RECORDS = sum(LOG_END.values())

@@ -5,7 +5,8 @@ One test per Kafka test, named after it.  Where Kafka sets a state directly
 """
 from __future__ import annotations
 
-from kafka_gmm_context import DEFAULT_PROTOCOLS, GROUP, SUPERSET, Ctx, setup_group_with_pending_member
+from coordinator_kafka_gmm_harness import (DEFAULT_PROTOCOLS, GROUP, SUPERSET, Ctx,
+                                           setup_group_with_pending_member)
 
 from kgroup.core.coordinator import GroupState
 from kgroup.core.error_codes import ErrorCode

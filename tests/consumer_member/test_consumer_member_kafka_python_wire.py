@@ -18,7 +18,7 @@ from kgroup import errors as kgroup_errors
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.member.consumer import ConsumerMemberState
 
-from cm_inprocess import OwnershipLedger
+from consumer_member_inprocess_harness import OwnershipLedger
 
 BROKER = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, consumer_group_heartbeat_interval_ms=200,
                                 consumer_group_session_timeout_ms=3000)

@@ -2,7 +2,7 @@
 ListGroups and DeleteGroups scenarios.  One test per Kafka test, named after it."""
 from __future__ import annotations
 
-from kafka_gmm_context import SUPERSET, Ctx, setup_group_with_pending_member
+from coordinator_kafka_gmm_harness import SUPERSET, Ctx, setup_group_with_pending_member
 
 from kgroup.core.coordinator import GroupCoordinator, GroupState
 from kgroup.core.coordinator.records import GroupMetadataRecord, MemberMetadataRecord

@@ -1,6 +1,6 @@
 """One group member of the client matrix, in its own process so a test can SIGKILL it.
 
-Usage: ``python client_worker.py CONFIG_JSON`` (not a test module; spawned by the
+Usage: ``python server_client_worker.py CONFIG_JSON`` (not a test module; spawned by the
 ``client_matrix`` fixture in ``conftest.py``).  CONFIG_JSON holds ``kind`` (``kafka-python``,
 ``kgroup``, ``confluent``, ``aiokafka``), ``bootstrap``, ``topic``, ``group``, ``client_id``,
 ``strategy`` (``range`` or ``cooperative-sticky``), ``instance_id`` (or null),

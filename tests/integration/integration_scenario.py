@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Sequence
 
 from kgroup.testing.tansu import create_topic, produce
-from factories import make_consumer
-from harness import (
+from integration_factories import make_consumer
+from integration_harness import (
     MAX_POLL_INTERVAL_MS, OwnershipLog, RunningConsumer, consumed_values, is_balanced, owned_by, wait_for,
 )
 
@@ -43,7 +43,8 @@ class MemberProcess:
         self.topic = topic
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
         self.proc = subprocess.Popen(
-            [sys.executable, str(HERE / "member_process.py"), kind, bootstrap, topic, group, strategy],
+            [sys.executable, str(HERE / "integration_member_worker.py"), kind, bootstrap, topic, group,
+             strategy],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
         )
         self.started = threading.Event()

@@ -2,7 +2,7 @@
 
 Each test names the stock kafka-python 3.0 / Java behaviour it pins.  No
 broker: kgroup's ``ConsumerCoordinator`` runs on a fake kafka-python client
-over kgroup's in-memory coordinator (``kp_harness``), and ``KafkaConsumer``
+over kgroup's in-memory coordinator (``kafka_python_harness``), and ``KafkaConsumer``
 is constructed with a pinned ``api_version`` against an unreachable
 bootstrap address (kafka-python then opens no connection while building).
 """
@@ -18,7 +18,7 @@ from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from kafka.structs import OffsetAndMetadata, TopicPartition
-from kp_harness import RecordingListener, poll_until, poll_until_stable, subscribed_state
+from kafka_python_harness import RecordingListener, poll_until, poll_until_stable, subscribed_state
 
 import kgroup.errors as kg
 from kgroup.core import messages as m

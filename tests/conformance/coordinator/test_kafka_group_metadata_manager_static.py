@@ -7,7 +7,7 @@ v9 requests are "supportSkippingAssignment = true"; v8 stands for false.
 from __future__ import annotations
 
 import pytest
-from kafka_gmm_context import DEFAULT_PROTOCOLS, SUPERSET, Ctx
+from coordinator_kafka_gmm_harness import DEFAULT_PROTOCOLS, SUPERSET, Ctx
 
 from kgroup.core.coordinator import GroupState
 from kgroup.core.error_codes import ErrorCode

@@ -16,7 +16,8 @@ from kgroup.errors import CommitFailedError, ConfigError
 from kgroup.io.group_consumer import GroupConsumer
 from kgroup.values import TopicPartition
 
-from cm_inprocess import OwnershipLedger, consumer_hub, crash, kip848_consumer, poll_until
+from consumer_member_inprocess_harness import (OwnershipLedger, consumer_hub, crash, kip848_consumer,
+                                               poll_until)
 
 ALL = frozenset(TopicPartition("t", p) for p in range(6))
 

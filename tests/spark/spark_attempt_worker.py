@@ -1,6 +1,6 @@
 """One read attempt of a slot outside Spark, in its own process (a duplicated or speculative attempt).
 
-Usage: python attempt_worker.py OPTIONS_JSON SLOT; prints ``rows N`` or ``error ClassName``.
+Usage: python spark_attempt_worker.py OPTIONS_JSON SLOT; prints ``rows N`` or ``error ClassName``.
 """
 
 from __future__ import annotations

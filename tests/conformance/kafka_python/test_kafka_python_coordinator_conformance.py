@@ -5,7 +5,7 @@ dpkp/kafka-python pokes its coordinator's internals (``_on_join_prepare_async``,
 here ports the *intent* of one such test against kgroup's public
 ``ConsumerCoordinator`` surface (what ``KafkaConsumer`` calls), with kgroup's
 in-memory group coordinator as the broker and scripted error answers
-(``kp_harness``).  Each test names its source test.  Where kgroup
+(``kafka_python_harness``).  Each test names its source test.  Where kgroup
 deliberately behaves differently, the test asserts kgroup's behaviour and
 ``docs/kafka_python.md`` ("Departures from stock kafka-python") says why.
 """
@@ -19,7 +19,7 @@ from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
 from kafka.structs import MemberState as KMemberState
 from kafka.structs import OffsetAndMetadata, TopicPartition
-from kp_harness import RecordingListener, poll_until, poll_until_stable, subscribed_state
+from kafka_python_harness import RecordingListener, poll_until, poll_until_stable, subscribed_state
 
 import kgroup.errors as kg
 from kgroup.core import messages as m

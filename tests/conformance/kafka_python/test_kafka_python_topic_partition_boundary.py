@@ -14,7 +14,7 @@ import kafka
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.structs import TopicPartition as KafkaTopicPartition
-from kp_harness import RecordingListener, poll_until_stable, subscribed_state
+from kafka_python_harness import RecordingListener, poll_until_stable, subscribed_state
 
 from kgroup.io.kafka_python.offsets import to_commits, to_kafka_offsets
 from kgroup.io.kafka_python.partitions import to_kafka_partition, to_kafka_partitions

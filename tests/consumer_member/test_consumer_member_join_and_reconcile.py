@@ -11,7 +11,7 @@ from kgroup.core.member.consumer import ConsumerMemberState as S
 from kgroup.core.member.consumer import ReconcileStep
 from kgroup.values import TopicPartition
 
-from cm_script import ScriptedMember, tps
+from consumer_member_script_harness import ScriptedMember, tps
 
 OK = ErrorCode.NONE
 
