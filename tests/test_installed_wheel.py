@@ -90,7 +90,7 @@ def test_the_wheel_ships_every_data_file_of_the_packages(installed):
     with zipfile.ZipFile(wheel) as archive:
         shipped = set(archive.namelist())
     data = _data_files(REPO)
-    assert "kgroup/server/schemas/ConsumerGroupHeartbeatRequest.json" in data
+    assert "kgroup/wire/schemas/ConsumerGroupHeartbeatRequestStruct.json" in data
     assert [name for name in data if name not in shipped] == []
 
 
