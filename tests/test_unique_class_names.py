@@ -16,13 +16,9 @@ DROP_IN_DUALS = frozenset({
     "IllegalStateTransition", "InvalidProtocolMetadata", "KGroupError", "MemberClosedError", "ProtocolError",
     "RetriableCommitFailedError", "TransportError", "UnknownAssignorError",
 })
-#: Still two classes each, in parts other helpers of issue 25 own: kgroup.server's and kgroup.testing's
-#: TraceEntry are both public exports; the KIP-848 wire classes are defined twice until they move to
-#: kgroup.wire (issue 25 point 2).  This set may only shrink.
-NOT_YET_UNIQUE = frozenset({
-    "TraceEntry", "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
-    "ConsumerGroupHeartbeatRequest", "ConsumerGroupHeartbeatResponse",
-})
+#: Nothing else is defined twice (issue 25: kgroup.server's trace entry is RequestTraceEntry, the KIP-848
+#: wire structs moved to kgroup.wire as ...Struct).
+NOT_YET_UNIQUE: frozenset = frozenset()
 
 
 def class_definitions() -> dict:

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kgroup.server.config import ServerConfig
-    from kgroup.server.faults import FaultRule, TraceEntry
+    from kgroup.server.faults import FaultRule, RequestTraceEntry
     from kgroup.server.server import KafkaServer, ServerNotRunningError
 
-__all__ = ["FaultRule", "KafkaServer", "ServerConfig", "ServerNotRunningError", "TraceEntry"]
+__all__ = ["FaultRule", "KafkaServer", "ServerConfig", "ServerNotRunningError", "RequestTraceEntry"]
 
 _HOMES = {
     "FaultRule": "kgroup.server.faults", "KafkaServer": "kgroup.server.server",
     "ServerConfig": "kgroup.server.config", "ServerNotRunningError": "kgroup.server.server",
-    "TraceEntry": "kgroup.server.faults",
+    "RequestTraceEntry": "kgroup.server.faults",
 }
 
 

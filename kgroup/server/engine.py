@@ -29,7 +29,7 @@ from kgroup.server.apis import SERVED_APIS
 from kgroup.server.apis.api_versions import api_versions_response
 from kgroup.server.apis.definition import NO_RESPONSE, AwaitAppends, AwaitData, GroupCodec, InSlices
 from kgroup.server.data_plane import DataPlane, ProduceWait
-from kgroup.server.faults import FaultRules, RequestTrace, TraceEntry, error_codes_of
+from kgroup.server.faults import FaultRules, RequestTrace, RequestTraceEntry, error_codes_of
 from kgroup.server.frames import (
     DecodedRequest, FrameError, UnsupportedRequestVersion, decode_request, encode_response, peek_client_id,
     peek_header, response_version_for,
@@ -74,7 +74,7 @@ class _InFlight:
     connection_id: int
     node_id: int
     decoded: DecodedRequest
-    trace: TraceEntry
+    trace: RequestTraceEntry
     #: Core answers of a group request, one slot per core request it stands for.
     parts: List[Any] = attrs.field(factory=list)
     #: The core requests a group request stands for (what ``parts`` answer).
@@ -182,10 +182,10 @@ class ServerEngine:
             out.append(Reply(connection_id, close=True))
             return out
         connection.client_id = decoded.client_id
-        entry = TraceEntry(node_id=connection.node_id, connection_id=connection_id,
-                           client_id=decoded.client_id, api=decoded.api_key.name,
-                           api_version=decoded.api_version, correlation_id=decoded.correlation_id,
-                           received_ms=now_ms, group_id=_group_of(decoded.request))
+        entry = RequestTraceEntry(node_id=connection.node_id, connection_id=connection_id,
+                                  client_id=decoded.client_id, api=decoded.api_key.name,
+                                  api_version=decoded.api_version, correlation_id=decoded.correlation_id,
+                                  received_ms=now_ms, group_id=_group_of(decoded.request))
         self.trace.append(entry)
         request_id = next(self._ids)
         flight = _InFlight(connection_id, connection.node_id, decoded, entry)
@@ -431,10 +431,10 @@ class ServerEngine:
     def _unsupported(self, connection_id: int, connection: _Connection,
                      unsupported: UnsupportedRequestVersion, now_ms: int) -> Reply:
         api, version = unsupported.api_key, unsupported.api_version
-        entry = TraceEntry(node_id=connection.node_id, connection_id=connection_id,
-                           client_id=connection.client_id, api=api.name, api_version=version,
-                           correlation_id=unsupported.correlation_id, received_ms=now_ms, answered_ms=now_ms,
-                           outcome="unsupported version")
+        entry = RequestTraceEntry(node_id=connection.node_id, connection_id=connection_id,
+                                  client_id=connection.client_id, api=api.name, api_version=version,
+                                  correlation_id=unsupported.correlation_id, received_ms=now_ms,
+                                  answered_ms=now_ms, outcome="unsupported version")
         self.trace.append(entry)
         if api is ApiKey.ApiVersions:
             # KIP-511: a v0-shaped body (and v0 header) whatever version was asked, so any client can retry.
@@ -454,16 +454,16 @@ class ServerEngine:
 
     @staticmethod
     def _frame_trace(connection_id: int, connection: _Connection, frame: bytes, now_ms: int,
-                     why: str) -> TraceEntry:
+                     why: str) -> RequestTraceEntry:
         try:
             api_key, version, correlation_id = peek_header(frame)
             api = ApiKey(api_key).name if api_key in ApiKey._value2member_map_ else str(api_key)
         except (FrameError, ValueError):
             api, version, correlation_id = "?", -1, -1
-        return TraceEntry(node_id=connection.node_id, connection_id=connection_id,
-                          client_id=connection.client_id, api=api, api_version=version,
-                          correlation_id=correlation_id, received_ms=now_ms, answered_ms=now_ms,
-                          outcome=f"closed: {why}")
+        return RequestTraceEntry(node_id=connection.node_id, connection_id=connection_id,
+                                 client_id=connection.client_id, api=api, api_version=version,
+                                 correlation_id=correlation_id, received_ms=now_ms, answered_ms=now_ms,
+                                 outcome=f"closed: {why}")
 
 
 #: How many topics of a large request or answer are freed at a time.
@@ -487,7 +487,7 @@ class _Encoding:
     runs, a slice at a time: freeing 300,000 structs in one go is one C call (~0.1 s) that no
     other thread can interrupt."""
 
-    def __init__(self, response: Any, version: int, correlation_id: int, entry: Optional[TraceEntry],
+    def __init__(self, response: Any, version: int, correlation_id: int, entry: Optional[RequestTraceEntry],
                  request: Any) -> None:
         self._held: List[Any] = [response, request]
         self._version = version

@@ -16,7 +16,7 @@ from kafka.protocol.data_container import DataContainer
 
 from kgroup.errors import ConfigError
 
-__all__ = ["FaultAction", "FaultRule", "FaultRules", "RequestTrace", "TraceEntry", "error_codes_of"]
+__all__ = ["FaultAction", "FaultRule", "FaultRules", "RequestTrace", "RequestTraceEntry", "error_codes_of"]
 
 _KINDS = ("fail", "delay", "drop", "close")
 
@@ -90,7 +90,7 @@ class FaultRules:
 
 
 @attrs.define
-class TraceEntry:
+class RequestTraceEntry:
     """One request and how it was answered."""
 
     node_id: int
@@ -127,14 +127,14 @@ class RequestTrace:
         if max_entries < 0:
             raise ConfigError(f"max_entries must be >= 0, got {max_entries}")
         self.max_entries = max_entries
-        self._entries: Deque[TraceEntry] = deque(maxlen=max_entries)
+        self._entries: Deque[RequestTraceEntry] = deque(maxlen=max_entries)
         self.dropped = 0
 
     @property
     def enabled(self) -> bool:
         return self.max_entries > 0
 
-    def append(self, entry: TraceEntry) -> None:
+    def append(self, entry: RequestTraceEntry) -> None:
         if not self.max_entries:
             return
         if len(self._entries) == self.max_entries:
@@ -145,13 +145,13 @@ class RequestTrace:
         self._entries.clear()
         self.dropped = 0
 
-    def __iter__(self) -> Iterator[TraceEntry]:
+    def __iter__(self) -> Iterator[RequestTraceEntry]:
         return iter(self._entries)
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def __getitem__(self, index: int) -> TraceEntry:
+    def __getitem__(self, index: int) -> RequestTraceEntry:
         return self._entries[index]
 
 

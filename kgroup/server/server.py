@@ -35,7 +35,7 @@ from kgroup.io.clock import Clock, MockClock, monotonic_ms, run_timers_through
 from kgroup.server.config import ServerConfig
 from kgroup.server.data_plane import DataPlane
 from kgroup.server.engine import ServerEngine
-from kgroup.server.faults import FaultAction, FaultRule, TraceEntry
+from kgroup.server.faults import FaultAction, FaultRule, RequestTraceEntry
 from kgroup.server.network import Network
 
 __all__ = ["KafkaServer"]
@@ -348,10 +348,10 @@ class KafkaServer:
 
     # -- trace ----------------------------------------------------------------------------------------
 
-    def trace(self, api: Optional[str] = None, client_id: Optional[str] = None) -> List[TraceEntry]:
+    def trace(self, api: Optional[str] = None, client_id: Optional[str] = None) -> List[RequestTraceEntry]:
         """A copy of the request trace (the latest ``ServerConfig.trace_entries`` requests),
         optionally only one API and/or client."""
-        def work() -> List[TraceEntry]:
+        def work() -> List[RequestTraceEntry]:
             assert self.engine is not None
             name = _api_name(api)
             return [attrs.evolve(e) for e in self.engine.trace

@@ -26,7 +26,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from kafka.structs import TopicPartition
 
 from kgroup.core.coordinator import GroupCoordinatorConfig
-from kgroup.server import KafkaServer, TraceEntry
+from kgroup.server import KafkaServer, RequestTraceEntry
 from kgroup.server.apis import SUPPORTED_VERSIONS
 from kgroup.core.error_codes import ErrorCode
 from kgroup.io.clock import MockClock
@@ -83,7 +83,7 @@ def joined(server: KafkaServer, c: kafka.KafkaConsumer, client_id: str, timeout_
             for e in server.trace(client_id=client_id) if e.api not in ("Fetch", "Metadata")))
 
 
-def after(entries: List[TraceEntry], first: TraceEntry) -> List[TraceEntry]:
+def after(entries: List[RequestTraceEntry], first: RequestTraceEntry) -> List[RequestTraceEntry]:
     return entries[entries.index(first) + 1:]
 
 

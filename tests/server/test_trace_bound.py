@@ -13,7 +13,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from kgroup.errors import ConfigError
 from kgroup.server import ServerConfig
-from kgroup.server.faults import RequestTrace, TraceEntry
+from kgroup.server.faults import RequestTrace, RequestTraceEntry
 
 
 def _frame(request_frame) -> bytes:
@@ -80,6 +80,6 @@ def test_server_trace_reads_the_ring(server1, raw_client):
     for _ in range(3):
         client.request(ApiVersionsRequest(version=0), client_id="reader")
     entries = server1.trace(api="ApiVersions", client_id="reader")
-    assert [type(e) for e in entries] == [TraceEntry] * 3
+    assert [type(e) for e in entries] == [RequestTraceEntry] * 3
     server1.clear_trace()
     assert server1.trace(client_id="reader") == []
