@@ -49,7 +49,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import fcntl
 import math
 import os
 import re
@@ -185,17 +184,10 @@ def _spark_jars_folder() -> Path:
 
 def spark_kafka_jars(spark_version: str) -> list[Path]:
     """spark-sql-kafka for ``spark_version`` and what it needs beyond Spark's own jars; fetched once."""
-    from kgroup.testing.apache_kafka import cache_root
+    from kgroup.testing.apache_kafka import cache_root, jars_fetched_once
 
     library = cache_root() / "spark-sql-kafka" / spark_version / "lib"
-    marker = library / ".complete"
-    if not marker.exists():
-        library.parent.mkdir(parents=True, exist_ok=True)
-        with open(library.parent / ".lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if not marker.exists():
-                _fetch_jars(spark_version, library)
-    jars = sorted(library.glob("*.jar"))
+    jars = jars_fetched_once(library, lambda: _fetch_jars(spark_version, library))
     if not any(jar.name == f"{SPARK_KAFKA_ARTIFACT}-{spark_version}.jar" for jar in jars):
         raise BenchmarkUnavailableError(
             f"the jar cache {library} has no {SPARK_KAFKA_ARTIFACT}-{spark_version}.jar; delete it and retry")

@@ -28,7 +28,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Dict, Iterator, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Mapping, Optional, Sequence
 
 from kgroup.errors import KGroupError
 from kgroup.testing.raw_kafka_connection import send_raw_request
@@ -80,18 +80,24 @@ def kafka_jars(version: str = KAFKA_VERSION) -> List[Path]:
     Concurrent callers (several pytest processes) take a file lock, so only one runs Maven.
     """
     library = cache_root() / "apache-kafka" / version / "lib"
+    jars = jars_fetched_once(library, lambda: _fetch_jars(version, library))
+    if not any(jar.name == f"kafka_2.13-{version}.jar" for jar in jars):
+        raise KafkaUnavailableError(
+            f"the jar cache {library} has no kafka_2.13-{version}.jar; delete it and retry")
+    return jars
+
+
+def jars_fetched_once(library: Path, fetch: Callable[[], None]) -> List[Path]:
+    """The jars in ``library``, running ``fetch`` first unless a finished fetch left its ``.complete``
+    marker there.  Concurrent callers (several pytest processes) take a file lock, so one fetches."""
     marker = library / ".complete"
     if not marker.exists():
         library.parent.mkdir(parents=True, exist_ok=True)
         with open(library.parent / ".lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not marker.exists():
-                _fetch_jars(version, library)
-    jars = sorted(library.glob("*.jar"))
-    if not any(jar.name == f"kafka_2.13-{version}.jar" for jar in jars):
-        raise KafkaUnavailableError(
-            f"the jar cache {library} has no kafka_2.13-{version}.jar; delete it and retry")
-    return jars
+                fetch()
+    return sorted(library.glob("*.jar"))
 
 
 def _fetch_jars(version: str, library: Path) -> None:
