@@ -278,6 +278,10 @@ class ApacheKafkaCluster:
     def alive_node_ids(self) -> List[int]:
         return [node.node_id for node in self._nodes if node.alive()]
 
+    def node_process(self, node_id: int) -> Optional[subprocess.Popen]:
+        """The node's JVM process while it runs (benchmarks read its pid for CPU and memory)."""
+        return self._node(node_id).process
+
     def log_tail(self, node_id: int, lines: int = 20) -> str:
         path = self._node(node_id).log_path
         if not path.exists():
