@@ -4,9 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import shlex
+import signal
 import sys
+import time
 from typing import Any, List, Optional
 
 from kgroup.server.command import (
@@ -67,8 +71,6 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _sim_config(args: argparse.Namespace):
-    import logging
-
     from kgroup.sim import SimConfig
 
     # Members log what a simulation provokes on purpose (a member leaving on its poll timeout): the
@@ -130,6 +132,8 @@ def _campaign(args: argparse.Namespace) -> int:
 
     config = _sim_config(args)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
+    if args.spark:
+        return _campaign_on_spark(args, config, seeds)
     try:
         with _ProgressBar("seed") as progress:
             result = run_campaign(seeds, config, args.workers, progress)
@@ -149,6 +153,69 @@ def _campaign(args: argparse.Namespace) -> int:
             print(f"  ! {violation}")
         _print_failure(run(outcome.seed, config), config, not args.no_shrink)
     return 1 if result.failed else 0
+
+
+def _campaign_on_spark(args: argparse.Namespace, config, seeds: range) -> int:
+    """``campaign --spark``: the seeds on Spark's executors, rows to Parquet, the same summary."""
+    from kgroup.sim import run
+
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        print("kgroup: --spark needs pyspark (pip install 'kgroup[spark]')", file=sys.stderr)
+        return 2
+    from kgroup_spark.campaign import run_campaign_on_spark
+
+    began = time.perf_counter()
+    try:
+        spark = (SparkSession.builder.master(args.master).appName("kgroup-campaign")
+                 .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+                 .getOrCreate())
+    except Exception as error:  # no Java, a bad master URL: Spark's own message, one line
+        print(f"kgroup: Spark did not start on {args.master}: {str(error).splitlines()[0]}", file=sys.stderr)
+        return 2
+    # Ctrl-C reaches Spark's JVM too (one process group), which then dies under the running job: the
+    # job's failure is then the interrupt's, reported as such.
+    interrupted: List[int] = []
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        interrupted.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    # py4j logs the interrupt of a pending JVM call and the JVM going away, with tracebacks (on the root
+    # logger and its own): the CLI reports either as one line.
+    logging.getLogger().addFilter(lambda record: "KeyboardInterrupt while sending command" not in record.msg)
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    try:
+        spark.sparkContext.setLogLevel("OFF")
+        print(f"Spark {spark.version} on {args.master} ({spark.sparkContext.defaultParallelism} task slots) "
+              f"up after {time.perf_counter() - began:.1f} s", file=sys.stderr)
+        with _ProgressBar("seed") as progress:
+            campaign = run_campaign_on_spark(spark, seeds, config, args.spark_out, args.show, progress)
+    except Exception:
+        if not interrupted:
+            raise
+        campaign = None
+    except KeyboardInterrupt:
+        campaign = None
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        with contextlib.suppress(Exception):  # a JVM already gone with the interrupt
+            spark.stop()
+    if campaign is None:
+        print(f"kgroup: interrupted; the Spark job was cancelled, {args.spark_out} holds no complete result",
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    print(campaign.summary.format())
+    print(f"rows: {campaign.parquet_path} (one per seed: seed, verdict, digest, counters)")
+    for seed, assignor, checks_failed, violations in campaign.failed:
+        print(f"seed {seed} ({assignor}): {', '.join(checks_failed)}")
+        for violation in violations[:3]:
+            print(f"  ! {violation}")
+        _print_failure(run(seed, config), config, not args.no_shrink)
+    return 1 if campaign.summary.violated else 0
 
 
 class _ProgressBar:
@@ -338,6 +405,13 @@ def _parser() -> argparse.ArgumentParser:
     _pool_arguments(campaign, 100, "how many seeds")
     campaign.add_argument("--show", type=non_negative_int, default=5,
                           help="failing seeds to show and shrink (default 5)")
+    campaign.add_argument("--spark", action="store_true",
+                          help="run the seeds on Spark executors (mapPartitions), one row per seed to "
+                               "Parquet, the summary aggregated by Spark; --workers is then ignored")
+    campaign.add_argument("--master", default="local[*]",
+                          help="Spark master URL for --spark (default %(default)s; e.g. spark://host:7077)")
+    campaign.add_argument("--spark-out", default="kgroup-campaign.parquet", metavar="PATH",
+                          help="where --spark writes its rows, replaced if it exists (default %(default)s)")
     _sim_arguments(campaign)
     from kgroup.sim.simulator import CAMPAIGN_SHAPE  # the shape that covers the most faults a CPU-second
     campaign.set_defaults(run=_campaign, parser=campaign, **CAMPAIGN_SHAPE)

@@ -125,11 +125,11 @@ def register(spark: Any) -> None:
     When the user has chosen none (neither ``PYSPARK_PYTHON`` nor ``spark.pyspark.python``), the
     workers get the driver's own interpreter, as the user ran it.
     """
-    _use_the_drivers_python_for_workers(spark.sparkContext)
+    use_the_drivers_python_for_workers(spark.sparkContext)
     spark.dataSource.register(KgroupDataSource)
 
 
-def _use_the_drivers_python_for_workers(context: Any) -> None:
+def use_the_drivers_python_for_workers(context: Any) -> None:
     if os.environ.get("PYSPARK_PYTHON"):
         return
     chosen = context.getConf().get("spark.pyspark.python")

@@ -22,8 +22,8 @@ from kgroup.sim.metrics import RunMetrics, run_metrics
 from kgroup.sim.schedule import Schedule
 from kgroup.sim.simulator import SimConfig, run
 
-__all__ = ["CampaignInterrupted", "CampaignResult", "Job", "SeedOutcome", "run_campaign", "run_jobs",
-           "summary_table"]
+__all__ = ["CampaignInterrupted", "CampaignResult", "CampaignSummary", "Job", "SeedOutcome", "run_campaign",
+           "run_jobs", "summary_table"]
 
 #: One run: a seed (its own schedule) or a schedule (replayed with its seed's streams), and the config.
 Job = Tuple[Union[int, Schedule], SimConfig]
@@ -180,30 +180,63 @@ def _run_indexed(indexed: Tuple[int, Job]) -> Tuple[int, SeedOutcome]:
     return index, run_one(job)
 
 
+@attrs.frozen
+class CampaignSummary:
+    """What a campaign's summary reports, however it ran (a local pool, or Spark aggregating its rows:
+    ``kgroup_spark.campaign``)."""
+
+    #: assignor -> (seeds, faults, seeds with violations).
+    per_assignor: Dict[str, Tuple[int, int, int]]
+    cpu_s: float
+    elapsed_s: float
+    #: Processes (local) or Spark task slots that ran the seeds.
+    workers: int
+    config: Optional[SimConfig]
+    coverage: Dict[str, int]
+    where: str = "process(es)"
+
+    @classmethod
+    def of(cls, result: CampaignResult) -> "CampaignSummary":
+        rows: Dict[str, Tuple[int, int, int]] = {}
+        for outcome in result.outcomes:
+            seeds, faults, violated = rows.get(outcome.assignor, (0, 0, 0))
+            rows[outcome.assignor] = (seeds + 1, faults + outcome.faults, violated + (not outcome.ok))
+        config = result.outcomes[0].config if result.outcomes else None
+        return cls(rows, result.cpu_s, result.elapsed_s, result.workers, config, result.coverage())
+
+    @property
+    def seeds(self) -> int:
+        return sum(row[0] for row in self.per_assignor.values())
+
+    @property
+    def faults(self) -> int:
+        return sum(row[1] for row in self.per_assignor.values())
+
+    @property
+    def violated(self) -> int:
+        return sum(row[2] for row in self.per_assignor.values())
+
+    def format(self) -> str:
+        lines = [f"{'assignor':<20} {'seeds':>7} {'faults':>8} {'violated':>9}"]
+        for assignor, (seeds, faults, violated) in sorted(self.per_assignor.items()):
+            lines.append(f"{assignor:<20} {seeds:>7} {faults:>8} {violated:>9}")
+        total = self.seeds
+        rate = total / self.elapsed_s if self.elapsed_s else 0.0
+        lines.append(f"{'total':<20} {total:>7} {self.faults:>8} {self.violated:>9}")
+        lines.append(f"{total} seeds in {self.elapsed_s:.1f} s ({rate:.1f} seeds/s on {self.workers} "
+                     f"{self.where}, {rate / self.workers:.1f} seeds/s per {self.where.split('(')[0]})")
+        if self.cpu_s > 0:
+            # What a campaign buys per unit of CPU, however loaded the machine: faults exercised.
+            lines.append(f"{self.cpu_s:.1f} CPU-seconds: {self.faults / self.cpu_s:.1f} faults per "
+                         f"CPU-second, {total / self.cpu_s:.2f} seeds per CPU-second")
+        if self.config is not None:
+            config = self.config
+            lines.append(f"shape: --members {config.members} --partitions {config.partitions} --duration-ms "
+                         f"{config.duration_ms} --max-faults {config.max_faults} (kgroup simulate --seed N "
+                         f"takes the same flags to replay a seed)")
+        lines.append("coverage: " + ", ".join(f"{k} {v}" for k, v in sorted(self.coverage.items())))
+        return "\n".join(lines)
+
+
 def summary_table(result: CampaignResult) -> str:
-    rows: Dict[str, List[int]] = {}
-    for outcome in result.outcomes:
-        row = rows.setdefault(outcome.assignor, [0, 0, 0])
-        row[0] += 1
-        row[1] += outcome.faults
-        row[2] += not outcome.ok
-    lines = [f"{'assignor':<20} {'seeds':>7} {'faults':>8} {'violated':>9}"]
-    for assignor, (seeds, faults, violated) in sorted(rows.items()):
-        lines.append(f"{assignor:<20} {seeds:>7} {faults:>8} {violated:>9}")
-    total = len(result.outcomes)
-    rate = total / result.elapsed_s if result.elapsed_s else 0.0
-    lines.append(f"{'total':<20} {total:>7} {sum(r[1] for r in rows.values()):>8} {len(result.failed):>9}")
-    lines.append(f"{total} seeds in {result.elapsed_s:.1f} s ({rate:.1f} seeds/s on {result.workers} "
-                 f"process(es), {rate / result.workers:.1f} seeds/s per process)")
-    cpu_s = result.cpu_s
-    if cpu_s > 0:
-        # What a campaign buys per unit of CPU, however loaded the machine: faults exercised.
-        lines.append(f"{cpu_s:.1f} CPU-seconds: {result.faults / cpu_s:.1f} faults per CPU-second, "
-                     f"{total / cpu_s:.2f} seeds per CPU-second")
-    if result.outcomes:
-        config = result.outcomes[0].config
-        lines.append(f"shape: --members {config.members} --partitions {config.partitions} --duration-ms "
-                     f"{config.duration_ms} --max-faults {config.max_faults} (kgroup simulate --seed N takes "
-                     f"the same flags to replay a seed)")
-    lines.append("coverage: " + ", ".join(f"{k} {v}" for k, v in sorted(result.coverage().items())))
-    return "\n".join(lines)
+    return CampaignSummary.of(result).format()
