@@ -12,7 +12,6 @@ transactions (:mod:`kgroup.server.producer_state`).
 from __future__ import annotations
 
 import itertools
-import struct
 import uuid
 from typing import Any, List, Optional, Tuple, Union
 
@@ -31,7 +30,9 @@ from kgroup.server.log_reads import (
 )
 from kgroup.server.metadata_answer import INTERNAL_TOPICS, MetadataAnswer, partition_metadata
 from kgroup.server.producer_state import ProducerStates
-from kgroup.server.record_log import BatchSlice, InvalidRecords, ProducedBatch, parse_batches
+from kgroup.server.record_log import (
+    BatchSlice, InvalidRecords, ProducedBatch, parse_batches, starts_transactional,
+)
 from kgroup.server.topic_admin import TopicAdmin
 
 __all__ = ["DataPlane", "ProduceWait"]
@@ -39,11 +40,6 @@ __all__ = ["DataPlane", "ProduceWait"]
 E = ErrorCode
 _ZSTD = 4
 _READ_COMMITTED = 1
-#: Where a v2 batch's magic byte and attributes sit (DefaultRecordBatch's header).
-_MAGIC_AT = 16
-_ATTRIBUTES = struct.Struct(">h")
-_ATTRIBUTES_AT = 21
-_TRANSACTIONAL = 0x10
 
 
 @attrs.define
@@ -54,18 +50,6 @@ class ProduceWait:
     leader_epoch: int
     end_offset: int
     result: Any
-
-
-def _has_transactional_records(request: Any) -> bool:
-    """Kafka's RequestUtils.hasTransactionalRecords: the first batch of some partition's records
-    has the transactional attribute."""
-    for t in request.topic_data:
-        for data in t.partition_data:
-            records = data.records
-            if records and len(records) > _ATTRIBUTES_AT + 1 and records[_MAGIC_AT] == 2 \
-                    and _ATTRIBUTES.unpack_from(records, _ATTRIBUTES_AT)[0] & _TRANSACTIONAL:
-                return True
-    return False
 
 
 class DataPlane:
@@ -136,7 +120,8 @@ class DataPlane:
         topics = []
         # KafkaApis.handleProduceRequest: transactional records need a transactional id (and the
         # right to use it: every id may, as no authorizer runs); the whole request is refused.
-        unauthorized = request.transactional_id is None and _has_transactional_records(request)
+        unauthorized = request.transactional_id is None and any(
+            starts_transactional(data.records) for t in request.topic_data for data in t.partition_data)
         for t in request.topic_data:
             results = []
             for data in t.partition_data:

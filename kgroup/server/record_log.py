@@ -23,13 +23,15 @@ from kafka.record.memory_records import MemoryRecords
 from kgroup.server.crc32c import crc32c
 from kgroup.core.error_codes import ErrorCode
 
-__all__ = ["BatchSlice", "InvalidRecords", "ProducedBatch", "StoredBatch", "last_sequence", "parse_batches"]
+__all__ = ["BatchSlice", "InvalidRecords", "ProducedBatch", "StoredBatch", "last_sequence", "parse_batches",
+           "starts_transactional"]
 
 _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH_AT = 12
 _LEADER_EPOCH = struct.Struct(">i")
 _ATTRIBUTES_AT = DefaultRecordBatch.ATTRIBUTES_OFFSET
 _ATTRIBUTES = struct.Struct(">h")
+_MAGIC_AT = 16
 _TRANSACTIONAL = 0x10
 _CONTROL = 0x20
 _MAX_SEQUENCE = 2 ** 31 - 1
@@ -124,6 +126,14 @@ class ProducedBatch:
         _LEADER_EPOCH.pack_into(data, _LEADER_EPOCH_AT, leader_epoch)
         return StoredBatch(bytes(data), base_offset, self.record_count, self.max_timestamp,
                            self.producer_id, self.producer_epoch, self.base_sequence)
+
+
+def starts_transactional(records: Optional[bytes]) -> bool:
+    """Whether the first batch of a partition's produced records is transactional (attribute bit 4),
+    as Kafka's RequestUtils.hasTransactionalRecords reads it (before any validation)."""
+    if records is None or len(records) < _RECORDS_AT or records[_MAGIC_AT] != 2:
+        return False
+    return bool(_ATTRIBUTES.unpack_from(records, _ATTRIBUTES_AT)[0] & _TRANSACTIONAL)
 
 
 def parse_batches(records: Optional[bytes]) -> List[ProducedBatch]:
