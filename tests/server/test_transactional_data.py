@@ -408,3 +408,22 @@ def test_a_parked_read_committed_fetch_wakes_when_the_marker_moves_the_lso(plane
     (answer,) = topic.partitions
     assert answer.last_stable_offset == 3
     assert fetched_records(answer.records) == [(0, [b"v0", b"v1"]), (2, "commit")]
+
+
+def test_a_marker_holds_the_lso_until_the_high_watermark_passes_it(plane):
+    """ProducerStateManager.unreplicatedTxns: a transaction ended by a marker the HW has not passed
+    is still undecided for readers (a new leader without the marker would still have it open), so
+    the LSO stays at its first offset until the marker is replicated."""
+    plane.produce(txn_batch(2))                                           # 0-1, replicated: HW 2
+    assert (plane.hw(), plane.lso()) == (2, 0)
+    followers = [b for b in plane.partition.assigned if b != plane.leader]
+    for broker in followers:
+        plane.cluster.slow_follower(broker, 60_000)                       # no follower fetches for now
+    assert isinstance(plane.marker(commit=True), MarkerAppend)            # 2
+    assert (plane.hw(), plane.lso()) == (2, 0)
+    assert plane.fetch(0, isolation_level=1).records == b""
+    for broker in followers:
+        plane.cluster.slow_follower(broker, None)
+    plane.cluster.replicate(plane.cluster.now_ms)
+    assert (plane.hw(), plane.lso()) == (3, 3)
+    assert fetched_records(plane.fetch(0, isolation_level=1).records) == [(0, [b"v0", b"v1"]), (2, "commit")]
