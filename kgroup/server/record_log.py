@@ -23,12 +23,18 @@ from kafka.record.memory_records import MemoryRecords
 from kgroup.server.crc32c import crc32c
 from kgroup.core.error_codes import ErrorCode
 
-__all__ = ["BatchSlice", "InvalidRecords", "StoredBatch", "parse_batches"]
+__all__ = ["BatchSlice", "InvalidRecords", "ProducedBatch", "StoredBatch", "last_sequence", "parse_batches",
+           "starts_transactional"]
 
 _BASE_OFFSET = struct.Struct(">q")
 _LEADER_EPOCH_AT = 12
 _LEADER_EPOCH = struct.Struct(">i")
 _ATTRIBUTES_AT = DefaultRecordBatch.ATTRIBUTES_OFFSET
+_ATTRIBUTES = struct.Struct(">h")
+_MAGIC_AT = 16
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+_MAX_SEQUENCE = 2 ** 31 - 1
 _RECORDS_AT = DefaultRecordBatch.HEADER_STRUCT.size
 _PREMATURE_EOF = "Incorrect declared batch size, premature EOF reached"
 #: The most a produced batch may decompress to: Kafka's socket.request.max.bytes (100 MiB).
@@ -43,6 +49,15 @@ class InvalidRecords(Exception):
     def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def last_sequence(base_sequence: int, record_count: int) -> int:
+    """Kafka's ``DefaultRecordBatch.lastSequence``: the base sequence plus the last offset delta,
+    wrapping past Integer.MAX_VALUE to 0; -1 without a base sequence."""
+    if base_sequence < 0:
+        return -1
+    last = base_sequence + record_count - 1
+    return last if last <= _MAX_SEQUENCE else last - _MAX_SEQUENCE - 1
 
 
 @attrs.frozen
@@ -60,6 +75,20 @@ class StoredBatch:
     @property
     def next_offset(self) -> int:
         return self.base_offset + self.record_count
+
+    @property
+    def is_transactional(self) -> bool:
+        """Attribute bit 4 (KIP-98): the batch belongs to its producer's transaction."""
+        return bool(_ATTRIBUTES.unpack_from(self.data, _ATTRIBUTES_AT)[0] & _TRANSACTIONAL)
+
+    @property
+    def is_control(self) -> bool:
+        """Attribute bit 5: a control batch (a transaction marker), never a client's."""
+        return bool(_ATTRIBUTES.unpack_from(self.data, _ATTRIBUTES_AT)[0] & _CONTROL)
+
+    @property
+    def last_sequence(self) -> int:
+        return last_sequence(self.base_sequence, self.record_count)
 
     def record_timestamps(self) -> Iterator[Tuple[int, int]]:
         """(offset, timestamp) of every record, decompressing if needed."""
@@ -87,12 +116,24 @@ class ProducedBatch:
     is_transactional: bool
     compression_type: int = 0
 
+    @property
+    def last_sequence(self) -> int:
+        return last_sequence(self.base_sequence, self.record_count)
+
     def stored_at(self, base_offset: int, leader_epoch: int) -> StoredBatch:
         data = bytearray(self.data)
         _BASE_OFFSET.pack_into(data, 0, base_offset)
         _LEADER_EPOCH.pack_into(data, _LEADER_EPOCH_AT, leader_epoch)
         return StoredBatch(bytes(data), base_offset, self.record_count, self.max_timestamp,
                            self.producer_id, self.producer_epoch, self.base_sequence)
+
+
+def starts_transactional(records: Optional[bytes]) -> bool:
+    """Whether the first batch of a partition's produced records is transactional (attribute bit 4),
+    as Kafka's RequestUtils.hasTransactionalRecords reads it (before any validation)."""
+    if records is None or len(records) < _RECORDS_AT or records[_MAGIC_AT] != 2:
+        return False
+    return bool(_ATTRIBUTES.unpack_from(records, _ATTRIBUTES_AT)[0] & _TRANSACTIONAL)
 
 
 def parse_batches(records: Optional[bytes]) -> List[ProducedBatch]:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def _handle(data: "DataPlane", node_id: int, request: Any, version: int) -> Any:
-    return data.create_topics(request, version)
+    return data.topics.create_topics(request, version)
 
 
 def _error_answer(request: Any, version: int, code: int) -> Any:

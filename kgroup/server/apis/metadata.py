@@ -18,7 +18,8 @@ METADATA_SLICE_TOPICS = 500
 
 def _handle(data: "DataPlane", node_id: int, request: Any, version: int) -> Any:
     if request.topics and len(request.topics) > METADATA_SLICE_TOPICS:
-        return InSlices(data.metadata_in_slices(node_id, request, version, METADATA_SLICE_TOPICS))
+        steps = data.metadata_answer.metadata_in_slices(node_id, request, version, METADATA_SLICE_TOPICS)
+        return InSlices(steps)
     return data.metadata(node_id, request, version)
 
 
