@@ -23,6 +23,8 @@ _FROM_REQUEST: dict[type, Callable[[Any, ErrorCode], object]] = {
     m.LeaveGroupRequest: lambda req, code: m.LeaveGroupResponse(code),
     m.OffsetCommitRequest: lambda req, code: m.OffsetCommitResponse(
         tuple(m.PartitionError(c.topic_partition, code) for c in req.offsets)),
+    m.TxnOffsetCommitRequest: lambda req, code: m.TxnOffsetCommitResponse(
+        tuple(m.PartitionError(c.topic_partition, code) for c in req.offsets)),
     m.OffsetFetchRequest: lambda req, code: m.OffsetFetchResponse(code),
     m.OffsetDeleteRequest: lambda req, code: m.OffsetDeleteResponse(code),
     m.FindCoordinatorRequest: lambda req, code: m.FindCoordinatorResponse(code),
@@ -53,6 +55,8 @@ _FROM_RESPONSE: dict[type, Callable[[Any, ErrorCode], object]] = {
     m.HeartbeatResponse: lambda resp, code: m.HeartbeatResponse(code),
     m.LeaveGroupResponse: lambda resp, code: m.LeaveGroupResponse(code),
     m.OffsetCommitResponse: lambda resp, code: m.OffsetCommitResponse(
+        tuple(m.PartitionError(p.topic_partition, code) for p in resp.partitions)),
+    m.TxnOffsetCommitResponse: lambda resp, code: m.TxnOffsetCommitResponse(
         tuple(m.PartitionError(p.topic_partition, code) for p in resp.partitions)),
     m.OffsetFetchResponse: lambda resp, code: m.OffsetFetchResponse(code),
     m.OffsetDeleteResponse: lambda resp, code: m.OffsetDeleteResponse(code),

@@ -2,7 +2,7 @@
 
 Fields follow Kafka's messages (JoinGroup v0-v9, SyncGroup v0-v5,
 Heartbeat v0-v4, LeaveGroup v0-v5, OffsetCommit, OffsetFetch,
-OffsetDelete, FindCoordinator, DescribeGroups, ListGroups, DeleteGroups) with Kafka's
+OffsetDelete, TxnOffsetCommit, FindCoordinator, DescribeGroups, ListGroups, DeleteGroups) with Kafka's
 field names in snake_case.  Request-header data the coordinator needs
 (``client_id``, ``client_host``, ``api_version``) travel on the request.
 These values are what every transport (in-process, kafka-python's network
@@ -233,6 +233,29 @@ class OffsetDeleteResponse:
     partitions: tuple[PartitionError, ...] = attrs.field(default=(), converter=_tuple)
 
 
+@attrs.frozen
+class TxnOffsetCommitRequest:
+    """TxnOffsetCommit (api key 28, KIP-98): offsets committed inside a producer's transaction.
+
+    They stay pending until the transaction's marker reaches the group's offsets partition.
+    v3+ (KIP-447) carries the consumer's generation, member id and instance id, checked as an
+    OffsetCommit's are; v0-v2 send -1 / "" / None, which Kafka accepts for any classic group."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    offsets: tuple[PartitionOffsetCommit, ...] = attrs.field(converter=_tuple)
+    generation_id: int = NO_GENERATION
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: Optional[str] = None
+
+
+@attrs.frozen
+class TxnOffsetCommitResponse:
+    partitions: tuple[PartitionError, ...] = attrs.field(converter=_tuple)
+
+
 # -- Coordinator discovery ---------------------------------------------------
 
 
@@ -341,6 +364,9 @@ def error_response(request: object, code: ErrorCode) -> Optional[object]:
         return LeaveGroupResponse(code)
     if isinstance(request, OffsetCommitRequest):
         return OffsetCommitResponse(tuple(PartitionError(c.topic_partition, code) for c in request.offsets))
+    if isinstance(request, TxnOffsetCommitRequest):
+        return TxnOffsetCommitResponse(
+            tuple(PartitionError(c.topic_partition, code) for c in request.offsets))
     if isinstance(request, OffsetFetchRequest):
         return OffsetFetchResponse(code)
     if isinstance(request, OffsetDeleteRequest):

@@ -1,5 +1,6 @@
 """Replay property: after every request or timer firing, a coordinator loaded
-from all records so far describes the same persisted state as the live one."""
+from all records so far describes the same persisted state as the live one
+(transactional offsets pending or ended by a marker included, issue 26)."""
 from __future__ import annotations
 
 from coordinator_harness import Client, Driver
@@ -10,7 +11,7 @@ from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, Gr
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
     DeleteGroupsRequest, JoinGroupProtocol, LeaveGroupRequest, MemberIdentity, OffsetAndMetadata,
-    OffsetCommitRequest, PartitionOffsetCommit,
+    OffsetCommitRequest, PartitionOffsetCommit, TxnOffsetCommitRequest,
 )
 from kgroup.values import TopicPartition
 
@@ -30,6 +31,12 @@ ops = st.lists(
         st.tuples(st.just("failover"),),
         st.tuples(st.just("admin_leave"), st.sampled_from(["i1", "i2"])),
         st.tuples(st.just("advance"), st.sampled_from([1, 500, 5_000, 11_000, 30_000])),
+        # (client, offset, producer id, producer epoch); client 4: no member identity (v0-v2).
+        st.tuples(st.just("txn_commit"), st.integers(0, 4), st.integers(0, 1000), st.integers(1, 2),
+                  st.integers(0, 1)),
+        st.tuples(st.just("txn_end"), st.integers(1, 2), st.booleans(), st.integers(0, 1)),
+        # A whole transaction: the commit and its marker at once (producer 3).
+        st.tuples(st.just("txn"), st.integers(0, 4), st.integers(0, 1000), st.booleans()),
     ),
     max_size=40,
 )
@@ -92,6 +99,21 @@ def _step(d: Driver, clients: list[Client], op: tuple) -> None:
             c.join_key = c.sync_key = None
     elif kind == "delete":
         d.send(DeleteGroupsRequest(("g",)))
+    elif kind == "txn":
+        _, index, offset, commit_it = op
+        _step(d, clients, ("txn_commit", index, offset, 3, 0))
+        _step(d, clients, ("txn_end", 3, commit_it, 0))
+    elif kind == "txn_commit":
+        _, index, offset, producer_id, epoch = op
+        identity = {} if index == 4 else dict(
+            generation_id=clients[index].generation_id, member_id=clients[index].member_id,
+            group_instance_id=clients[index].instance_id)
+        commit = PartitionOffsetCommit(TopicPartition("t", index % 2), OffsetAndMetadata(offset))
+        d.send(TxnOffsetCommitRequest("tx", "g", producer_id, epoch, (commit,), **identity))
+    elif kind == "txn_end":
+        _, producer_id, commit_it, epoch = op
+        if not d.coordinator.is_stale_producer_epoch(producer_id, epoch):
+            d._absorb(d.coordinator.complete_transaction(producer_id, epoch, commit_it, d.clock.now_ms))
     else:
         d.advance(op[1])
     for c in clients:

@@ -52,6 +52,7 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.protocol.producer import TxnOffsetCommitRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 import kgroup
@@ -345,6 +346,12 @@ def _valid_requests(served: bool = True) -> List[Tuple[ApiKey, int, Any]]:
         member_id="", topics=lambda v: [commit_topic(version=v, name="t", partitions=[
             commit_topic.OffsetCommitRequestPartition(version=v, partition_index=0, committed_offset=5,
                                                       committed_metadata="m")])])
+    txn_topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    add(ApiKey.TxnOffsetCommit, TxnOffsetCommitRequest, transactional_id="tx", group_id="g", producer_id=3,
+        producer_epoch=0, generation_id=-1, member_id="", group_instance_id=None, topics=lambda v: [
+            txn_topic(version=v, name="t", partitions=[txn_topic.TxnOffsetCommitRequestPartition(
+                version=v, partition_index=i, committed_offset=5, committed_leader_epoch=-1,
+                committed_metadata="m") for i in (0, 9)])])
     add(ApiKey.OffsetFetch, OffsetFetchRequest, group_id="g",
         topics=lambda v: [OffsetFetchRequest.OffsetFetchRequestTopic(
             version=v, name="t", partition_indexes=[0, 1])] if v < 8 else None,

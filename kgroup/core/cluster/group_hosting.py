@@ -30,6 +30,7 @@ from kgroup.core import consumer_group_messages as cg
 from kgroup.core import error_responses
 from kgroup.core import messages as m
 from kgroup.core.broker import BrokerUnreachable, RequestContext, UnsupportedRequestError, with_context
+from kgroup.core.cluster.group_txn_markers import write_txn_marker
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, partition_for_group
 from kgroup.core.cluster.partition import Partition
 from kgroup.core.cluster.replica_log import ReplicaLog
@@ -44,7 +45,7 @@ E = ErrorCode
 
 _SINGLE_GROUP_REQUESTS = (m.JoinGroupRequest, m.SyncGroupRequest, m.HeartbeatRequest, m.LeaveGroupRequest,
                           m.OffsetCommitRequest, m.OffsetFetchRequest, m.OffsetDeleteRequest,
-                          cg.ConsumerGroupHeartbeatRequest)
+                          m.TxnOffsetCommitRequest, cg.ConsumerGroupHeartbeatRequest)
 _MULTI_GROUP_REQUESTS = (m.DescribeGroupsRequest, m.DeleteGroupsRequest, cg.ConsumerGroupDescribeRequest)
 
 
@@ -99,8 +100,7 @@ class _Slot:
 
 class GroupHosting:
     def __init__(self, cluster: ClusterStateMachine, config: GroupHostingConfig = GroupHostingConfig(),
-                 now_ms: int = 0, *,
-                 member_id_factory: Optional[Callable[[str], str]] = None,
+                 now_ms: int = 0, *, member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition=None) -> None:
         self.cluster = cluster
         self.config = config
@@ -143,7 +143,8 @@ class GroupHosting:
         consumer_group = coordinator.consumer_group(group_id)
         return coordinator.group_state(group_id) if consumer_group is None else consumer_group.state
 
-    # -- the broker seam (kgroup.core.broker.BrokerBackend) ----------------------------
+    # -- the broker seam (kgroup.core.broker.BrokerBackend); markers: TxnMarkerWriter (group_txn_markers.py)
+    write_txn_marker = write_txn_marker
 
     def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int,
              context: Optional[RequestContext] = None) -> List[Delivery]:

@@ -6,17 +6,20 @@ ConsumerProtocol assignment bytes and the group's assignor as protocol data.
 
 An object the coordinator owns, with a narrow view of it: the groups it may read, a hook that
 cancels a group's timers (its join deadline and its pending members' deadlines) before the
-group is deleted, and a sink for the tombstones it produces.
+group is deleted, and a sink for the tombstones it produces.  Deleting a group also tombstones the
+partitions it has offsets pending in open transactions (Kafka's deleteAllOffsets), which drops them.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping, Optional, Sequence, Set
 
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
-from kgroup.values import Assignment
+from kgroup.values import Assignment, TopicPartition
 from kgroup.wire.consumer_protocol import encode_assignment
 from kgroup.core.coordinator.group import Group
+from kgroup.core.coordinator.pending_offsets import PendingOffsets
 from kgroup.core.coordinator.records import Record
+from kgroup.core.coordinator_common.records import OffsetTombstone
 from kgroup.core.coordinator.state import GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
@@ -32,7 +35,7 @@ class AdminHandler:
     def __init__(self, groups: Mapping[str, Group], cancel_timers: Callable[[Group], None],
                  emit: Callable[[Record], None],
                  consumer_groups: Optional[Mapping[str, ConsumerGroup]] = None,
-                 default_server_assignor: str = "uniform") -> None:
+                 default_server_assignor: str = "uniform", pending: Optional[PendingOffsets] = None) -> None:
         #: Read-only: the coordinator adds and drops groups.
         self._groups = groups
         self._consumer_groups: Mapping[str, ConsumerGroup] = (
@@ -40,6 +43,7 @@ class AdminHandler:
         self._default_server_assignor = default_server_assignor
         self._cancel_timers = cancel_timers
         self._emit = emit
+        self._pending = PendingOffsets() if pending is None else pending
 
     def describe(self, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
         return DescribeGroupsResponse(tuple(self._describe_one(gid) for gid in req.groups))
@@ -99,8 +103,7 @@ class AdminHandler:
         if consumer_group is not None:
             if consumer_group.members:
                 return E.NON_EMPTY_GROUP
-            for record in consumer_group.delete():
-                self._emit(record)
+            self._emit_deletion(group_id, set(consumer_group.offsets), consumer_group.delete())
             return E.NONE
         group = self._groups.get(group_id)
         if group is None or group.is_(S.DEAD):
@@ -108,6 +111,15 @@ class AdminHandler:
         if not group.is_(S.EMPTY):
             return E.NON_EMPTY_GROUP
         self._cancel_timers(group)
-        for record in group.delete():
-            self._emit(record)
+        self._emit_deletion(group_id, set(group.offsets), group.delete())
         return E.NONE
+
+    def _emit_deletion(self, group_id: str, committed: Set[TopicPartition],
+                       tombstones: Sequence[Record]) -> None:
+        """The group's tombstones, with one more per partition whose only offset is pending in a
+        transaction (Kafka writes one tombstone per partition, before the group's)."""
+        pending_only = sorted(self._pending.pending_partitions(group_id) - committed)
+        *offset_tombstones, group_tombstone = tombstones
+        for record in [*offset_tombstones, *(OffsetTombstone(group_id, tp) for tp in pending_only),
+                       group_tombstone]:
+            self._emit(record)

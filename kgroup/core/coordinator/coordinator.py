@@ -4,7 +4,8 @@ After Kafka's GroupCoordinatorShard, which routes each request to the manager th
 groups to :class:`~kgroup.core.coordinator.classic_group_manager.ClassicGroupManager` (with the
 JoinGroup / SyncGroup / Heartbeat / LeaveGroup handlers of :mod:`.classic_handlers`), KIP-848
 consumer groups to :class:`kgroup.core.consumer_group.manager.ConsumerGroupManager`, offsets to
-:class:`~kgroup.core.coordinator.offsets.OffsetHandler` and the admin APIs to
+:class:`~kgroup.core.coordinator.offsets.OffsetHandler`, TxnOffsetCommit to
+:class:`~kgroup.core.coordinator.txn_offsets.TransactionalOffsets` and the admin APIs to
 :class:`~kgroup.core.coordinator.admin.AdminHandler`.  They share one
 :class:`~kgroup.core.coordinator.context.GroupCoordinatorContext`: the timer (each deadline
 carries its operation), the answers and records of the current call.  A group id has one type
@@ -17,7 +18,7 @@ deadline is due and ``handle_timer(now_ms)`` fires what is due.
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Hashable, Iterable, Mapping, Optional
+from typing import Callable, Hashable, Iterable, Mapping, Optional, Union
 
 from kgroup.assignors.server_base import ServerAssignor
 from kgroup.core.broker import Delivery
@@ -29,17 +30,20 @@ from kgroup.core.coordinator.admin import AdminHandler
 from kgroup.core.coordinator.classic_group_manager import ClassicGroupManager
 from kgroup.core.coordinator.classic_handlers import HEARTBEAT_RESPONSES, ClassicGroupHandlers
 from kgroup.core.coordinator.context import GroupCoordinatorContext
-from kgroup.core.coordinator.group import TransitionObserver, session_key
+from kgroup.core.coordinator.group import Group, TransitionObserver, session_key
 from kgroup.core.coordinator.offsets import OffsetHandler
-from kgroup.core.coordinator.records import PersistedGroup, PersistedView, Record, replay
+from kgroup.core.coordinator.pending_offsets import GroupOffsets, PendingOffsets
+from kgroup.core.coordinator.records import PersistedGroup, PersistedView, Record, replay_with_pending
 from kgroup.core.coordinator.results import CoordinatorResult
 from kgroup.core.coordinator.state import GroupState
+from kgroup.core.coordinator.txn_offsets import TransactionalOffsets
 from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
 from kgroup.core.coordinator_common.errors import GroupInvariantViolation
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
     DeleteGroupsRequest, DescribeGroupsRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
+    TxnOffsetCommitRequest,
 )
 
 E = ErrorCode
@@ -73,10 +77,16 @@ class GroupCoordinator:
         consumer = context.consumer = self._consumer = ConsumerGroupManager(
             config, context, observer=on_transition, server_assignors=server_assignors)
         self._classic_handlers = handlers = ClassicGroupHandlers(config, context, classic)
+        #: Offsets of open transactions; every record this coordinator writes is folded into it.
+        self._pending = pending = PendingOffsets()
         self._offsets = OffsetHandler(classic.groups, classic.create_group, classic.schedule_session,
-                                      context.emit, consumer.groups, config.offset_metadata_max_bytes)
+                                      context.emit, consumer.groups, config.offset_metadata_max_bytes,
+                                      pending)
+        self._txn_offsets = txn_offsets = TransactionalOffsets(
+            classic.groups, classic.create_group, consumer.groups, context.emit, pending,
+            config.offset_metadata_max_bytes)
         self._admin = AdminHandler(classic.groups, classic.cancel_group_timers, context.emit, consumer.groups,
-                                   config.consumer_group_assignors[0])
+                                   config.consumer_group_assignors[0], pending)
         deliver = context.deliver
         offsets, admin = self._offsets, self._admin
         self._handlers: dict[type, Callable[..., None]] = {
@@ -87,6 +97,7 @@ class GroupCoordinator:
             OffsetCommitRequest: lambda key, req, now_ms: deliver(key, offsets.commit(req, now_ms)),
             OffsetFetchRequest: lambda key, req, now_ms: deliver(key, offsets.fetch(req)),
             OffsetDeleteRequest: lambda key, req, now_ms: deliver(key, offsets.delete(req)),
+            TxnOffsetCommitRequest: lambda key, req, now_ms: deliver(key, txn_offsets.commit(req)),
             DescribeGroupsRequest: lambda key, req, now_ms: deliver(key, admin.describe(req)),
             ListGroupsRequest: lambda key, req, now_ms: deliver(key, admin.list(req)),
             DeleteGroupsRequest: lambda key, req, now_ms: deliver(key, admin.delete(req)),
@@ -124,6 +135,21 @@ class GroupCoordinator:
             return _NOTHING  # nothing due and nothing to flush: what _flush would return
         context.timer.handle_timer(now_ms)
         return self._flush()
+
+    def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool, now_ms: int,
+                             coordinator_epoch: int = -1) -> CoordinatorResult:
+        """The transaction's marker reached this offsets partition (Kafka's completeTransaction):
+        the result writes the marker record, and the producer's pending offsets are now committed
+        (``commit``) or dropped.  The host checks the epoch first (:meth:`is_stale_producer_epoch`)."""
+        if self.is_stale_producer_epoch(producer_id, producer_epoch):
+            raise ValueError(f"producer {producer_id} already wrote here with an epoch newer than "
+                             f"{producer_epoch}: the marker is a zombie's (INVALID_PRODUCER_EPOCH)")
+        self._txn_offsets.complete(producer_id, producer_epoch, commit, coordinator_epoch)
+        return self._flush()
+
+    def is_stale_producer_epoch(self, producer_id: int, producer_epoch: int) -> bool:
+        """The producer already wrote to this partition with a newer epoch."""
+        return self._pending.is_stale_epoch(producer_id, producer_epoch)
 
     def get_timer(self) -> Optional[int]:
         """The earliest deadline (absolute, ms), None when no timer is armed."""
@@ -163,7 +189,8 @@ class GroupCoordinator:
             consumer_groups[gid] = cg.persisted()
             if cg.offsets:
                 offsets[gid] = dict(cg.offsets)
-        return PersistedView(groups=groups, offsets=offsets, consumer_groups=consumer_groups)
+        return PersistedView(groups=groups, offsets=offsets, consumer_groups=consumer_groups,
+                             pending_offsets=self._pending.view())
 
     def assert_invariants(self) -> None:
         """Check every group's own invariants and the timers the coordinator keeps for them.
@@ -195,7 +222,8 @@ class GroupCoordinator:
         """
         coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition,
                           topic_metadata=topic_metadata, server_assignors=server_assignors)
-        view = replay(records)
+        view, pending = replay_with_pending(records)
+        coordinator._pending.take_over(pending)
         for gid, persisted_cg in view.consumer_groups.items():
             coordinator._consumer.load_group(gid, persisted_cg, view.offsets.get(gid, {}), now_ms)
         for gid, persisted in view.groups.items():
@@ -224,7 +252,27 @@ class GroupCoordinator:
         context = self._context
         records = list(context.records)
         context.records.clear()
+        # The same fold as replay, in write order; a COMMIT marker hands back offsets to make visible.
+        fold = self._pending.apply
+        for record in records:
+            committed = fold(record)
+            if committed:
+                self._commit_transactional(committed)
+        # Classic groups' headers and members last: they change no offsets.
         records.extend(self._classic.take_records())
         result = CoordinatorResult(tuple(context.deliveries), tuple(records))
         context.deliveries = []
         return result
+
+    def _commit_transactional(self, committed: GroupOffsets) -> None:
+        """Make a committed transaction's offsets the groups' (the marker record already says so)."""
+        for gid, group_offsets in committed.items():
+            group: Union[ConsumerGroup, Group, None] = self._consumer.group(gid)
+            if group is None:
+                group = self._classic.groups.get(gid)
+                if group is None or group.is_(S.DEAD):
+                    # A group deleted since the commit had its pending offsets tombstoned with it, so this
+                    # is a simple group replay creates too (Kafka's getOrMaybeCreateClassicGroup).
+                    group = self._classic.create_group(gid)
+            for tp, om in group_offsets.items():
+                group.commit_offset(tp, om)  # the record is the marker, already written

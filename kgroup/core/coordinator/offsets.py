@@ -9,6 +9,10 @@ is also emitted as a record.  A consumer group checks the member epoch instead (
 OffsetFetch v9, STALE_MEMBER_EPOCH), and a commit does not count as a heartbeat there.
 OffsetDelete refuses the partitions of topics the group is subscribed to (GROUP_SUBSCRIBED_TO_TOPIC)
 and, for a classic group of another protocol type, any group with members (NON_EMPTY_GROUP).
+
+Offsets pending in open transactions (:mod:`.pending_offsets`) are invisible here; OffsetFetch with
+``require_stable`` (v7+) answers UNSTABLE_OFFSET_COMMIT for a partition that has one, and OffsetDelete
+tombstones a partition whose only offset is pending (Kafka's OffsetMetadataManager).
 """
 from __future__ import annotations
 
@@ -16,7 +20,9 @@ from typing import Callable, Mapping, Optional, Union
 
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.coordinator.group import Group, Member
+from kgroup.core.coordinator.pending_offsets import PendingOffsets
 from kgroup.core.coordinator.records import Record
+from kgroup.core.coordinator_common.records import OffsetTombstone
 from kgroup.core.coordinator.state import GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
@@ -34,7 +40,7 @@ class OffsetHandler:
     def __init__(self, groups: Mapping[str, Group], create_group: Callable[[str], Group],
                  heard_from: Callable[[Member, int], None], emit: Callable[[Record], None],
                  consumer_groups: Optional[Mapping[str, ConsumerGroup]] = None,
-                 metadata_max_bytes: int = 4096) -> None:
+                 metadata_max_bytes: int = 4096, pending: Optional[PendingOffsets] = None) -> None:
         #: Read-only: the coordinator adds and drops groups.
         self._groups = groups
         self._create_group = create_group
@@ -44,6 +50,7 @@ class OffsetHandler:
         self._metadata_max_bytes = metadata_max_bytes
         self._consumer_groups: Mapping[str, ConsumerGroup] = (
             {} if consumer_groups is None else consumer_groups)
+        self._pending = PendingOffsets() if pending is None else pending
 
     def _consumer_group(self, group_id: str) -> Optional[ConsumerGroup]:
         group = self._consumer_groups.get(group_id)
@@ -109,12 +116,16 @@ class OffsetHandler:
         offsets = group.offsets if group is not None and not group.is_(S.DEAD) else {}
         return self._answer_fetch(req, offsets)
 
-    @staticmethod
-    def _answer_fetch(req: OffsetFetchRequest, offsets: Mapping) -> OffsetFetchResponse:
-        if req.partitions is None:
-            partitions = tuple(PartitionOffset(tp, committed) for tp, committed in offsets.items())
+    def _answer_fetch(self, req: OffsetFetchRequest, offsets: Mapping) -> OffsetFetchResponse:
+        # Without a list, only partitions with a committed offset are answered (Kafka's fetchAllOffsets).
+        wanted = offsets if req.partitions is None else req.partitions
+        if req.require_stable and self._pending.has_open_transactions(req.group_id):
+            has_pending = self._pending.has_pending
+            partitions = tuple(
+                PartitionOffset(tp, None, E.UNSTABLE_OFFSET_COMMIT) if has_pending(req.group_id, tp)
+                else PartitionOffset(tp, offsets.get(tp)) for tp in wanted)
         else:
-            partitions = tuple(PartitionOffset(tp, offsets.get(tp)) for tp in req.partitions)
+            partitions = tuple(PartitionOffset(tp, offsets.get(tp)) for tp in wanted)
         return OffsetFetchResponse(E.NONE, partitions)
 
     def delete(self, req: OffsetDeleteRequest) -> OffsetDeleteResponse:
@@ -142,6 +153,9 @@ class OffsetHandler:
                 answers.append(PartitionError(tp, E.GROUP_SUBSCRIBED_TO_TOPIC))
                 continue
             tombstone = group.delete_offset(tp)
+            if tombstone is None and self._pending.has_pending(req.group_id, tp):
+                # A tombstone also drops the offsets pending in open transactions.
+                tombstone = OffsetTombstone(req.group_id, tp)
             if tombstone is not None:
                 self._emit(tombstone)
             answers.append(PartitionError(tp, E.NONE))

@@ -9,7 +9,9 @@ replace earlier ones; tombstones delete.
 A KIP-848 consumer group has its own records (:mod:`kgroup.core.consumer_group.records`);
 offsets and the group tombstone are shared (:mod:`kgroup.core.coordinator_common.records`).
 A group id has one type at a time: a header of one type replaces a group of the other type,
-offsets stay.
+offsets stay.  Transactional offsets and markers are folded by
+:class:`~kgroup.core.coordinator.pending_offsets.PendingOffsets`, the same fold the live
+coordinator runs.
 """
 from __future__ import annotations
 
@@ -23,7 +25,10 @@ from kgroup.core.consumer_group.records import (
     ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord,
     ConsumerGroupTargetAssignmentRecord, PersistedConsumerGroup,
 )
-from kgroup.core.coordinator_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
+from kgroup.core.coordinator.pending_offsets import PendingOffsets, PendingView
+from kgroup.core.coordinator_common.records import (
+    GroupTombstone, OffsetCommitRecord, OffsetTombstone, TxnMarkerRecord, TxnOffsetCommitRecord,
+)
 from kgroup.core.messages import JoinGroupProtocol, OffsetAndMetadata
 from kgroup.values import TopicPartition
 
@@ -60,7 +65,7 @@ class MemberTombstone:
 Record = Union[
     GroupMetadataRecord, MemberMetadataRecord, MemberTombstone, GroupTombstone, OffsetCommitRecord,
     OffsetTombstone, ConsumerGroupMetadataRecord, ConsumerGroupMemberRecord,
-    ConsumerGroupTargetAssignmentRecord, ConsumerGroupMemberTombstone,
+    ConsumerGroupTargetAssignmentRecord, ConsumerGroupMemberTombstone, TxnOffsetCommitRecord, TxnMarkerRecord,
 ]
 _RECORD_TYPES = get_args(Record)
 
@@ -78,13 +83,21 @@ class PersistedView:
     groups: dict[str, PersistedGroup]
     offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]]
     consumer_groups: dict[str, PersistedConsumerGroup] = attrs.field(factory=dict)
+    #: Offsets of open transactions: producer id -> group id -> partition -> offset.
+    pending_offsets: PendingView = attrs.field(factory=dict)
 
 
 log = logging.getLogger("kgroup.coordinator")
 
 
 def replay(records: Iterable[object]) -> PersistedView:
-    """Fold the records of an offsets partition into what they describe.
+    """Fold the records of an offsets partition into what they describe (see :func:`replay_with_pending`)."""
+    return replay_with_pending(records)[0]
+
+
+def replay_with_pending(records: Iterable[object]) -> tuple[PersistedView, PendingOffsets]:
+    """Fold the records of an offsets partition into what they describe, and the pending
+    transactional offsets (with the write order a loading coordinator carries on from).
 
     A payload that is not a coordinator record is logged and skipped, never fatal: Kafka's
     CoordinatorLoaderImpl does the same with a record of an unknown type ("Ignoring it. It
@@ -96,10 +109,16 @@ def replay(records: Iterable[object]) -> PersistedView:
     consumer_headers: dict[str, ConsumerGroupMetadataRecord] = {}
     consumer_members: dict[str, dict[str, ConsumerGroupMember]] = {}
     targets: dict[str, dict[str, frozenset[TopicPartition]]] = {}
+    pending = PendingOffsets()
     for position, record in enumerate(records):
         if not isinstance(record, _RECORD_TYPES):
             log.warning("skipping record %d of the offsets partition: %s is not a coordinator record",
                         position, type(record).__name__)
+            continue
+        committed = pending.apply(record)
+        if isinstance(record, TxnMarkerRecord):
+            for gid, materialized in (committed or {}).items():
+                offsets.setdefault(gid, {}).update(materialized)
             continue
         gid = record.group_id
         if isinstance(record, GroupMetadataRecord):
@@ -128,6 +147,8 @@ def replay(records: Iterable[object]) -> PersistedView:
             members.get(gid, {}).pop(record.member_id, None)
         elif isinstance(record, OffsetCommitRecord):
             offsets.setdefault(gid, {})[record.topic_partition] = record.committed
+        elif isinstance(record, TxnOffsetCommitRecord):
+            pass  # pending until its marker: folded by PendingOffsets alone
         elif isinstance(record, OffsetTombstone):
             group_offsets = offsets.get(gid)
             if group_offsets is not None:
@@ -154,4 +175,6 @@ def replay(records: Iterable[object]) -> PersistedView:
         gid: PersistedConsumerGroup(header, consumer_members.get(gid, {}), targets.get(gid, {}))
         for gid, header in consumer_headers.items()
     }
-    return PersistedView(groups=groups, offsets=offsets, consumer_groups=consumer_groups)
+    view = PersistedView(groups=groups, offsets=offsets, consumer_groups=consumer_groups,
+                         pending_offsets=pending.view())
+    return view, pending

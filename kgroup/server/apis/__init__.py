@@ -21,6 +21,7 @@ from kgroup.server.apis import (
     init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata, offset_commit,
     offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
 )
+from kgroup.server.apis import txn_offset_commit
 from kgroup.server.apis.definition import ServedApi
 
 __all__ = ["SERVED_APIS", "SUPPORTED_VERSIONS", "served_api", "supports"]
@@ -51,6 +52,7 @@ SERVED_APIS: Dict[ApiKey, ServedApi] = {api.key: api for api in (
     consumer_group_heartbeat.API,
     consumer_group_describe.API,
     describe_cluster.API,
+    txn_offset_commit.API,
 )}
 
 #: API key -> (min version, max version) this server answers (what ApiVersions lists).
