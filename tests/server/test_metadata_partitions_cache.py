@@ -63,3 +63,38 @@ def test_new_partitions_another_version_and_a_recreated_topic_rebuild_the_entrie
     plane.cluster.delete_topic("t")
     plane.cluster.create_topic("t", 1, 1)
     assert len(_partitions(plane)) == 1
+
+
+def test_one_isr_change_rebuilds_only_that_partitions_entry(plane):
+    plane.cluster.create_topic("t", 6, 3)
+    first = _partitions(plane)
+    moved = plane.cluster.topics["t"][4]
+    moved.isr = [b for b in moved.isr if b != moved.leader][:1] + [moved.leader]
+    second = _partitions(plane)
+    assert [a is b for a, b in zip(first, second)] == [True, True, True, True, False, True]
+    assert sorted(second[4].isr_nodes) == sorted(moved.isr)
+
+
+@pytest.mark.parametrize("version", range(0, 13))
+def test_entries_encode_as_kafka_pythons_own_constructor_builds_them(plane, version):
+    """partition_metadata skips kafka-python's generic constructor: the bytes must not differ."""
+    from kafka.protocol.metadata import MetadataResponse
+
+    plane.cluster.create_topic("t", 4, 3)
+    plane.cluster.kill_broker(2)
+    fast = _partitions(plane, version=version)
+    live = set(plane.cluster.live_brokers())
+    entry = MetadataResponse.MetadataResponseTopic.MetadataResponsePartition
+    slow = [entry(version=version, error_code=0 if p.leader is not None else 5, partition_index=p.index,
+                  leader_id=p.leader if p.leader is not None else -1, leader_epoch=p.leader_epoch,
+                  replica_nodes=list(p.assigned), isr_nodes=list(p.isr),
+                  offline_replicas=[b for b in p.assigned if b not in live])
+            for p in plane.cluster.topics["t"]]
+
+    def encoded(partitions: list) -> bytes:
+        topic = MetadataResponse.MetadataResponseTopic(version=version, error_code=0, name="t",
+                                                       partitions=partitions)
+        return MetadataResponse(version=version, throttle_time_ms=0, brokers=[], controller_id=1,
+                                topics=[topic]).encode(version=version)
+
+    assert encoded(fast) == encoded(slow)
