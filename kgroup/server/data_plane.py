@@ -1,4 +1,4 @@
-"""Produce, Fetch, ListOffsets, Metadata, InitProducerId and topic admin on the cluster state machine.
+"""Produce, Fetch, ListOffsets, Metadata and topic admin on the cluster state machine.
 
 Each handler takes the broker (``node_id``) a request reached and the decoded kafka-python
 request, reads or changes :class:`~kgroup.core.cluster.state_machine.ClusterStateMachine`,
@@ -18,7 +18,7 @@ import attrs
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
 from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetForLeaderEpochResponse
 from kafka.protocol.metadata import MetadataResponse
-from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
+from kafka.protocol.producer import ProduceResponse
 
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC
 from kgroup.core.cluster.partition import Partition
@@ -107,7 +107,6 @@ class DataPlane:
         #: The reverse of ``_topic_ids`` (stale names are checked against it on lookup).
         self._names_by_id: Dict[uuid.UUID, List[str]] = {}
         self._creations = itertools.count()
-        self._producer_ids = itertools.count(config.first_producer_id)
         self._producers: Dict[Tuple[str, int, int], _ProducerState] = {}
         #: Per topic, the Metadata partition entries built last and what they were built from
         #: (version, each partition's leader/epoch/replicas/ISR, the live brokers).  A topic's
@@ -666,17 +665,3 @@ class DataPlane:
                     self.cluster.add_partitions(t.name, t.count - len(current))
             results.append(result_cls(version=version, name=t.name, error_code=code, error_message=message))
         return CreatePartitionsResponse(version=version, throttle_time_ms=0, results=results)
-
-    def init_producer_id(self, request: Any, version: int) -> Any:
-        if request.transactional_id is not None:
-            # Transactions are not supported: a transactional producer gets a fatal error at once.
-            refused = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            return InitProducerIdResponse(version=version, throttle_time_ms=0, producer_id=-1,
-                                          producer_epoch=-1, error_code=refused)
-        if version >= 3 and request.producer_id >= 0:
-            # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
-            return InitProducerIdResponse(version=version, throttle_time_ms=0, error_code=E.NONE,
-                                          producer_id=request.producer_id,
-                                          producer_epoch=request.producer_epoch + 1)
-        return InitProducerIdResponse(version=version, throttle_time_ms=0, error_code=E.NONE,
-                                      producer_id=next(self._producer_ids), producer_epoch=0)
