@@ -87,7 +87,7 @@ class TopicRoutedMarkerWriter:
 
 
 @attrs.define
-class _Held:
+class _HeldAnswers:
     """Answers released (and markers started) once the slot's log is committed up to ``offset``."""
     leader_epoch: int
     offset: int
@@ -96,13 +96,13 @@ class _Held:
 
 
 @attrs.define
-class _Slot:
+class _TransactionSlot:
     index: int
     leader: Optional[int] = None
     leader_epoch: int = -1
     coordinator: Optional[TransactionCoordinator] = None
     load_due_ms: Optional[int] = None
-    held: Deque[_Held] = attrs.field(factory=deque)
+    held: Deque[_HeldAnswers] = attrs.field(factory=deque)
 
 
 class TransactionHosting:
@@ -117,7 +117,7 @@ class TransactionHosting:
         if TRANSACTION_STATE_TOPIC not in cluster.topics:
             rf = min(config.transaction_state_replication_factor, len(cluster.brokers))
             cluster.create_topic(TRANSACTION_STATE_TOPIC, config.transaction_state_partitions, rf)
-        self._slots = [_Slot(i) for i in range(len(cluster.topics[TRANSACTION_STATE_TOPIC]))]
+        self._slots = [_TransactionSlot(i) for i in range(len(cluster.topics[TRANSACTION_STATE_TOPIC]))]
         #: (old leader, new leader, partition, time) for every coordinator move.
         self.failovers: List[Tuple[Optional[int], Optional[int], int, int]] = []
         self._pending: List[Delivery] = self._sync(now_ms)
@@ -227,7 +227,7 @@ class TransactionHosting:
                     self._load(slot)
         return out
 
-    def _resign(self, slot: _Slot, code: ErrorCode = E.NOT_COORDINATOR) -> List[Delivery]:
+    def _resign(self, slot: _TransactionSlot, code: ErrorCode = E.NOT_COORDINATOR) -> List[Delivery]:
         """Drop the slot's coordinator (and its markers in flight); held answers fail with ``code``."""
         if slot.leader is None:
             return []
@@ -241,7 +241,7 @@ class TransactionHosting:
             return [Delivery(d.request_key, BrokerUnreachable(None)) for d in waiting]
         return [Delivery(d.request_key, error_responses.for_response(d.response, code)) for d in waiting]
 
-    def _load(self, slot: _Slot) -> None:
+    def _load(self, slot: _TransactionSlot) -> None:
         p = self.cluster.partition(TRANSACTION_STATE_TOPIC, slot.index)
         if slot.leader is None:
             raise ClusterError(f"{TRANSACTION_STATE_TOPIC}-{slot.index} has no leader",
@@ -255,7 +255,7 @@ class TransactionHosting:
     # -- routing ----------------------------------------------------------------------------------
 
     @staticmethod
-    def _serving(slot: _Slot, node_id: int) -> Union[TransactionCoordinator, ErrorCode]:
+    def _serving(slot: _TransactionSlot, node_id: int) -> Union[TransactionCoordinator, ErrorCode]:
         if slot.leader != node_id:
             return E.NOT_COORDINATOR
         if slot.coordinator is None:
@@ -290,7 +290,7 @@ class TransactionHosting:
 
     # -- writes and markers -------------------------------------------------------------------------
 
-    def _apply(self, slot: _Slot, result: TransactionResult) -> List[Delivery]:
+    def _apply(self, slot: _TransactionSlot, result: TransactionResult) -> List[Delivery]:
         """Append the result's records; hold its answers (and its markers) until they are committed."""
         if not result.records and not result.deliveries and not result.prepared:
             return []
@@ -305,10 +305,10 @@ class TransactionHosting:
             slot.leader, slot.leader_epoch = leader, epoch
             self._load(slot)
             return failed
-        slot.held.append(_Held(slot.leader_epoch, offset, result.deliveries, result.prepared))
+        slot.held.append(_HeldAnswers(slot.leader_epoch, offset, result.deliveries, result.prepared))
         return []
 
-    def _write(self, slot: _Slot, records) -> Optional[int]:
+    def _write(self, slot: _TransactionSlot, records) -> Optional[int]:
         """Append ``records``; the offset the high watermark must reach, or None if refused."""
         p = self.cluster.partition(TRANSACTION_STATE_TOPIC, slot.index)
         try:
@@ -323,7 +323,7 @@ class TransactionHosting:
         assert slot.leader is not None
         return p.logs[slot.leader].leo
 
-    def _committed(self, slot: _Slot, held: _Held) -> bool:
+    def _committed(self, slot: _TransactionSlot, held: _HeldAnswers) -> bool:
         if slot.leader is None or slot.leader_epoch != held.leader_epoch:
             return False
         return self.cluster.partition(TRANSACTION_STATE_TOPIC, slot.index).logs[slot.leader].hw >= held.offset
