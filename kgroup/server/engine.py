@@ -362,7 +362,8 @@ class ServerEngine:
 
     def _hosting_deadline(self) -> Optional[int]:
         if self._hosting_deadline_ms is None:
-            deadlines = [d for d in (self.hosting.get_timer(), self.transactions.get_timer()) if d is not None]
+            deadlines = [d for d in (self.hosting.get_timer(), self.transactions.get_timer())
+                         if d is not None]
             self._hosting_deadline_ms = min(deadlines) if deadlines else None
         return self._hosting_deadline_ms
 

@@ -241,7 +241,8 @@ class KafkaServer:
 
         def loaded() -> bool:
             assert self.engine is not None
-            return self._hosting().all_coordinators_loaded() and self.engine.transactions.all_coordinators_loaded()
+            return (self._hosting().all_coordinators_loaded()
+                    and self.engine.transactions.all_coordinators_loaded())
         while not self._call(loaded):
             if time.monotonic() > deadline:
                 raise KGroupError(f"the coordinators did not load within {timeout_s} s")

@@ -260,8 +260,8 @@ def test_list_transactions_answers_each_brokers_own_partitions():
     h = Harness()
     ids = [f"txn-{i}" for i in range(12)]
     for txn in ids:
-        assert h.call(tx.InitProducerIdRequest(txn, 60_000), node_id=h.hosting.coordinator_node(txn)).error_code \
-            == E.NONE
+        answer = h.call(tx.InitProducerIdRequest(txn, 60_000), node_id=h.hosting.coordinator_node(txn))
+        assert answer.error_code == E.NONE
     seen = []
     for broker in (1, 2, 3):
         answer = h.call(tx.ListTransactionsRequest(("Empty", "Bogus")), node_id=broker)

@@ -14,8 +14,8 @@ import pytest
 from kgroup.core import transaction_messages as tx
 from kgroup.core.error_codes import ErrorCode as E
 from kgroup.core.transaction import (
-    MarkerStatus, ProducerIdAllocator, TransactionCoordinator, TransactionCoordinatorConfig, TransactionLogRecord,
-    TransactionState,
+    MarkerStatus, ProducerIdAllocator, TransactionCoordinator, TransactionCoordinatorConfig,
+    TransactionLogRecord, TransactionState,
 )
 from kgroup.core.transaction.metadata import MAX_PRODUCER_EPOCH
 from kgroup.core.transaction.states import LEGAL_PREVIOUS
@@ -172,7 +172,8 @@ def test_init_of_a_new_transactional_id_answers_epoch_zero_and_writes_empty(h):
 
 @pytest.mark.parametrize("state", [S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT])
 def test_init_again_bumps_the_epoch(h, state):
-    """shouldIncrementEpochAndUpdateMetadataOnHandleInitPidWhenExisting{Empty,Complete,CompleteCommit}Transaction."""
+    """shouldIncrementEpochAndUpdateMetadataOnHandleInitPidWhenExisting
+    {Empty,Complete,CompleteCommit}Transaction."""
     if state is S.EMPTY:
         producer_id, epoch = h.init().producer_id, 0
     else:
@@ -198,11 +199,12 @@ def test_init_over_an_open_transaction_fences_and_aborts_it_then_the_retry_bumps
     producer_id, epoch = h.ongoing()
     assert h.init().error_code == E.CONCURRENT_TRANSACTIONS
     prepare = h.log[-1].value
-    assert (prepare.state, prepare.producer_epoch, prepare.partitions) == (S.PREPARE_ABORT, epoch + 1, (T0, T1))
+    assert (prepare.state, prepare.producer_epoch, prepare.partitions) == (
+        S.PREPARE_ABORT, epoch + 1, (T0, T1))
     assert h.init().error_code == E.CONCURRENT_TRANSACTIONS   # markers not written yet
     h.markers()
-    assert [(m.topic, m.partition, m.commit, m.producer_epoch, m.coordinator_epoch) for m in h.writer.written] \
-        == [("t", 0, False, epoch + 1, 5), ("t", 1, False, epoch + 1, 5)]
+    assert [(m.topic, m.partition, m.commit, m.producer_epoch, m.coordinator_epoch)
+            for m in h.writer.written] == [("t", 0, False, epoch + 1, 5), ("t", 1, False, epoch + 1, 5)]
     assert h.state() is S.COMPLETE_ABORT
     retry = h.init()
     assert (retry.error_code, retry.producer_id, retry.producer_epoch) == (E.NONE, producer_id, epoch + 2)
@@ -216,12 +218,14 @@ def test_exhausted_epochs_rotate_to_a_new_producer_id(h):
     metadata = h.coordinator.transaction(TXN)
     metadata.producer_epoch = MAX_PRODUCER_EPOCH - 1
     answer = h.init()
-    assert (answer.error_code, answer.producer_id, answer.producer_epoch) == (E.NONE, FIRST_PRODUCER_ID + 1, 0)
+    assert (answer.error_code, answer.producer_id, answer.producer_epoch) == (
+        E.NONE, FIRST_PRODUCER_ID + 1, 0)
     assert h.log[-1].value.previous_producer_id == FIRST_PRODUCER_ID
 
 
 def test_kip360_init_with_the_current_epoch_bumps_it_and_a_retry_gets_the_same_epoch(h):
-    """testInitProducerIdWithCurrentEpochProvided / TransactionMetadataTest.testAttemptedEpochBumpWithLastEpoch."""
+    """testInitProducerIdWithCurrentEpochProvided /
+    TransactionMetadataTest.testAttemptedEpochBumpWithLastEpoch."""
     producer_id = h.init().producer_id
     bumped = h.init(producer_id=producer_id, epoch=0)
     assert (bumped.error_code, bumped.producer_epoch) == (E.NONE, 1)
@@ -230,7 +234,8 @@ def test_kip360_init_with_the_current_epoch_bumps_it_and_a_retry_gets_the_same_e
 
 
 def test_kip360_init_with_a_stale_epoch_or_another_producer_id_is_fenced(h):
-    """testInitProducerIdStaleCurrentEpochProvided / testFenceProducerWhenMappingExistsWithDifferentProducerId /
+    """testInitProducerIdStaleCurrentEpochProvided /
+    testFenceProducerWhenMappingExistsWithDifferentProducerId /
     TransactionMetadataTest.testAttemptedEpochBumpWithFencedEpoch."""
     producer_id = h.init().producer_id
     h.init()
@@ -247,7 +252,8 @@ def test_kip360_retry_after_a_rotation_the_producer_never_heard_about(h):
     rotated = h.init(producer_id=old_id, epoch=MAX_PRODUCER_EPOCH - 1)
     assert (rotated.error_code, rotated.producer_epoch) == (E.NONE, 0) and rotated.producer_id != old_id
     retried = h.init(producer_id=old_id, epoch=MAX_PRODUCER_EPOCH - 1)
-    assert (retried.error_code, retried.producer_id, retried.producer_epoch) == (E.NONE, rotated.producer_id, 0)
+    assert (retried.error_code, retried.producer_id, retried.producer_epoch) == (
+        E.NONE, rotated.producer_id, 0)
 
 
 # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------------------
@@ -255,7 +261,8 @@ def test_kip360_retry_after_a_rotation_the_producer_never_heard_about(h):
 
 def test_add_partitions_errors_before_any_write(h):
     """shouldRespondWithInvalidPidMappingOnAddPartitionsToTransactionWhenTransactionalIdNotPresent,
-    ...InvalidRequest...WhenTransactionalIdIsEmpty, shouldRespondWithProducerFencedOnAddPartitionsWhenEpochsAreDifferent."""
+    ...InvalidRequest...WhenTransactionalIdIsEmpty,
+    shouldRespondWithProducerFencedOnAddPartitionsWhenEpochsAreDifferent."""
     assert h.add(1, 0, T0).errors == ((T0, E.INVALID_PRODUCER_ID_MAPPING),)
     assert h.call(tx.AddPartitionsToTxnRequest("", 1, 0, (T0,))).errors == ((T0, E.INVALID_REQUEST),)
     producer_id = h.init().producer_id
@@ -297,7 +304,8 @@ def test_add_partitions_after_a_completed_transaction_starts_a_new_one(h, state)
 
 
 def test_verify_only_answers_per_partition_and_writes_nothing(h):
-    """testVerifyPartitionHandling / shouldRespondWithErrorsNoneOnAddPartitionWhenOngoingVerifyOnlyAndPartitionsTheSame /
+    """testVerifyPartitionHandling /
+    shouldRespondWithErrorsNoneOnAddPartitionWhenOngoingVerifyOnlyAndPartitionsTheSame /
     shouldRespondWithInvalidTxnStateWhenVerifyOnlyAndPartitionNotPresent (KIP-890 part 1, before
     TRANSACTION_ABORTABLE)."""
     producer_id = h.init().producer_id
@@ -310,11 +318,13 @@ def test_verify_only_answers_per_partition_and_writes_nothing(h):
 
 
 def test_add_offsets_adds_the_groups_offsets_partition(h):
-    """KafkaApis.handleAddOffsetsToTxnRequest: __consumer_offsets-partitionFor(group) joins the transaction."""
+    """KafkaApis.handleAddOffsetsToTxnRequest: __consumer_offsets-partitionFor(group) joins the
+    transaction."""
     producer_id = h.init().producer_id
     answer = h.call(tx.AddOffsetsToTxnRequest(TXN, producer_id, 0, "group-a"))
     assert answer.error_code == E.NONE
-    assert h.coordinator.transaction(TXN).partitions == {TopicPartition("__consumer_offsets", OFFSETS_PARTITION)}
+    offsets = TopicPartition("__consumer_offsets", OFFSETS_PARTITION)
+    assert h.coordinator.transaction(TXN).partitions == {offsets}
     assert h.call(tx.AddOffsetsToTxnRequest(TXN, producer_id, 3, "group-a")).error_code == E.PRODUCER_FENCED
 
 
@@ -336,16 +346,20 @@ def test_end_txn_errors_before_any_write(h):
 
 
 @pytest.mark.parametrize("state, commit, expected", [
-    (S.COMPLETE_COMMIT, True, E.NONE),                       # shouldReturnOkOnEndTxnWhenStatusIsCompleteCommitAndResultIsCommit
-    (S.COMPLETE_ABORT, False, E.NONE),                       # ...CompleteAbortAndResultIsAbort
-    (S.COMPLETE_ABORT, True, E.INVALID_TXN_STATE),           # shouldReturnInvalidTxnRequestOnEndTxnRequestWhenStatusIsCompleteAbort...
-    (S.COMPLETE_COMMIT, False, E.INVALID_TXN_STATE),         # ...CompleteCommitAndResultIsNotCommit
-    (S.PREPARE_COMMIT, True, E.CONCURRENT_TRANSACTIONS),     # shouldReturnConcurrentTransactionsOnEndTxnRequestWhenStatusIsPrepareCommit
-    (S.PREPARE_ABORT, True, E.INVALID_TXN_STATE),            # shouldReturnInvalidTxnRequestOnEndTxnRequestWhenStatusIsPrepareAbort
+    (S.COMPLETE_COMMIT, True, E.NONE),
+    (S.COMPLETE_ABORT, False, E.NONE),
+    (S.COMPLETE_ABORT, True, E.INVALID_TXN_STATE),
+    (S.COMPLETE_COMMIT, False, E.INVALID_TXN_STATE),
+    (S.PREPARE_COMMIT, True, E.CONCURRENT_TRANSACTIONS),
+    (S.PREPARE_ABORT, True, E.INVALID_TXN_STATE),
     (S.PREPARE_ABORT, False, E.CONCURRENT_TRANSACTIONS),
     (S.PREPARE_COMMIT, False, E.INVALID_TXN_STATE),
 ])
 def test_end_txn_retried_or_crossed_answers_as_kafka(h, state, commit, expected):
+    """shouldReturnOkOnEndTxnWhenStatusIsCompleteCommitAndResultIsCommit / ...CompleteAbortAndResultIsAbort,
+    shouldReturnInvalidTxnRequestOnEndTxnRequestWhenStatusIsCompleteAbortAndResultIsNotAbort /
+    ...CompleteCommitAndResultIsNotCommit / ...PrepareAbort,
+    shouldReturnConcurrentTransactionsOnEndTxnRequestWhenStatusIsPrepareCommit."""
     producer_id, epoch = h.in_state(state)
     written = len(h.log)
     assert h.end(producer_id, epoch, commit).error_code == expected
@@ -366,7 +380,8 @@ def test_end_txn_writes_prepare_then_markers_then_complete(h, commit):
     answer = h.end(producer_id, epoch, commit)
     assert (answer.error_code, answer.producer_id, answer.producer_epoch) == (E.NONE, producer_id, epoch)
     prepare = h.log[-1].value
-    assert prepare.state is (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT) and prepare.partitions == (T0, T1)
+    assert prepare.state is (S.PREPARE_COMMIT if commit else S.PREPARE_ABORT)
+    assert prepare.partitions == (T0, T1)
     h.status = MarkerStatus.PENDING
     h.markers()
     assert len(h.writer.written) == 2 and h.state() is prepare.state   # appended, not replicated
@@ -397,7 +412,8 @@ def test_a_failed_marker_write_is_retried_after_the_backoff(h):
 
 
 def test_a_marker_lost_in_a_leader_change_is_written_again(h):
-    """A marker counts once the HW passed it in the epoch it was appended in (kgroup.core.transaction_markers)."""
+    """A marker counts once the HW passed it in the epoch it was appended in
+    (kgroup.core.transaction_markers)."""
     producer_id, epoch = h.ongoing()
     h.end(producer_id, epoch)
     h.status = MarkerStatus.PENDING
@@ -439,7 +455,8 @@ def test_an_expired_transaction_is_aborted_with_a_bumped_epoch_fencing_its_produ
     assert h.state() is S.PREPARE_ABORT
     assert (h.log[-1].value.producer_epoch, h.log[-1].value.state) == (1, S.PREPARE_ABORT)
     h.markers()
-    assert h.state() is S.COMPLETE_ABORT and all(m.producer_epoch == 1 and not m.commit for m in h.writer.written)
+    assert h.state() is S.COMPLETE_ABORT
+    assert all(m.producer_epoch == 1 and not m.commit for m in h.writer.written)
     assert h.add(init.producer_id, 0, T0).errors == ((T0, E.PRODUCER_FENCED),)
     assert h.end(init.producer_id, 0).error_code == E.PRODUCER_FENCED
     assert h.coordinator.get_timer() is None
@@ -466,7 +483,8 @@ def test_load_replays_the_log_and_resumes_markers_of_a_prepared_transaction(h):
     result = loaded.write_markers(FakeWriter(), lambda append: MarkerStatus.WRITTEN, 60)
     assert [r.value.state for r in result.records] == [S.COMPLETE_COMMIT]
     tombstone = TransactionLogRecord(h.log[0].key, None)
-    assert TransactionCoordinator.load(h.log + [tombstone], 0, 6, allocator, lambda g: 0).transaction(TXN) is None
+    reloaded = TransactionCoordinator.load(h.log + [tombstone], 0, 6, allocator, lambda g: 0)
+    assert reloaded.transaction(TXN) is None
     with pytest.raises(TypeError, match="not a TransactionLogRecord"):
         TransactionCoordinator.load(["junk"], 0, 6, allocator, lambda g: 0)
 
@@ -495,8 +513,8 @@ def test_list_transactions_filters_by_state_producer_and_duration(h):
     assert [t.transactional_id for t in h.coordinator.list_transactions(
         tx.ListTransactionsRequest(producer_id_filters=(other,)), h.now_ms)] == ["other"]
     assert h.coordinator.list_transactions(tx.ListTransactionsRequest(("Nope",)), h.now_ms) == []
-    older = h.coordinator.list_transactions(tx.ListTransactionsRequest(("Ongoing",), duration_filter_ms=4_999),
-                                            h.now_ms)
+    older = h.coordinator.list_transactions(
+        tx.ListTransactionsRequest(("Ongoing",), duration_filter_ms=4_999), h.now_ms)
     assert [t.producer_id for t in older] == [producer_id]
     assert h.coordinator.list_transactions(tx.ListTransactionsRequest(("Ongoing",), duration_filter_ms=5_000),
                                            h.now_ms) == []

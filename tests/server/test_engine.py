@@ -193,8 +193,9 @@ def test_init_producer_id_without_a_transactional_id_is_a_fresh_id_from_any_brok
     tests/server/test_transactions_wire.py."""
     ids = []
     for node_id in (1, 2, 3):
-        plain = engine.call(InitProducerIdRequest(version=4, transactional_id=None, transaction_timeout_ms=60_000,
-                                                  producer_id=-1, producer_epoch=-1), node_id=node_id)
+        plain = engine.call(InitProducerIdRequest(version=4, transactional_id=None,
+                                                  transaction_timeout_ms=60_000, producer_id=-1,
+                                                  producer_epoch=-1), node_id=node_id)
         assert (plain.error_code, plain.producer_epoch) == (0, 0)
         ids.append(plain.producer_id)
     again = engine.call(InitProducerIdRequest(version=4, transactional_id=None, transaction_timeout_ms=60_000,

@@ -91,7 +91,8 @@ def _end(client, producer_id, epoch, committed=True, version=3, txn=TXN):
 def _wait_state(server, state, txn=TXN):
     deadline = time.monotonic() + WAIT_S
     while server.transaction_state(txn) != state:
-        assert time.monotonic() < deadline, f"{txn} never reached {state} (is {server.transaction_state(txn)})"
+        assert time.monotonic() < deadline, \
+            f"{txn} never reached {state} (is {server.transaction_state(txn)})"
         time.sleep(0.01)
 
 
@@ -121,7 +122,8 @@ def test_init_producer_id_bumps_the_epoch_and_fences_by_version(txn_server, raw_
     second = _init(client, version=3, producer_id=first.producer_id, epoch=0)
     assert (second.error_code, second.producer_id, second.producer_epoch) == (0, first.producer_id, 1)
     assert _init(client, version=4, producer_id=first.producer_id, epoch=5).error_code == E.PRODUCER_FENCED
-    assert _init(client, version=3, producer_id=first.producer_id, epoch=5).error_code == E.INVALID_PRODUCER_EPOCH
+    stale_v3 = _init(client, version=3, producer_id=first.producer_id, epoch=5)
+    assert stale_v3.error_code == E.INVALID_PRODUCER_EPOCH
     assert _init(client, timeout_ms=900_001).error_code == E.INVALID_TRANSACTION_TIMEOUT
     other = next(b for b in (1, 2, 3) if b != server.transaction_coordinator_node(TXN))
     assert _init(_client(server, raw_client, other)).error_code == E.NOT_COORDINATOR
@@ -139,11 +141,12 @@ def test_add_partitions_answers_per_partition_and_by_version(txn_server, raw_cli
     init = _init(client)
     pid, epoch = init.producer_id, init.producer_epoch
     missing = _add(client, pid, epoch, (("t", (0, 9)),))
-    assert _add_errors(missing) == {("t", 0): E.OPERATION_NOT_ATTEMPTED, ("t", 9): E.UNKNOWN_TOPIC_OR_PARTITION}
-    assert _add_errors(_add(client, pid, epoch + 1, version=1)) == {("t", 0): E.INVALID_PRODUCER_EPOCH,
-                                                                      ("t", 1): E.INVALID_PRODUCER_EPOCH}
-    assert _add_errors(_add(client, pid, epoch + 1, version=2)) == {("t", 0): E.PRODUCER_FENCED,
-                                                                      ("t", 1): E.PRODUCER_FENCED}
+    assert _add_errors(missing) == {("t", 0): E.OPERATION_NOT_ATTEMPTED,
+                                    ("t", 9): E.UNKNOWN_TOPIC_OR_PARTITION}
+    assert _add_errors(_add(client, pid, epoch + 1, version=1)) == {
+        ("t", 0): E.INVALID_PRODUCER_EPOCH, ("t", 1): E.INVALID_PRODUCER_EPOCH}
+    assert _add_errors(_add(client, pid, epoch + 1, version=2)) == {
+        ("t", 0): E.PRODUCER_FENCED, ("t", 1): E.PRODUCER_FENCED}
     assert _add_errors(_add(client, pid, epoch, (("t", (0,)),))) == {("t", 0): 0}
     assert server.transaction_state(TXN) == "Ongoing"
     txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
@@ -189,8 +192,10 @@ def test_describe_and_list_transactions(txn_server, raw_client):
     init = _init(client, timeout_ms=30_000)
     _add(client, init.producer_id, init.producer_epoch)
     node_id = server.transaction_coordinator_node(TXN)
-    nobody = next(f"nobody-{i}" for i in range(1000) if server.transaction_coordinator_node(f"nobody-{i}") == node_id)
-    elsewhere_id = next(f"x-{i}" for i in range(1000) if server.transaction_coordinator_node(f"x-{i}") != node_id)
+    nobody = next(f"nobody-{i}" for i in range(1000)
+                  if server.transaction_coordinator_node(f"nobody-{i}") == node_id)
+    elsewhere_id = next(f"x-{i}" for i in range(1000)
+                        if server.transaction_coordinator_node(f"x-{i}") != node_id)
     described = client.request(DescribeTransactionsRequest(version=0,
                                                            transactional_ids=[TXN, nobody, elsewhere_id]))
     state, unknown, not_here = described.transaction_states

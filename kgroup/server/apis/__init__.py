@@ -16,11 +16,11 @@ from typing import Dict, Tuple
 from kafka.protocol.api_key import ApiKey
 
 from kgroup.server.apis import (
-    add_offsets_to_txn, add_partitions_to_txn, api_versions, consumer_group_describe, consumer_group_heartbeat,
-    create_partitions, create_topics, delete_groups, delete_topics, describe_cluster, describe_groups,
-    describe_transactions, end_txn, fetch, find_coordinator, heartbeat, init_producer_id, join_group,
-    leave_group, list_groups, list_offsets, list_transactions, metadata, offset_commit, offset_delete,
-    offset_fetch, offset_for_leader_epoch, produce, sync_group,
+    add_offsets_to_txn, add_partitions_to_txn, api_versions, consumer_group_describe,
+    consumer_group_heartbeat, create_partitions, create_topics, delete_groups, delete_topics,
+    describe_cluster, describe_groups, describe_transactions, end_txn, fetch, find_coordinator,
+    heartbeat, init_producer_id, join_group, leave_group, list_groups, list_offsets, list_transactions,
+    metadata, offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
 )
 from kgroup.server.apis.definition import ServedApi
 

@@ -12,7 +12,8 @@ from kgroup.server.apis.txn_answers import for_version
 
 
 def _to_core(req: Any, version: int, topics: TopicIds) -> List[object]:
-    return [tx.AddOffsetsToTxnRequest(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id)]
+    return [tx.AddOffsetsToTxnRequest(req.transactional_id, req.producer_id, req.producer_epoch,
+                                      req.group_id)]
 
 
 def _to_struct(parts: List[Any], version: int, request: Any, topics: TopicIds) -> Any:

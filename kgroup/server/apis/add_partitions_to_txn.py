@@ -24,8 +24,8 @@ _TOPIC_RESULT = {False: AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 def _transactions(req: Any, version: int) -> List[Tuple[str, int, int, bool, List[TopicPartition]]]:
     """(transactional id, producer id, epoch, verify only, partitions) of each transaction asked about."""
     if version < 4:
-        return [(req.v3_and_below_transactional_id, req.v3_and_below_producer_id, req.v3_and_below_producer_epoch,
-                 False, _partitions(req.v3_and_below_topics))]
+        return [(req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+                 req.v3_and_below_producer_epoch, False, _partitions(req.v3_and_below_topics))]
     return [(t.transactional_id, t.producer_id, t.producer_epoch, bool(t.verify_only), _partitions(t.topics))
             for t in req.transactions]
 
@@ -52,7 +52,8 @@ def _to_struct(parts: List[Any], version: int, request: Any, topics: TopicIds) -
         if _all_exist(partitions, topics):
             errors = [(tp, for_version(code, version, 2)) for tp, code in next(answers).errors]
         else:
-            errors = [(tp, int(ErrorCode.OPERATION_NOT_ATTEMPTED) if topics.has_partition(tp.topic, tp.partition)
+            errors = [(tp, int(ErrorCode.OPERATION_NOT_ATTEMPTED)
+                       if topics.has_partition(tp.topic, tp.partition)
                        else int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)) for tp in partitions]
         topic_results = [
             topic_result(version=version, name=topic, results_by_partition=[
@@ -65,16 +66,19 @@ def _to_struct(parts: List[Any], version: int, request: Any, topics: TopicIds) -
         ((_, topic_results),) = results
         return AddPartitionsToTxnResponse(version=version, throttle_time_ms=0,
                                           results_by_topic_v3_and_below=topic_results)
-    return AddPartitionsToTxnResponse(version=version, throttle_time_ms=0, error_code=0, results_by_transaction=[
-        _Result(version=version, transactional_id=transactional_id, topic_results=topic_results)
-        for transactional_id, topic_results in results])
+    by_transaction = [_Result(version=version, transactional_id=transactional_id, topic_results=topic_results)
+                      for transactional_id, topic_results in results]
+    return AddPartitionsToTxnResponse(version=version, throttle_time_ms=0, error_code=0,
+                                      results_by_transaction=by_transaction)
 
 
 def _error_answer(request: Any, version: int, code: int) -> Any:
-    """``AddPartitionsToTxnRequest.getErrorResponse``: every partition before v4, the top-level code from v4."""
+    """``AddPartitionsToTxnRequest.getErrorResponse``: every partition before v4, the top-level code
+    from v4."""
     if version < 4:
         return _CODEC.error_answer(request, version, code)
-    return AddPartitionsToTxnResponse(version=version, throttle_time_ms=0, error_code=code, results_by_transaction=[])
+    return AddPartitionsToTxnResponse(version=version, throttle_time_ms=0, error_code=code,
+                                      results_by_transaction=[])
 
 
 _CODEC = GroupCodec(_to_core, _to_struct)

@@ -28,5 +28,5 @@ def _to_struct(parts: List[Any], version: int, request: Any, topics: TopicIds) -
         for t in resp.transactions])
 
 
-API = group_api(ApiKey.DescribeTransactions, (0, 0), DescribeTransactionsRequest, DescribeTransactionsResponse,
-                _to_core, _to_struct)
+API = group_api(ApiKey.DescribeTransactions, (0, 0), DescribeTransactionsRequest,
+                DescribeTransactionsResponse, _to_core, _to_struct)

@@ -18,7 +18,8 @@ def _to_core(req: Any, version: int, topics: TopicIds) -> List[object]:
 
 def _to_struct(parts: List[Any], version: int, request: Any, topics: TopicIds) -> Any:
     (resp,) = parts
-    return EndTxnResponse(version=version, throttle_time_ms=0, error_code=for_version(resp.error_code, version, 2))
+    return EndTxnResponse(version=version, throttle_time_ms=0,
+                          error_code=for_version(resp.error_code, version, 2))
 
 
 API = group_api(ApiKey.EndTxn, (0, 4), EndTxnRequest, EndTxnResponse, _to_core, _to_struct)

@@ -14,7 +14,8 @@ from kgroup.server.apis.txn_answers import for_version
 
 def _to_core(req: Any, version: int, topics: TopicIds) -> List[object]:
     producer_id, producer_epoch = (req.producer_id, req.producer_epoch) if version >= 3 else (-1, -1)
-    return [tx.InitProducerIdRequest(req.transactional_id, req.transaction_timeout_ms, producer_id, producer_epoch)]
+    return [tx.InitProducerIdRequest(req.transactional_id, req.transaction_timeout_ms, producer_id,
+                                     producer_epoch)]
 
 
 def _to_struct(parts: List[Any], version: int, request: Any, topics: TopicIds) -> Any:
@@ -25,4 +26,5 @@ def _to_struct(parts: List[Any], version: int, request: Any, topics: TopicIds) -
 
 
 # v6 is KIP-939's two-phase commit (enable2Pc, keepPreparedTxn): not served.
-API = group_api(ApiKey.InitProducerId, (0, 5), InitProducerIdRequest, InitProducerIdResponse, _to_core, _to_struct)
+API = group_api(ApiKey.InitProducerId, (0, 5), InitProducerIdRequest, InitProducerIdResponse, _to_core,
+                _to_struct)
