@@ -148,6 +148,10 @@ def test_other_brokers_answer_not_coordinator_and_a_loading_leader_load_in_progr
     assert h.call(init, node_id=leader).error_code == E.NONE
     described = h.call(tx.DescribeTransactionsRequest((TXN,)), node_id=other)
     assert described.transactions[0].error_code == E.NOT_COORDINATOR
+    # An empty transactional id is INVALID_REQUEST whichever broker is asked.
+    for broker in (1, 2, 3):
+        assert h.call(tx.EndTxnRequest("", 1, 0, True), node_id=broker).error_code == E.INVALID_REQUEST
+        assert h.call(tx.InitProducerIdRequest("", 60_000), node_id=broker).error_code == E.INVALID_REQUEST
 
 
 def test_an_answer_is_held_until_the_high_watermark_covers_its_record():

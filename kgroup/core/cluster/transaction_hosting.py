@@ -167,8 +167,11 @@ class TransactionHosting:
         elif isinstance(request, tx.DescribeTransactionsRequest):
             out.append(Delivery(request_key, tx.DescribeTransactionsResponse(
                 tuple(self._describe(node_id, t) for t in request.transactional_ids))))
+        elif isinstance(request, _SINGLE_ID_REQUESTS) and not request.transactional_id:
+            # An empty id is INVALID_REQUEST from any broker (TransactionCoordinator checks it first).
+            out.append(Delivery(request_key, error_responses.for_request(request, E.INVALID_REQUEST)))
         elif isinstance(request, _SINGLE_ID_REQUESTS):
-            slot = self._slots[self.partition_for(request.transactional_id or "")]
+            slot = self._slots[self.partition_for(request.transactional_id)]
             serving = self._serving(slot, node_id)
             if isinstance(serving, ErrorCode):
                 out.append(Delivery(request_key, error_responses.for_request(request, serving)))
