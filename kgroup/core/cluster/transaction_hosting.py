@@ -167,20 +167,24 @@ class TransactionHosting:
         elif isinstance(request, tx.DescribeTransactionsRequest):
             out.append(Delivery(request_key, tx.DescribeTransactionsResponse(
                 tuple(self._describe(node_id, t) for t in request.transactional_ids))))
-        elif isinstance(request, _SINGLE_ID_REQUESTS) and not request.transactional_id:
-            # An empty id is INVALID_REQUEST from any broker (TransactionCoordinator checks it first).
-            out.append(Delivery(request_key, error_responses.for_request(request, E.INVALID_REQUEST)))
         elif isinstance(request, _SINGLE_ID_REQUESTS):
-            slot = self._slots[self.partition_for(request.transactional_id)]
-            serving = self._serving(slot, node_id)
-            if isinstance(serving, ErrorCode):
-                out.append(Delivery(request_key, error_responses.for_request(request, serving)))
-            else:
-                out.extend(self._apply(slot, serving.handle(request_key, request, self.now_ms)))
+            out.extend(self._single_id(node_id, request_key, request))
         else:
             raise UnsupportedRequestError(f"the transaction hosting cannot handle {type(request).__name__}")
         out.extend(self._release())
         return out
+
+    def _single_id(self, node_id: int, request_key: Hashable, request) -> List[Delivery]:
+        """A request about one transactional id, answered by the coordinator of its partition."""
+        transactional_id = request.transactional_id
+        if not transactional_id:
+            # An empty id is INVALID_REQUEST from any broker (TransactionCoordinator checks it first).
+            return [Delivery(request_key, error_responses.for_request(request, E.INVALID_REQUEST))]
+        slot = self._slots[self.partition_for(transactional_id)]
+        serving = self._serving(slot, node_id)
+        if isinstance(serving, ErrorCode):
+            return [Delivery(request_key, error_responses.for_request(request, serving))]
+        return self._apply(slot, serving.handle(request_key, request, self.now_ms))
 
     def handle_timer(self, now_ms: int) -> List[Delivery]:
         out = self._advance(now_ms)
