@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from kgroup.core import consumer_group_messages as cg
 from kgroup.core import messages as m
+from kgroup.core import transaction_messages as tx
 from kgroup.core.error_codes import ErrorCode
 
 # -- from a request ------------------------------------------------------------
@@ -36,6 +37,14 @@ _FROM_REQUEST: dict[type, Callable[[Any, ErrorCode], object]] = {
     cg.ConsumerGroupHeartbeatRequest: lambda req, code: cg.ConsumerGroupHeartbeatResponse(code),
     cg.ConsumerGroupDescribeRequest: lambda req, code: cg.ConsumerGroupDescribeResponse(
         tuple(cg.DescribedConsumerGroup(code, gid) for gid in req.group_ids)),
+    tx.InitProducerIdRequest: lambda req, code: tx.InitProducerIdResponse(code),
+    tx.AddPartitionsToTxnRequest: lambda req, code: tx.AddPartitionsToTxnResponse(
+        req.transactional_id, tuple((tp, code) for tp in req.partitions)),
+    tx.AddOffsetsToTxnRequest: lambda req, code: tx.AddOffsetsToTxnResponse(code),
+    tx.EndTxnRequest: lambda req, code: tx.EndTxnResponse(code),
+    tx.DescribeTransactionsRequest: lambda req, code: tx.DescribeTransactionsResponse(
+        tuple(tx.DescribedTransaction(code, tid) for tid in req.transactional_ids)),
+    tx.ListTransactionsRequest: lambda req, code: tx.ListTransactionsResponse(code),
 }
 
 
@@ -68,6 +77,14 @@ _FROM_RESPONSE: dict[type, Callable[[Any, ErrorCode], object]] = {
     cg.ConsumerGroupHeartbeatResponse: lambda resp, code: cg.ConsumerGroupHeartbeatResponse(code),
     cg.ConsumerGroupDescribeResponse: lambda resp, code: cg.ConsumerGroupDescribeResponse(
         tuple(cg.DescribedConsumerGroup(code, g.group_id) for g in resp.groups)),
+    tx.InitProducerIdResponse: lambda resp, code: tx.InitProducerIdResponse(code),
+    tx.AddPartitionsToTxnResponse: lambda resp, code: tx.AddPartitionsToTxnResponse(
+        resp.transactional_id, tuple((tp, code) for tp, _ in resp.errors)),
+    tx.AddOffsetsToTxnResponse: lambda resp, code: tx.AddOffsetsToTxnResponse(code),
+    tx.EndTxnResponse: lambda resp, code: tx.EndTxnResponse(code),
+    tx.DescribeTransactionsResponse: lambda resp, code: tx.DescribeTransactionsResponse(
+        tuple(tx.DescribedTransaction(code, t.transactional_id) for t in resp.transactions)),
+    tx.ListTransactionsResponse: lambda resp, code: tx.ListTransactionsResponse(code),
 }
 
 

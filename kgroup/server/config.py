@@ -6,6 +6,7 @@ from typing import Tuple
 import attrs
 
 from kgroup.core.coordinator import GroupCoordinatorConfig
+from kgroup.core.transaction import TransactionCoordinatorConfig
 from kgroup.errors import ConfigError
 
 __all__ = ["ServerConfig"]
@@ -27,6 +28,10 @@ class ServerConfig:
     auto_create_topics: bool = True
     #: Kafka's ``offsets.topic.num.partitions``.
     offsets_partitions: int = 50
+    #: Kafka's ``transaction.state.log.num.partitions``.
+    transaction_partitions: int = 50
+    #: Kafka's ``transaction.max.timeout.ms`` and the other transaction coordinator settings.
+    transaction: TransactionCoordinatorConfig = TransactionCoordinatorConfig()
     #: Kafka's ``min.insync.replicas``.
     min_insync_replicas: int = 1
     #: Kafka's ``message.max.bytes`` (largest record batch a produce may carry).
@@ -36,7 +41,7 @@ class ServerConfig:
     #: How long a new coordinator takes to load its groups after a failover.
     group_load_time_ms: int = 100
     cluster_id: str = "kgroup-in-memory"
-    #: The first producer id InitProducerId hands out.
+    #: The first producer id InitProducerId hands out (idempotent and transactional producers).
     first_producer_id: int = 1000
     #: How many of the latest requests ``KafkaServer.trace()`` keeps (a ring buffer, about 250
     #: bytes an entry: 10,000 is ~2.5 MB); 0 keeps none and skips the per-answer error-code walk.
@@ -51,6 +56,8 @@ class ServerConfig:
             (self.default_replication_factor >= 1,
              f"default_replication_factor must be >= 1, got {self.default_replication_factor}"),
             (self.offsets_partitions >= 1, f"offsets_partitions must be >= 1, got {self.offsets_partitions}"),
+            (self.transaction_partitions >= 1,
+             f"transaction_partitions must be >= 1, got {self.transaction_partitions}"),
             (self.min_insync_replicas >= 1,
              f"min_insync_replicas must be >= 1, got {self.min_insync_replicas}"),
             (self.max_message_bytes >= 1, f"max_message_bytes must be >= 1, got {self.max_message_bytes}"),

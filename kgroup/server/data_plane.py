@@ -1,4 +1,4 @@
-"""Produce, Fetch, ListOffsets, OffsetForLeaderEpoch, transaction markers and InitProducerId on the
+"""Produce, Fetch, ListOffsets, OffsetForLeaderEpoch and transaction markers on the
 cluster state machine; Metadata and the topic admin APIs through their own modules.
 
 Each handler takes the broker (``node_id``) a request reached and the decoded kafka-python
@@ -11,13 +11,12 @@ transactions (:mod:`kgroup.server.producer_state`).
 """
 from __future__ import annotations
 
-import itertools
 import uuid
 from typing import Any, List, Optional, Tuple, Union
 
 import attrs
 from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetForLeaderEpochResponse
-from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
+from kafka.protocol.producer import ProduceResponse
 
 from kgroup.core.cluster.partition import Partition
 from kgroup.core.cluster.state_machine import ClusterStateMachine
@@ -56,7 +55,6 @@ class DataPlane:
     def __init__(self, cluster: ClusterStateMachine, config: ServerConfig) -> None:
         self.cluster = cluster
         self.config = config
-        self._producer_ids = itertools.count(config.first_producer_id)
         self.producer_states = ProducerStates()
         self.topics = TopicAdmin(cluster, config, topic_gone=self._topic_gone)
         self.metadata_answer = MetadataAnswer(cluster, config, self.topics)
@@ -369,19 +367,3 @@ class DataPlane:
                 answer.leader_epoch, answer.end_offset = epoch_end_offset(log, asked.leader_epoch)
             topics.append(topic_cls(version=version, topic=t.topic, partitions=parts))
         return OffsetForLeaderEpochResponse(version=version, throttle_time_ms=0, topics=topics)
-
-    # -- InitProducerId --------------------------------------------------------------------------
-
-    def init_producer_id(self, request: Any, version: int) -> Any:
-        if request.transactional_id is not None:
-            # Transactions are not supported: a transactional producer gets a fatal error at once.
-            refused = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-            return InitProducerIdResponse(version=version, throttle_time_ms=0, producer_id=-1,
-                                          producer_epoch=-1, error_code=refused)
-        if version >= 3 and request.producer_id >= 0:
-            # KIP-360: an idempotent producer bumps its epoch to reset its sequences.
-            return InitProducerIdResponse(version=version, throttle_time_ms=0, error_code=E.NONE,
-                                          producer_id=request.producer_id,
-                                          producer_epoch=request.producer_epoch + 1)
-        return InitProducerIdResponse(version=version, throttle_time_ms=0, error_code=E.NONE,
-                                      producer_id=next(self._producer_ids), producer_epoch=0)

@@ -24,12 +24,14 @@ from kafka.protocol.metadata import MetadataResponse
 
 from kgroup.core.broker import BrokerUnreachable, RequestContext
 from kgroup.core.cluster.group_hosting import GroupHosting
+from kgroup.core.cluster.transaction_hosting import TransactionHosting
 from kgroup.core.coordinator import Delivery
 from kgroup.server.apis import SERVED_APIS
 from kgroup.server.apis.api_versions import api_versions_response
 from kgroup.server.apis.definition import NO_RESPONSE, AwaitAppends, AwaitData, GroupCodec, InSlices
 from kgroup.server.data_plane import DataPlane, ProduceWait
 from kgroup.server.faults import FaultRules, RequestTrace, RequestTraceEntry, error_codes_of
+from kgroup.server.transactions import transaction_hosting_for
 from kgroup.server.frames import (
     DecodedRequest, FrameError, UnsupportedRequestVersion, decode_request, encode_response, peek_client_id,
     peek_header, response_version_for,
@@ -107,8 +109,13 @@ class _Delayed:
 
 
 class ServerEngine:
-    def __init__(self, hosting: GroupHosting, data_plane: DataPlane, now_ms: int) -> None:
+    def __init__(self, hosting: GroupHosting, data_plane: DataPlane, now_ms: int,
+                 transactions: Optional[TransactionHosting] = None) -> None:
         self.hosting = hosting
+        #: The transaction coordinators: the group path sends them the transaction APIs (and
+        #: FindCoordinator for a transactional id); the group hosting gets everything else.
+        self.transactions = transactions if transactions is not None else transaction_hosting_for(
+            hosting, data_plane, data_plane.config, now_ms)
         self.cluster = hosting.cluster
         self.data = data_plane
         self.faults = FaultRules()
@@ -236,6 +243,7 @@ class ServerEngine:
         out = self._advance(now_ms)
         self._hosting_deadline_ms = None
         out.extend(self._route(action(now_ms), now_ms))
+        out.extend(self._route(self.transactions.handle_timer(now_ms), now_ms))   # follow the failover
         out.extend(self._settle(now_ms))
         return out
 
@@ -315,7 +323,8 @@ class ServerEngine:
                                 now_ms)
         self._hosting_deadline_ms = None
         for index, core_request in enumerate(core_requests):
-            deliveries = self.hosting.send(flight.node_id, (request_id, index), core_request, now_ms, context)
+            backend = self.transactions if self.transactions.handles(core_request) else self.hosting
+            deliveries = backend.send(flight.node_id, (request_id, index), core_request, now_ms, context)
             out.extend(self._route(deliveries, now_ms))
         return out
 
@@ -353,7 +362,9 @@ class ServerEngine:
 
     def _hosting_deadline(self) -> Optional[int]:
         if self._hosting_deadline_ms is None:
-            self._hosting_deadline_ms = self.hosting.get_timer()
+            deadlines = [d for d in (self.hosting.get_timer(), self.transactions.get_timer())
+                         if d is not None]
+            self._hosting_deadline_ms = min(deadlines) if deadlines else None
         return self._hosting_deadline_ms
 
     def _advance(self, now_ms: int) -> List[Reply]:
@@ -367,7 +378,9 @@ class ServerEngine:
             self.cluster.handle_timer(self._now_ms)
             return []
         self._hosting_deadline_ms = None
-        return self._route(self.hosting.handle_timer(self._now_ms), self._now_ms)
+        out = self._route(self.hosting.handle_timer(self._now_ms), self._now_ms)
+        out.extend(self._route(self.transactions.handle_timer(self._now_ms), self._now_ms))
+        return out
 
     def _settle(self, now_ms: int) -> List[Reply]:
         """Answer produces whose appends resolved, fetches with enough data or out of time, due delays."""

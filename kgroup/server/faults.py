@@ -165,7 +165,7 @@ def _plan(cls: type) -> Tuple[Tuple[str, bool], ...]:
     if plan is None:
         steps = []
         for name, field in cls.fields.items():  # type: ignore[attr-defined]
-            if name == "error_code":
+            if name in ("error_code", "partition_error_code"):   # the latter: AddPartitionsToTxn
                 steps.append((name, True))
                 continue
             is_struct = getattr(field, "is_struct", None)

@@ -235,12 +235,35 @@ class KafkaServer:
         return self._call(work)
 
     def wait_coordinators_loaded(self, timeout_s: float = 30.0) -> None:
-        """Return once every group coordinator has loaded (no request gets COORDINATOR_LOAD_IN_PROGRESS)."""
+        """Return once every group and transaction coordinator has loaded (no request gets
+        COORDINATOR_LOAD_IN_PROGRESS)."""
         deadline = time.monotonic() + timeout_s
-        while not self._call(lambda: self._hosting().all_coordinators_loaded()):
+
+        def loaded() -> bool:
+            assert self.engine is not None
+            return (self._hosting().all_coordinators_loaded()
+                    and self.engine.transactions.all_coordinators_loaded())
+        while not self._call(loaded):
             if time.monotonic() > deadline:
-                raise KGroupError(f"the group coordinators did not load within {timeout_s} s")
+                raise KGroupError(f"the coordinators did not load within {timeout_s} s")
             time.sleep(0.01)
+
+    def transaction_coordinator_node(self, transactional_id: str) -> Optional[int]:
+        """The broker coordinating ``transactional_id`` (None while its partition has no leader)."""
+        def work() -> Optional[int]:
+            assert self.engine is not None
+            return self.engine.transactions.coordinator_node(transactional_id)
+        return self._call(work)
+
+    def transaction_state(self, transactional_id: str) -> Optional[str]:
+        """Kafka's name of the id's transaction state ("Ongoing", "CompleteCommit", ...), None if
+        unknown or not loaded."""
+        def work() -> Optional[str]:
+            assert self.engine is not None
+            coordinator = self.engine.transactions.coordinator_for(transactional_id)
+            metadata = None if coordinator is None else coordinator.transaction(transactional_id)
+            return None if metadata is None else metadata.state.kafka_name
+        return self._call(work)
 
     def partition_leader(self, topic: str, partition: int) -> Optional[int]:
         return self._call(lambda: self._hosting().cluster.partition(topic, partition).leader)

@@ -42,7 +42,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 import pytest
 from kafka.protocol.admin import (
     CreatePartitionsRequest, CreateTopicsRequest, DeleteGroupsRequest, DeleteTopicsRequest,
-    DescribeClusterRequest, DescribeGroupsRequest, ListGroupsRequest,
+    DescribeClusterRequest, DescribeGroupsRequest, DescribeTransactionsRequest, ListGroupsRequest,
+    ListTransactionsRequest,
 )
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import (
@@ -51,7 +52,9 @@ from kafka.protocol.consumer import (
     SyncGroupRequest,
 )
 from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest, MetadataRequest
-from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.protocol.producer import (
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, InitProducerIdRequest, ProduceRequest,
+)
 from kafka.protocol.producer import TxnOffsetCommitRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
@@ -380,6 +383,21 @@ def _valid_requests(served: bool = True) -> List[Tuple[ApiKey, int, Any]]:
         if v >= 6 else [])
     add(ApiKey.InitProducerId, InitProducerIdRequest, transactional_id=None, transaction_timeout_ms=1_000,
         producer_id=-1, producer_epoch=-1)
+    txn = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+    add(ApiKey.AddPartitionsToTxn, AddPartitionsToTxnRequest, v3_and_below_transactional_id="tx",
+        v3_and_below_producer_id=7, v3_and_below_producer_epoch=0, v3_and_below_topics=lambda v: [
+            AddPartitionsToTxnRequest.AddPartitionsToTxnTopic(version=v, name="t", partitions=[0, 1])]
+        if v < 4 else [],
+        transactions=lambda v: [txn(version=v, transactional_id="tx", producer_id=7, producer_epoch=0,
+                                    verify_only=True, topics=[
+                                        txn.AddPartitionsToTxnTopic(version=v, name="t", partitions=[0, 1])])]
+        if v >= 4 else [])
+    add(ApiKey.AddOffsetsToTxn, AddOffsetsToTxnRequest, transactional_id="tx", producer_id=7,
+        producer_epoch=0, group_id="g")
+    add(ApiKey.EndTxn, EndTxnRequest, transactional_id="tx", producer_id=7, producer_epoch=0, committed=True)
+    add(ApiKey.DescribeTransactions, DescribeTransactionsRequest, transactional_ids=["tx", "ty"])
+    add(ApiKey.ListTransactions, ListTransactionsRequest, state_filters=["Ongoing", "Nope"],
+        producer_id_filters=[7], duration_filter=-1, transactional_id_pattern=None)
     add(ApiKey.CreatePartitions, CreatePartitionsRequest, timeout_ms=1_000, validate_only=False,
         topics=lambda v: [CreatePartitionsRequest.CreatePartitionsTopic(version=v, name="t", count=4,
                                                                         assignments=None)])

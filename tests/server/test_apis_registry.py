@@ -14,7 +14,7 @@ from kgroup.server.apis import SERVED_APIS, SUPPORTED_VERSIONS
 from kgroup.server.apis.definition import ServedApi
 
 #: Modules of the package that are not an API: the definition and what several group codecs share.
-_SHARED = {"definition", "group_answers"}
+_SHARED = {"definition", "group_answers", "txn_answers"}
 
 
 def _snake_case(name: str) -> str:

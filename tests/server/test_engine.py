@@ -186,20 +186,23 @@ def test_corrupt_records_are_refused_without_touching_the_log(engine, make_recor
     assert engine.cluster.topics["solo"][0].leader_log().leo == 0
 
 
-def test_init_producer_id_with_a_transactional_id_is_refused(engine):
-    """Transactions are not served: a transactional producer fails at InitProducerId at once."""
-    answer = engine.call(InitProducerIdRequest(version=4, transactional_id="tx-1",
-                                               transaction_timeout_ms=60_000, producer_id=-1,
-                                               producer_epoch=-1))
-    assert answer.error_code == E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert (answer.producer_id, answer.producer_epoch) == (-1, -1)
-    plain = engine.call(InitProducerIdRequest(version=4, transactional_id=None, transaction_timeout_ms=60_000,
-                                              producer_id=-1, producer_epoch=-1))
-    assert plain.error_code == 0 and plain.producer_id >= 0 and plain.producer_epoch == 0
-    bumped = engine.call(InitProducerIdRequest(version=4, transactional_id=None,
-                                               transaction_timeout_ms=60_000,
-                                               producer_id=plain.producer_id, producer_epoch=0))
-    assert (bumped.producer_id, bumped.producer_epoch) == (plain.producer_id, 1)   # KIP-360 epoch bump
+def test_init_producer_id_without_a_transactional_id_is_a_fresh_id_from_any_broker(engine):
+    """TransactionCoordinator.handleInitProducerId with a null transactional id: any broker answers a
+    new producer id, epoch 0, from the cluster's one counter; a KIP-360 producer id and epoch in the
+    request change nothing (Kafka "blindly accepts" and generates a new id).  Transactional ids:
+    tests/server/test_transactions_wire.py."""
+    ids = []
+    for node_id in (1, 2, 3):
+        plain = engine.call(InitProducerIdRequest(version=4, transactional_id=None,
+                                                  transaction_timeout_ms=60_000, producer_id=-1,
+                                                  producer_epoch=-1), node_id=node_id)
+        assert (plain.error_code, plain.producer_epoch) == (0, 0)
+        ids.append(plain.producer_id)
+    again = engine.call(InitProducerIdRequest(version=4, transactional_id=None, transaction_timeout_ms=60_000,
+                                              producer_id=ids[0], producer_epoch=0))
+    assert (again.error_code, again.producer_epoch) == (0, 0)
+    ids.append(again.producer_id)
+    assert ids == list(range(ids[0], ids[0] + 4)) and ids[0] == engine.config.first_producer_id
 
 
 # -- Fetch ----------------------------------------------------------------------------------------

@@ -16,10 +16,11 @@ from typing import Dict, Tuple
 from kafka.protocol.api_key import ApiKey
 
 from kgroup.server.apis import (
-    api_versions, consumer_group_describe, consumer_group_heartbeat, create_partitions, create_topics,
-    delete_groups, delete_topics, describe_cluster, describe_groups, fetch, find_coordinator, heartbeat,
-    init_producer_id, join_group, leave_group, list_groups, list_offsets, metadata, offset_commit,
-    offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
+    add_offsets_to_txn, add_partitions_to_txn, api_versions, consumer_group_describe,
+    consumer_group_heartbeat, create_partitions, create_topics, delete_groups, delete_topics,
+    describe_cluster, describe_groups, describe_transactions, end_txn, fetch, find_coordinator,
+    heartbeat, init_producer_id, join_group, leave_group, list_groups, list_offsets, list_transactions,
+    metadata, offset_commit, offset_delete, offset_fetch, offset_for_leader_epoch, produce, sync_group,
 )
 from kgroup.server.apis import txn_offset_commit
 from kgroup.server.apis.definition import ServedApi
@@ -45,6 +46,9 @@ SERVED_APIS: Dict[ApiKey, ServedApi] = {api.key: api for api in (
     create_topics.API,
     delete_topics.API,
     init_producer_id.API,
+    add_partitions_to_txn.API,
+    add_offsets_to_txn.API,
+    end_txn.API,
     offset_for_leader_epoch.API,
     create_partitions.API,
     delete_groups.API,
@@ -53,6 +57,8 @@ SERVED_APIS: Dict[ApiKey, ServedApi] = {api.key: api for api in (
     consumer_group_describe.API,
     describe_cluster.API,
     txn_offset_commit.API,
+    describe_transactions.API,
+    list_transactions.API,
 )}
 
 #: API key -> (min version, max version) this server answers (what ApiVersions lists).

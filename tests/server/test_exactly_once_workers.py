@@ -1,0 +1,181 @@
+"""Exactly-once consume-transform-produce with a consumer group of three workers (issue 26, KIP-447).
+
+Three confluent-kafka workers (``eos_worker.py``, each its own process: a consumer in one group
+paired with a transactional producer) turn 1,200 input records on 6 partitions into output records,
+committing the consumed offsets inside each transaction.  During the run:
+
+* one worker stalls mid-transaction past ``max.poll.interval.ms``: the group rebalances without it,
+  and its late commit, made with its stale group metadata, is refused (KIP-447 fencing);
+* one worker is SIGKILLed mid-transaction (records produced, not committed): its transaction is
+  aborted when ``transaction.timeout.ms`` passes, its partitions move to the survivors.
+
+At the end the read_committed output holds every input record exactly once.  The same scenario runs
+on kgroup's wire broker and on Apache Kafka.  Waits are bounded by the workers' timeouts (session 6 s,
+max poll interval 6 s, transaction timeout 8 s) plus a margin for a loaded machine.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Iterator, List
+
+import pytest
+
+from kgroup.core.coordinator import GroupCoordinatorConfig
+
+pytest.importorskip("confluent_kafka")
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+WORKER = Path(__file__).with_name("eos_worker.py")
+PARTITIONS = 6
+RECORDS = 1200
+#: Longest wait for one step: the workers' largest timeout (8 s) several times over.
+STEP_S = 60.0
+
+
+@pytest.fixture(params=["kgroup", pytest.param("kafka", marks=pytest.mark.kafka)])
+def bootstrap(request) -> Iterator[str]:
+    if request.param == "kafka":
+        yield request.getfixturevalue("apache_kafka_single").bootstrap_servers
+        return
+    from kgroup.server import KafkaServer
+
+    config = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0)
+    with KafkaServer(brokers=3, coordinator=config) as server:
+        yield server.bootstrap_servers
+
+
+class Worker:
+    def __init__(self, bootstrap: str, source: str, sink: str, group: str, mode: str, trigger: int) -> None:
+        self.lines: List[str] = []
+        self.proc = subprocess.Popen(
+            [sys.executable, str(WORKER), bootstrap, source, sink, group, f"tx-{uuid.uuid4().hex[:8]}", mode,
+             str(trigger)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+        threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.strip())
+
+    def said(self, prefix: str) -> List[str]:
+        return [line for line in self.lines if line.startswith(prefix)]
+
+    def tell(self, command: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.tell("stop")
+            try:
+                self.proc.wait(STEP_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _wait(condition: Callable[[], bool], what: str, workers: List[Worker]) -> None:
+    deadline = time.monotonic() + STEP_S
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        for worker in workers:
+            if worker.proc.poll() not in (None, -signal.SIGKILL):
+                pytest.fail(f"a worker exited ({worker.proc.returncode}) waiting for {what}: "
+                            f"{worker.lines[-5:]}")
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {what}; workers said {[w.lines[-3:] for w in workers]}")
+
+
+def _group_members(admin: AdminClient, group: str) -> int:
+    try:
+        description = admin.describe_consumer_groups([group])[group].result(timeout=STEP_S)
+    except KafkaException:
+        return -1  # the coordinator is not known or not loaded yet: asked again by _wait
+    return len(description.members) if str(description.state).endswith("STABLE") else -1
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        answers = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=STEP_S)
+        return sum(max(tp.offset, 0) for tp in answers)
+    finally:
+        consumer.close()
+
+
+def _read_committed(bootstrap: str, topic: str, expected: int) -> List[str]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        values: List[str] = []
+        deadline = time.monotonic() + STEP_S
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                if len(values) >= expected:
+                    break
+                continue
+            if message.error() is None:
+                values.append(message.value().decode())
+        return values
+    finally:
+        consumer.close()
+
+
+def test_three_workers_exactly_once_through_a_stall_and_a_crash(bootstrap, request):
+    tag = uuid.uuid4().hex[:8]
+    source, sink, group = f"eos-in-{tag}", f"eos-out-{tag}", f"eos-{tag}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for name in (source, sink):
+        admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(timeout=STEP_S)
+    seed = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    inputs = [f"r{i:05d}" for i in range(RECORDS)]
+    for i, value in enumerate(inputs[:RECORDS // 2]):
+        seed.produce(source, key=str(i).encode(), value=value.encode())
+    seed.flush(STEP_S)
+
+    staller = Worker(bootstrap, source, sink, group, "stall", 2)
+    crasher = Worker(bootstrap, source, sink, group, "crash", 3)
+    steady = Worker(bootstrap, source, sink, group, "normal", 0)
+    workers = [staller, crasher, steady]
+    try:
+        _wait(lambda: _group_members(admin, group) == 3, "three workers in the group", workers)
+        for i, value in enumerate(inputs[RECORDS // 2:], start=RECORDS // 2):
+            seed.produce(source, key=str(i).encode(), value=value.encode())
+        seed.flush(STEP_S)
+        _wait(lambda: bool(staller.said("STALLED")) and bool(crasher.said("READY-TO-CRASH")),
+              "one worker stalled and one mid-transaction", workers)
+        crasher.proc.send_signal(signal.SIGKILL)
+        crasher.proc.wait()
+        # Past max.poll.interval.ms the staller left; past the session timeout the crasher is gone.
+        _wait(lambda: _group_members(admin, group) == 1, "the group to rebalance to the steady worker",
+              workers)
+        staller.tell("resume")
+        _wait(lambda: bool(staller.said("LATE-COMMIT")), "the staller's late commit", workers)
+        # Kafka 4.4 answers the stale member's TxnOffsetCommit UNKNOWN_MEMBER_ID (it left the group).
+        assert staller.said("LATE-COMMIT") == ["LATE-COMMIT refused UNKNOWN_MEMBER_ID"], staller.lines
+        _wait(lambda: _committed(bootstrap, group, source) == RECORDS, "every input offset committed",
+              workers)
+        output = _read_committed(bootstrap, sink, RECORDS)
+    finally:
+        for worker in workers:
+            worker.stop()
+    counts = collections.Counter(value.removeprefix("out-") for value in output)
+    duplicates = {value: n for value, n in counts.items() if n > 1}
+    missing = set(inputs) - set(counts)
+    assert not duplicates and not missing, (len(duplicates), len(missing))
+    assert len(output) == RECORDS
+    request.node.user_properties += [("output_records", len(output)),
+                                     ("aborts", sum(len(w.said("ABORTED")) for w in workers))]
