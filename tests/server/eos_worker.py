@@ -8,13 +8,13 @@ metadata), one transaction per batch.  Lines on stdout tell the test what it did
 after each commit, ``ABORTED`` after an abort.  MODE:
 
 * ``normal``: until ``stop`` arrives on stdin;
-* ``crash``: at the TRIGGER-th transaction, produce the batch, flush, print ``READY-TO-CRASH`` and
-  wait (the test SIGKILLs it mid-transaction);
-* ``stall``: at the TRIGGER-th transaction, take the group metadata and positions, produce, flush,
-  print ``STALLED`` and wait for ``resume`` on stdin (the test sends it once the group rebalanced
-  without it, past max.poll.interval.ms); then try to commit with the stale metadata and print
-  ``LATE-COMMIT committed`` or ``LATE-COMMIT refused <error name>``, abort if refused, rewind to the
-  committed offsets and go on as ``normal``.
+* ``crash``: at the TRIGGER-th transaction after ``arm`` arrived on stdin, produce the batch, flush,
+  print ``READY-TO-CRASH`` and wait (the test SIGKILLs it mid-transaction);
+* ``stall``: at the TRIGGER-th transaction after ``arm``, take the group metadata and positions,
+  produce, flush, print ``STALLED`` and wait for ``resume`` on stdin (the test sends it once the
+  group rebalanced without it, past max.poll.interval.ms); then try to commit with the stale
+  metadata and print ``LATE-COMMIT committed`` or ``LATE-COMMIT refused <error name>``, abort if
+  refused, rewind to the committed offsets and go on as ``normal``.
 """
 from __future__ import annotations
 
@@ -54,6 +54,9 @@ def main() -> int:
     producer.init_transactions(STEP_S)
     consumer.subscribe([source])
     transactions = 0
+    #: Transactions committed since ``arm``: the test arms the faults once every worker is in the
+    #: group, so that no fault fires while the group is still forming.
+    armed_transactions = 0
     while "stop" not in commands:
         batch = [m for m in consumer.consume(num_messages=50, timeout=0.2) if m.error() is None]
         if not batch:
@@ -61,12 +64,13 @@ def main() -> int:
         producer.begin_transaction()
         for message in batch:
             producer.produce(sink, key=message.key(), value=b"out-" + message.value())
-        if mode == "crash" and transactions == trigger:
+        trigger_now = "arm" in commands and armed_transactions == trigger
+        if mode == "crash" and trigger_now:
             producer.flush(STEP_S)
             _say("READY-TO-CRASH")
             while True:
                 time.sleep(1)
-        if mode == "stall" and transactions == trigger:
+        if mode == "stall" and trigger_now:
             metadata = consumer.consumer_group_metadata()
             positions = [tp for tp in consumer.position(consumer.assignment()) if tp.offset >= 0]
             producer.flush(STEP_S)
@@ -93,6 +97,7 @@ def main() -> int:
             _abort_and_rewind(producer, consumer)
             continue
         transactions += 1
+        armed_transactions += "arm" in commands
         _say(f"COMMITTED {transactions}")
     consumer.close()
     producer.flush(STEP_S)

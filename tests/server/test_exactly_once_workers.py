@@ -146,12 +146,15 @@ def test_three_workers_exactly_once_through_a_stall_and_a_crash(bootstrap, reque
         seed.produce(source, key=str(i).encode(), value=value.encode())
     seed.flush(STEP_S)
 
-    staller = Worker(bootstrap, source, sink, group, "stall", 2)
-    crasher = Worker(bootstrap, source, sink, group, "crash", 3)
+    staller = Worker(bootstrap, source, sink, group, "stall", 0)
+    crasher = Worker(bootstrap, source, sink, group, "crash", 1)
     steady = Worker(bootstrap, source, sink, group, "normal", 0)
     workers = [staller, crasher, steady]
     try:
         _wait(lambda: _group_members(admin, group) == 3, "three workers in the group", workers)
+        # Armed before the second half exists, so each has records left to fail on.
+        staller.tell("arm")
+        crasher.tell("arm")
         for i, value in enumerate(inputs[RECORDS // 2:], start=RECORDS // 2):
             seed.produce(source, key=str(i).encode(), value=value.encode())
         seed.flush(STEP_S)
