@@ -80,7 +80,8 @@ def _name_list(text: str) -> tuple[str, ...]:
     """Comma-separated names (racks, assignors), none empty."""
     names = tuple(name.strip() for name in text.split(","))
     if not all(names):
-        raise argparse.ArgumentTypeError(f"{text!r} has an empty name (comma-separated, e.g. uniform,range)")
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has an empty entry (comma-separated names, no spaces needed)")
     return names
 
 
