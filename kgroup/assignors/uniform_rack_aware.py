@@ -142,30 +142,44 @@ def _assign_homogeneous(members: Mapping[str, AssignmentMember], partitions_per_
         if own_rack is not None:
             members_on[own_rack].append(member_id)
 
-    # What each member owns that is still a subscribed partition, and its rack-local part by class.
+    # What each member owns that is still a subscribed partition, with each partition's class (looked
+    # up once: at a million partitions every lookup counts), and which of them are rack-local.
+    # Partitions and their classes are kept in two parallel lists, not as (partition, class) pairs: a
+    # million small tuples cost more in allocation and garbage-collector passes than the rest.
+    classes_of = racks.classes
     taken: set[TopicPartition] = set()
-    valid: dict[str, list[TopicPartition]] = {}
+    valid: dict[str, _Owned] = {}
+    local: dict[str, _Owned] = {}
+    is_local = {rack: [rack in class_set for class_set in racks.class_sets] for rack in rack_names}
     for member_id in member_ids:
         owned = [tp for tp in members[member_id].current_partitions
                  if 0 <= tp.partition < counts.get(tp.topic, 0) and tp not in taken]
         taken.update(owned)
-        valid[member_id] = owned
-    class_sizes = collections.Counter(c for classes in racks.classes.values() for c in classes)
+        owned_classes = [classes_of[topic][partition] for topic, partition in owned]
+        valid[member_id] = (owned, owned_classes)
+        own_rack = rack_of[member_id]
+        if own_rack is not None:
+            flags = is_local[own_rack]
+            local[member_id] = ([tp for tp, c in zip(owned, owned_classes) if flags[c]],
+                                [c for c in owned_classes if flags[c]])
+    class_sizes: collections.Counter[int] = collections.Counter()
+    for classes in classes_of.values():
+        class_sizes.update(classes)
 
     flow = _LocalityFlow(rack_names, members_on, racks.class_sets, min_quota, extras)
-    flow.solve(member_ids, rack_of, valid, racks, class_sizes)
+    flow.solve(member_ids, rack_of, valid, local, class_sizes, classes_of)
 
     # Quotas: a rack gets the extra partitions its flow uses (to the members owning the most), the
     # rest go as uniform's do: to members owning more than the minimum, then in member-id order.
     quota = {member_id: min_quota for member_id in member_ids}
     extras_left = extras
     for rack in rack_names:
-        owners = sorted(members_on[rack], key=lambda m: (-len(valid[m]), m))
+        owners = sorted(members_on[rack], key=lambda m: (-len(valid[m][0]), m))
         for member_id in owners[:flow.extras_used(rack)]:
             quota[member_id] += 1
             extras_left -= 1
     for member_id in member_ids:
-        if extras_left and quota[member_id] == min_quota and len(valid[member_id]) > min_quota:
+        if extras_left and quota[member_id] == min_quota and len(valid[member_id][0]) > min_quota:
             quota[member_id] += 1
             extras_left -= 1
     for member_id in member_ids:
@@ -176,25 +190,40 @@ def _assign_homogeneous(members: Mapping[str, AssignmentMember], partitions_per_
     budget = flow.rack_class_flow()  # rack -> class -> rack-local partitions still to place
     assignment: dict[str, list[TopicPartition]] = {member_id: [] for member_id in member_ids}
     taken = set()
+    class_unplaced = class_sizes.copy()
     # 1. Members keep their rack-local partitions, within the flow.
     for member_id in member_ids:
         own_rack = rack_of[member_id]
         if own_rack is None:
             continue
-        local = [tp for tp in valid[member_id] if racks.is_local(own_rack, tp)]
+        mine, mine_classes = local[member_id]
         rack_budget = budget[own_rack]
-        by_class = collections.Counter(racks.class_of(tp) for tp in local)
-        if len(local) > quota[member_id] or any(n > rack_budget[c] for c, n in by_class.items()):
-            local.sort()  # not all of them fit: the lowest partitions first, as uniform keeps
+        by_class = collections.Counter(mine_classes)
         room = quota[member_id]
-        for tp in local:
+        kept = assignment[member_id]
+        if len(mine) > room or any(n > rack_budget[c] for c, n in by_class.items()):
+            # Not all of them fit: the lowest partitions first, as uniform keeps (the flow sorted
+            # those of a member owning more than the minimum quota already).
+            if len(mine) <= min_quota:
+                mine, mine_classes = _sorted_owned(mine, classes_of)
+            by_class = collections.Counter(mine_classes[:room])
+        if all(n <= rack_budget[c] for c, n in by_class.items()):
+            # The usual case, in bulk: the lowest ``room`` fit their rack's budget.
+            mine = mine[:room]
+            kept.extend(mine)
+            taken.update(mine)
+            for c, n in by_class.items():
+                rack_budget[c] -= n
+                class_unplaced[c] -= n
+            continue
+        for tp, c in zip(mine, mine_classes):
             if room == 0:
                 break
-            c = racks.class_of(tp)
             if rack_budget[c] > 0:
                 rack_budget[c] -= 1
+                class_unplaced[c] -= 1
                 room -= 1
-                assignment[member_id].append(tp)
+                kept.append(tp)
                 taken.add(tp)
 
     # 2. Members keep their other partitions while the flow's remaining rack-local partitions still fit:
@@ -204,26 +233,24 @@ def _assign_homogeneous(members: Mapping[str, AssignmentMember], partitions_per_
     class_demand: collections.Counter[int] = collections.Counter()
     for rack in rack_names:
         class_demand.update(budget[rack])
-    class_unplaced = class_sizes.copy()
-    for owned in assignment.values():
-        class_unplaced.subtract(racks.class_of(tp) for tp in owned)
     for member_id in member_ids:
         own_rack = rack_of[member_id]
-        rest = [tp for tp in valid[member_id] if tp not in taken]
+        owned, owned_classes = valid[member_id]
+        rest = [tp for tp in owned if tp not in taken]
         if not rest:
             continue
+        rest_classes = [c for tp, c in zip(owned, owned_classes) if tp not in taken]
         room = quota[member_id] - len(assignment[member_id])
-        by_class = collections.Counter(racks.class_of(tp) for tp in rest)
+        by_class = collections.Counter(rest_classes)
         spare = rack_room[own_rack] - rack_demand[own_rack] if own_rack is not None else room
         if (len(rest) > min(room, spare)
                 or any(class_unplaced[c] - n < class_demand[c] for c, n in by_class.items())):
-            rest.sort()
-        for tp in rest:
+            rest, rest_classes = _sorted_owned(rest, classes_of)
+        for tp, c in zip(rest, rest_classes):
             if room == 0 or (own_rack is not None and rack_room[own_rack] <= rack_demand[own_rack]
                              and not _shift_demand(own_rack, budget, rack_room, rack_demand,
                                                    racks.class_sets)):
                 break
-            c = racks.class_of(tp)
             if class_unplaced[c] <= class_demand[c]:
                 continue
             class_unplaced[c] -= 1
@@ -271,6 +298,15 @@ def _assign_homogeneous(members: Mapping[str, AssignmentMember], partitions_per_
             assignment[member_id].extend(leftovers[position:position + room])
             position += room
     return {member_id: frozenset(owned) for member_id, owned in assignment.items()}
+
+
+#: A member's partitions and, in the same order, their classes.
+_Owned = tuple[list[TopicPartition], list[int]]
+
+
+def _sorted_owned(owned: list[TopicPartition], classes_of: Mapping[str, list[int]]) -> _Owned:
+    ordered = sorted(owned)
+    return ordered, [classes_of[topic][partition] for topic, partition in ordered]
 
 
 def _shift_demand(rack: str, budget: Mapping[str, collections.Counter], rack_room: dict[str, int],
@@ -332,8 +368,8 @@ class _LocalityFlow:
         return len(self._head) - 2
 
     def solve(self, member_ids: list[str], rack_of: Mapping[str, Optional[str]],
-              valid: Mapping[str, list[TopicPartition]], racks: _Racks,
-              class_sizes: Mapping[int, int]) -> None:
+              valid: Mapping[str, _Owned], local: dict[str, _Owned], class_sizes: Mapping[int, int],
+              classes_of: Mapping[str, list[int]]) -> None:
         # What members own rack-locally: each keeps up to the minimum quota (the lowest first), then one
         # more while extras last.
         kept: collections.Counter[tuple[str, int]] = collections.Counter()
@@ -345,16 +381,20 @@ class _LocalityFlow:
             rack = rack_of[member_id]
             if rack is None:
                 continue
-            local = sorted(tp for tp in valid[member_id] if racks.is_local(rack, tp))
-            for tp in local[:self._min_quota]:
-                kept[rack, racks.class_of(tp)] += 1
-                kept_base[rack] += 1
-            if len(local) > self._min_quota:
-                wanting_extra.append((rack, racks.class_of(local[self._min_quota])))
+            mine, mine_classes = local[member_id]
+            if len(mine) > self._min_quota:
+                # Sorted once, here: the caller keeps them in that order.
+                mine, mine_classes = local[member_id] = _sorted_owned(mine, classes_of)
+                wanting_extra.append((rack, mine_classes[self._min_quota]))
+            for c in mine_classes[:self._min_quota]:
+                kept[rack, c] += 1
+            kept_base[rack] += min(len(mine), self._min_quota)
         for rack, c in wanting_extra[:extras_left]:
             kept[rack, c] += 1
             kept_extra[rack] += 1
-        held = collections.Counter(racks.class_of(tp) for owned in valid.values() for tp in owned)
+        held: collections.Counter[int] = collections.Counter()
+        for _, owned_classes in valid.values():
+            held.update(owned_classes)
         kept_of_class: collections.Counter[int] = collections.Counter()
         for (rack, c), n in kept.items():
             kept_of_class[c] += n
