@@ -47,7 +47,7 @@ class UniformRackAwareAssignor(ServerAssignor):
                partition_racks: Optional[PartitionRacks] = None) -> dict[str, frozenset[TopicPartition]]:
         if not members:
             return {}
-        racks = _Racks(members, partitions_per_topic, partition_racks or {})
+        racks = _RackClasses(members, partitions_per_topic, partition_racks or {})
         if not racks.rack_aware():
             return UniformAssignor().assign(members, partitions_per_topic)
         if len({m.subscribed_topics for m in members.values()}) == 1:
@@ -74,7 +74,7 @@ def rack_local_count(assignment: Mapping[str, Iterable[TopicPartition]],
     return local
 
 
-class _Racks:
+class _RackClasses:
     """The replica racks of the subscribed partitions, as seen by the members' racks.
 
     A partition's *class* is the set of member racks holding one of its replicas (racks no member is
@@ -130,7 +130,7 @@ class _Racks:
 
 
 def _assign_homogeneous(members: Mapping[str, AssignmentMember], partitions_per_topic: Mapping[str, int],
-                        racks: _Racks) -> dict[str, frozenset[TopicPartition]]:
+                        racks: _RackClasses) -> dict[str, frozenset[TopicPartition]]:
     member_ids = sorted(members)
     counts = racks.counts
     min_quota, extras = divmod(sum(counts.values()), len(member_ids))
@@ -478,7 +478,7 @@ class _LocalityFlow:
 
 
 def _swap_for_locality(assignment: dict[str, set[TopicPartition]], members: Mapping[str, AssignmentMember],
-                       racks: _Racks) -> None:
+                       racks: _RackClasses) -> None:
     """Swap a partition not local to its member for one of a member on its rack while both subscribe the
     other's topic and the swap makes at least one more partition rack-local; counts never change."""
     member_ids = sorted(members)
@@ -534,7 +534,7 @@ def _swap_for_locality(assignment: dict[str, set[TopicPartition]], members: Mapp
 def _swap_partner(tp: TopicPartition, member_id: str, topics: AbstractSet[str],
                   members: Mapping[str, AssignmentMember], members_on: Mapping[str, list[str]],
                   remote: Mapping[str, Mapping[str, set[TopicPartition]]],
-                  racks: _Racks, may_hold: Callable[[str, TopicPartition], bool],
+                  racks: _RackClasses, may_hold: Callable[[str, TopicPartition], bool],
                   ) -> Optional[tuple[str, TopicPartition]]:
     """A member on one of ``tp``'s racks subscribing its topic, and the lowest of its partitions not local
     to it whose topic ``member_id`` subscribes: the swap gains ``tp``, and maybe theirs too."""
