@@ -9,9 +9,9 @@ Built-in assignors are always available; third-party ones register a class
 with the assignor's Kafka name as the entry-point name.
 
 Server-side assignors (KIP-848, the coordinator computes the assignment) are
-found the same way by :func:`get_server_assignor`, built-ins ``uniform`` and
-``range`` plus the entry-point group ``kgroup.server_assignors``; their names
-live apart from the client-side ones because both protocols have a
+found the same way by :func:`get_server_assignor`, built-ins ``uniform``,
+``range`` and kgroup's ``uniform-rack-aware`` plus the entry-point group
+``kgroup.server_assignors``; their names live apart from the client-side ones because both protocols have a
 ``range`` with a different interface.
 """
 from __future__ import annotations
@@ -51,6 +51,8 @@ _BUILTIN = {
 _BUILTIN_SERVER = {
     "uniform": "kgroup.assignors.uniform:UniformAssignor",
     "range": "kgroup.assignors.server_range:ServerRangeAssignor",
+    # Not in Kafka (apache/kafka PR #20000 is open): kgroup's, never the group's default.
+    "uniform-rack-aware": "kgroup.assignors.uniform_rack_aware:UniformRackAwareAssignor",
 }
 
 

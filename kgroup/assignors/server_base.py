@@ -42,6 +42,10 @@ class ServerAssignor(abc.ABC):
 
     #: The name members ask for in ConsumerGroupHeartbeat's ServerAssignor.
     name: ClassVar[str]
+    #: True when ``assign`` takes ``partition_racks`` (KIP-881's replica racks, as
+    #: :data:`kgroup.assignors.PartitionRacks`); the coordinator looks them up only for such assignors,
+    #: so assignors written for the two-argument ``assign`` keep working.
+    uses_partition_racks: ClassVar[bool] = False
 
     @abc.abstractmethod
     def assign(self, members: Mapping[str, AssignmentMember],

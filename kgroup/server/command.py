@@ -67,7 +67,22 @@ def add_serve_arguments(serve: argparse.ArgumentParser) -> None:
                        help="partitions of __consumer_offsets (default 50)")
     serve.add_argument("--initial-rebalance-delay-ms", type=non_negative_int, default=3000,
                        help="group.initial.rebalance.delay.ms (Kafka's default 3000)")
+    serve.add_argument("--broker-racks", type=_name_list, default=(),
+                       help="broker.rack of each broker, comma-separated in broker order (e.g. a,b,c); "
+                            "rack-aware server assignors read partition racks from them (default: none)")
+    serve.add_argument("--consumer-group-assignors", type=_name_list, default=("uniform", "range"),
+                       help="group.consumer.assignors: server assignors KIP-848 members may ask for, the "
+                            "first the default (default uniform,range; kgroup also has uniform-rack-aware)")
     serve.set_defaults(run=_serve, parser=serve, check=_check_serve)
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    """Comma-separated names (racks, assignors), none empty."""
+    names = tuple(name.strip() for name in text.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has an empty entry (comma-separated names, no spaces needed)")
+    return names
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -77,7 +92,9 @@ def _serve(args: argparse.Namespace) -> int:
     server = KafkaServer(
         brokers=args.brokers, host=args.host, port=args.port, default_partitions=args.partitions,
         offsets_partitions=args.offsets_partitions,
-        coordinator=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms))
+        broker_racks={node_id: rack for node_id, rack in enumerate(args.broker_racks, start=1)},
+        coordinator=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                                           consumer_group_assignors=args.consumer_group_assignors))
     try:
         server.start()
     except OSError as error:
@@ -130,6 +147,14 @@ def _can_bind(host: str, port: int) -> bool:
 
 
 def _check_serve(args: argparse.Namespace) -> Optional[str]:
+    if args.broker_racks and len(args.broker_racks) != args.brokers:
+        return (f"argument --broker-racks: {len(args.broker_racks)} rack(s) for {args.brokers} broker(s); "
+                "give one per broker")
+    from kgroup.assignors import known_server_assignors
+    unknown = sorted(set(args.consumer_group_assignors) - set(known_server_assignors()))
+    if unknown:
+        return (f"argument --consumer-group-assignors: unknown {', '.join(unknown)}; known: "
+                f"{', '.join(known_server_assignors())}")
     last = args.port + args.brokers - 1
     if args.port and last > 65535:
         return (f"argument --port: {args.port} with --brokers {args.brokers}: broker {args.brokers} would "

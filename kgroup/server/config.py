@@ -5,6 +5,7 @@ from typing import Tuple
 
 import attrs
 
+from kgroup.core.cluster.config import BrokerRacks, rack_items
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.transaction import TransactionCoordinatorConfig
 from kgroup.errors import ConfigError
@@ -36,6 +37,10 @@ class ServerConfig:
     min_insync_replicas: int = 1
     #: Kafka's ``message.max.bytes`` (largest record batch a produce may carry).
     max_message_bytes: int = 1_048_588
+    #: Each broker's ``broker.rack`` as {broker id: rack} (brokers left out have none).  Metadata and
+    #: DescribeCluster answer it; rack-aware server assignors (``uniform-rack-aware``) read the replica
+    #: racks of each partition from it.
+    broker_racks: BrokerRacks = attrs.field(default=(), converter=rack_items)
     #: Kafka's ``group.initial.rebalance.delay.ms`` and the other coordinator settings.
     coordinator: GroupCoordinatorConfig = GroupCoordinatorConfig()
     #: How long a new coordinator takes to load its groups after a failover.
@@ -67,6 +72,9 @@ class ServerConfig:
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+        unknown = sorted({node_id for node_id, _ in self.broker_racks} - set(self.broker_ids))
+        if unknown:
+            raise ConfigError(f"broker_racks names brokers {unknown}; the brokers are 1..{self.brokers}")
 
     @property
     def broker_ids(self) -> Tuple[int, ...]:

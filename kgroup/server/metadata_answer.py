@@ -104,7 +104,8 @@ class MetadataAnswer:
         live = set(self.cluster.live_brokers())
         for b in sorted(live):
             host, port = self.cluster.config.listener(b)
-            brokers.append(broker_cls(version=version, node_id=b, host=host, port=port, rack=None))
+            brokers.append(broker_cls(version=version, node_id=b, host=host, port=port,
+                                      rack=self.cluster.config.rack(b)))
         every_topic = request.topics is None or (version == 0 and not request.topics)
         asked: List[Any] = list(self.cluster.topics) if every_topic else request.topics
         auto_create = self.config.auto_create_topics and (version < 4 or request.allow_auto_topic_creation)

@@ -100,7 +100,8 @@ class KafkaServer:
             broker_ids=config.broker_ids,
             default_replication_factor=min(config.default_replication_factor, config.brokers),
             min_insync_replicas=config.min_insync_replicas,
-            listeners={node_id: (config.host, port) for node_id, port in self._ports.items()})
+            listeners={node_id: (config.host, port) for node_id, port in self._ports.items()},
+            broker_racks=config.broker_racks)
         self.cluster = ClusterStateMachine(cluster_config, now_ms=now_ms)
         self.hosting = GroupHosting(self.cluster, GroupHostingConfig(
             offsets_topic_partitions=config.offsets_partitions, offsets_topic_replication_factor=3,

@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 import sys
-from typing import Hashable, Mapping, Optional
+from typing import Hashable, Mapping, Optional, Sequence
 
 from kgroup.core.consumer_group.manager import ConsumerGroupManager, session_timer_key
 from kgroup.core.consumer_group.records import ConsumerGroupMemberRecord, ConsumerGroupRecord
@@ -41,6 +41,9 @@ class FakeContext:
 
     def partition_count(self, topic: str) -> Optional[int]:
         return self.topics.get(topic)
+
+    def partition_racks(self, topic: str) -> Sequence[frozenset]:
+        return ()
 
     def classic_group_state(self, group_id: str) -> Optional[str]:
         return self.classic.get(group_id)

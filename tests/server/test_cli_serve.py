@@ -84,6 +84,12 @@ def test_serve_names_the_broker_whose_port_is_taken():
     (["--initial-rebalance-delay-ms", "-1"],
      "argument --initial-rebalance-delay-ms: must be 0 or more, got -1"),
     (["--nope"], "unrecognized arguments: --nope"),
+    (["--brokers", "2", "--broker-racks", "a"],
+     "argument --broker-racks: 1 rack(s) for 2 broker(s); give one per broker"),
+    (["--broker-racks", "a,,b"],
+     "argument --broker-racks: 'a,,b' has an empty entry (comma-separated names, no spaces needed)"),
+    (["--consumer-group-assignors", "uniform,nope"],
+     "argument --consumer-group-assignors: unknown nope; known: range, uniform, uniform-rack-aware"),
 ])
 def test_a_bad_serve_argument_names_the_flag_and_the_value_under_serves_usage(arguments, error):
     # A process, with a timeout: a value that slipped through would serve until interrupted.
@@ -98,3 +104,18 @@ def test_a_bad_serve_argument_names_the_flag_and_the_value_under_serves_usage(ar
     assert stdout == "" and "Traceback" not in stderr
     assert stderr.startswith("usage: kgroup serve ")
     assert stderr.splitlines()[-1] == f"kgroup serve: error: {error}"
+
+
+def test_serve_options_set_broker_racks_and_the_server_assignors():
+    import argparse
+
+    from kgroup.server.command import add_serve_arguments
+    parser = argparse.ArgumentParser()
+    add_serve_arguments(parser)
+    args = parser.parse_args(["--brokers", "3", "--broker-racks", "a,b,c",
+                              "--consumer-group-assignors", "uniform-rack-aware,uniform"])
+    assert args.check(args) is None
+    assert args.broker_racks == ("a", "b", "c")
+    assert args.consumer_group_assignors == ("uniform-rack-aware", "uniform")
+    defaults = parser.parse_args([])
+    assert defaults.broker_racks == () and defaults.consumer_group_assignors == ("uniform", "range")

@@ -1,7 +1,7 @@
 """Cluster-wide settings (frozen)."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Tuple, Union
+from typing import Any, Iterable, Mapping, Optional, Tuple, Union
 
 import attrs
 
@@ -13,6 +13,7 @@ DEFAULT_LISTENER_HOST = "broker-{node_id}"
 DEFAULT_LISTENER_PORT = 9092
 
 Listeners = Tuple[Tuple[int, Tuple[str, int]], ...]
+BrokerRacks = Tuple[Tuple[int, str], ...]
 
 
 def _listener_items(value: Union[Mapping[int, Tuple[str, int]], Iterable]) -> Listeners:
@@ -32,6 +33,21 @@ def _listener_items(value: Union[Mapping[int, Tuple[str, int]], Iterable]) -> Li
     return tuple(sorted(out))
 
 
+def rack_items(value: Union[Mapping[int, str], Iterable]) -> BrokerRacks:
+    """A {broker id: rack} map as sorted pairs (Kafka's ``broker.rack`` of each broker)."""
+    items: Iterable[Any] = value.items() if isinstance(value, Mapping) else value
+    out = []
+    for entry in items:
+        try:
+            node_id, rack = entry
+        except (TypeError, ValueError):
+            raise ConfigError(f"broker_racks maps a broker id to its rack, got {entry!r}") from None
+        if not isinstance(node_id, int) or not isinstance(rack, str) or not rack.strip():
+            raise ConfigError(f"rack of broker {node_id!r} must be a non-blank string, got {rack!r}")
+        out.append((node_id, rack))
+    return tuple(sorted(out))
+
+
 @attrs.frozen
 class ClusterConfig:
     broker_ids: tuple = (1, 2, 3)
@@ -45,6 +61,20 @@ class ClusterConfig:
     #: Each broker's advertised listener (Kafka's ``advertised.listeners``), as {broker id: (host, port)};
     #: FindCoordinator answers it.  Brokers without an entry advertise ``broker-<id>:9092``.
     listeners: Listeners = attrs.field(default=(), converter=_listener_items)
+    #: Each broker's ``broker.rack``, as {broker id: rack}; brokers without an entry have no rack.
+    #: Metadata and DescribeCluster answer it, and the KIP-848 coordinator gives rack-aware server
+    #: assignors each partition's replica racks from it (KIP-881's partition racks).
+    broker_racks: BrokerRacks = attrs.field(default=(), converter=rack_items)
+
+    def __attrs_post_init__(self) -> None:
+        unknown = sorted({node_id for node_id, _ in self.broker_racks} - set(self.broker_ids))
+        if unknown:
+            raise ConfigError(f"broker_racks names brokers {unknown} that are not in broker_ids "
+                              f"{list(self.broker_ids)}")
+
+    def rack(self, node_id: int) -> Optional[str]:
+        """Broker ``node_id``'s rack, None when it has none."""
+        return dict(self.broker_racks).get(node_id)
 
     def listener(self, node_id: int) -> Tuple[str, int]:
         """The (host, port) broker ``node_id`` advertises."""

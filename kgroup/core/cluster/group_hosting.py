@@ -287,7 +287,7 @@ class GroupHosting:
         slot.coordinator = GroupCoordinator.load(
             records, self.now_ms, self.config.coordinator,
             member_id_factory=self._member_id_factory, on_transition=self._on_transition,
-            topic_metadata=self._partition_count)
+            topic_metadata=self._partition_count, partition_racks=self._partition_racks)
         slot.load_due_ms = None
 
     def _partition_count(self, topic: str) -> Optional[int]:
@@ -295,6 +295,25 @@ class GroupHosting:
         if topic == GROUP_METADATA_TOPIC or topic not in self.cluster.topics:
             return None
         return len(self.cluster.topics[topic])
+
+    def _partition_racks(self, topic: str) -> list[frozenset]:
+        """Each partition's replica racks (KIP-881), for rack-aware server assignors: the racks of its
+        assigned replicas' brokers, as ``broker_racks`` configures them."""
+        if topic == GROUP_METADATA_TOPIC or topic not in self.cluster.topics:
+            return []
+        rack_of = dict(self.cluster.config.broker_racks)
+        if not rack_of:
+            return []
+        racks_of_replicas: dict[tuple, frozenset] = {}  # a few replica sets, a million partitions
+        out = []
+        for partition in self.cluster.topics[topic]:
+            replicas = tuple(partition.assigned)
+            racks = racks_of_replicas.get(replicas)
+            if racks is None:
+                racks = racks_of_replicas[replicas] = frozenset(
+                    rack_of[b] for b in replicas if b in rack_of)
+            out.append(racks)
+        return out
 
     # -- routing --------------------------------------------------------------------
 

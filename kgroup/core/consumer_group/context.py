@@ -6,7 +6,7 @@ The coordinator's :class:`kgroup.core.coordinator.context.GroupCoordinatorContex
 """
 from __future__ import annotations
 
-from typing import Callable, Hashable, Mapping, Optional, Protocol
+from typing import Callable, Hashable, Mapping, Optional, Protocol, Sequence
 
 from kgroup.core.consumer_group.records import ConsumerGroupRecord
 from kgroup.core.coordinator_common.timer import TimerOperation
@@ -15,6 +15,8 @@ from kgroup.values import TopicPartition
 
 #: topic name -> partition count, or None when the topic does not exist.
 TopicMetadata = Callable[[str], Optional[int]]
+#: topic name -> the replica racks of each of its partitions, by partition (empty: none known).
+TopicPartitionRacks = Callable[[str], Sequence[frozenset]]
 
 
 class ConsumerGroupContext(Protocol):
@@ -28,6 +30,10 @@ class ConsumerGroupContext(Protocol):
 
     def partition_count(self, topic: str) -> Optional[int]:
         """The topic's partition count, None when there is no such topic."""
+
+    def partition_racks(self, topic: str) -> Sequence[frozenset]:
+        """The replica racks of each of the topic's partitions, by partition (KIP-881's partition
+        racks, for rack-aware server assignors); empty when no broker has a rack."""
 
     def classic_group_state(self, group_id: str) -> Optional[str]:
         """The state of the classic group under ``group_id`` ("Empty", ...), None when there is none."""

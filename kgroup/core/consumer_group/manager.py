@@ -389,7 +389,12 @@ class ConsumerGroupManager:
         }
         try:
             assignor = self._server_assignors.get(name) or get_server_assignor(name)
-            result = assignor.assign(specs, metadata)
+            if assignor.uses_partition_racks:
+                # Looked up only for an assignor that reads them: a million partitions' racks cost.
+                racks = {topic: self._context.partition_racks(topic) for topic in metadata}
+                result = assignor.assign(specs, metadata, partition_racks=racks)  # type: ignore[call-arg]
+            else:
+                result = assignor.assign(specs, metadata)
         except Exception as error:  # any assignor failure, as Kafka's PartitionAssignorException
             raise _Refused(E.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch "
                                                    f"{group_epoch}: {error}") from error

@@ -18,11 +18,11 @@ deadline is due and ``handle_timer(now_ms)`` fires what is due.
 from __future__ import annotations
 
 import uuid
-from typing import Callable, Hashable, Iterable, Mapping, Optional, Union
+from typing import Callable, Hashable, Iterable, Mapping, Optional, Sequence, Union
 
 from kgroup.assignors.server_base import ServerAssignor
 from kgroup.core.broker import Delivery
-from kgroup.core.consumer_group.context import TopicMetadata
+from kgroup.core.consumer_group.context import TopicMetadata, TopicPartitionRacks
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.manager import ConsumerGroupManager, session_timer_key
 from kgroup.core.consumer_group_messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
@@ -57,6 +57,10 @@ def _no_topics(topic: str) -> Optional[int]:
     return None
 
 
+def _no_racks(topic: str) -> Sequence[frozenset]:
+    return ()
+
+
 def _uuid_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
@@ -66,12 +70,15 @@ class GroupCoordinator:
                  member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition: Optional[TransitionObserver] = None,
                  topic_metadata: TopicMetadata = _no_topics,
-                 server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> None:
+                 server_assignors: Optional[Mapping[str, ServerAssignor]] = None,
+                 partition_racks: TopicPartitionRacks = _no_racks) -> None:
         """``topic_metadata`` maps a topic name to its partition count (None: no such topic); only
         KIP-848 consumer groups need it, because their coordinator computes the assignment.
+        ``partition_racks`` maps a topic name to each partition's replica racks, for rack-aware
+        server assignors (KIP-881).
         ``server_assignors`` are assignor instances by name used before the registry's."""
         self.config = config
-        context = self._context = GroupCoordinatorContext(topic_metadata)
+        context = self._context = GroupCoordinatorContext(topic_metadata, partition_racks)
         classic = context.classic = self._classic = ClassicGroupManager(
             config, context, member_id_factory=member_id_factory or _uuid_member_id, observer=on_transition)
         consumer = context.consumer = self._consumer = ConsumerGroupManager(
@@ -212,7 +219,8 @@ class GroupCoordinator:
              member_id_factory: Optional[Callable[[str], str]] = None,
              on_transition: Optional[TransitionObserver] = None,
              topic_metadata: TopicMetadata = _no_topics,
-             server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> "GroupCoordinator":
+             server_assignors: Optional[Mapping[str, ServerAssignor]] = None,
+             partition_racks: TopicPartitionRacks = _no_racks) -> "GroupCoordinator":
         """Rebuild from records, e.g. when this coordinator takes over a partition.
 
         Groups are replayed through the same Group methods as live requests (``Group.add``,
@@ -221,7 +229,8 @@ class GroupCoordinator:
         simply retry.  Every loaded member gets a fresh session deadline, as Kafka does on load.
         """
         coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition,
-                          topic_metadata=topic_metadata, server_assignors=server_assignors)
+                          topic_metadata=topic_metadata, server_assignors=server_assignors,
+                          partition_racks=partition_racks)
         view, pending = replay_with_pending(records)
         coordinator._pending.take_over(pending)
         for gid, persisted_cg in view.consumer_groups.items():

@@ -53,7 +53,8 @@ def _handle(data: "DataPlane", node_id: int, request: Any, version: int) -> Any:
         if fenced and not include_fenced:
             continue
         host, port = cluster.config.listener(broker_id)
-        brokers.append(broker_cls(version=version, broker_id=broker_id, host=host, port=port, rack=None,
+        brokers.append(broker_cls(version=version, broker_id=broker_id, host=host, port=port,
+                                  rack=cluster.config.rack(broker_id),
                                   is_fenced=fenced))
     controller_id = cluster.controller_id if cluster.controller_id is not None else -1
     if controller_id not in {b.broker_id for b in brokers}:
