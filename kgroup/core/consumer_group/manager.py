@@ -17,6 +17,7 @@ does the group change.  An error answer never leaves half a change behind.
 from __future__ import annotations
 
 import collections
+import enum
 import functools
 import uuid
 from typing import AbstractSet, Callable, Iterable, Mapping, Optional
@@ -25,7 +26,10 @@ import attrs
 
 from kgroup.assignors import get_server_assignor
 from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
-from kgroup.core.consumer_group.context import ConsumerGroupContext
+from kgroup.core.consumer_group.classic_members import (
+    ClassicMemberRequests, ClassicRequestRefused, classic_join_timer_key, classic_sync_timer_key,
+)
+from kgroup.core.consumer_group.context import ConsumerGroupContext, GroupConversionRefused
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState, check_transition
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
@@ -41,7 +45,8 @@ from kgroup.core.fsm import TransitionObserver
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.values import TopicPartition
 
-__all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key"]
+__all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key", "classic_join_timer_key",
+           "classic_sync_timer_key"]
 
 E = ErrorCode
 #: The characters Java's String.trim() removes from both ends.
@@ -54,6 +59,14 @@ def session_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
 
 def rebalance_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-rebalance", group_id, member_id)
+
+
+class _Creation(enum.Enum):
+    """How a group that a heartbeat joins comes to be registered."""
+
+    NEW = "new"
+    #: A classic group converted online (Kafka's convertToConsumerGroup).
+    UPGRADE = "upgrade"
 
 
 class _Refused(Exception):
@@ -106,6 +119,15 @@ class ConsumerGroupManager:
         self._server_assignors: Mapping[str, ServerAssignor] = server_assignors or {}
         #: (group id, member id) -> the epoch whose revocation the armed rebalance timer waits on.
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        #: JoinGroup / SyncGroup / Heartbeat / LeaveGroup of classic members in consumer groups.
+        self.classic_members = ClassicMemberRequests(self)
+
+    @property
+    def context(self) -> ConsumerGroupContext:
+        return self._context
+
+    def new_member_id(self) -> str:
+        return self._new_member_id()
 
     # -- the groups ----------------------------------------------------------------------
 
@@ -131,7 +153,7 @@ class ConsumerGroupManager:
         group.restore(persisted, offsets)
         self._groups[group_id] = group
         for member in group.members.values():
-            self._schedule_session(group.group_id, member.member_id, now_ms)
+            self._schedule_session(group, member, now_ms)
             self._after_reconciliation(group, member, now_ms)
 
     def clear(self) -> None:
@@ -197,17 +219,25 @@ class ConsumerGroupManager:
             raise _Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         return group
 
-    def _group_for_join(self, group_id: str) -> tuple[ConsumerGroup, bool]:
-        """Kafka's getOrMaybeCreateConsumerGroup(createIfNotExists=true): (group, is it new)."""
+    def _group_for_join(self, group_id: str) -> tuple[ConsumerGroup, Optional[_Creation]]:
+        """Kafka's getOrMaybeCreateConsumerGroup(createIfNotExists=true): the group, and how it comes
+        to be when it is not registered yet (a new group, or the upgrade of a classic group)."""
         group = self._groups.get(group_id)
         if group is not None and not group.is_(ConsumerGroupState.DEAD):
-            return group, False
+            return group, None
         classic_state = self._context.classic_group_state(group_id)
-        if classic_state is not None and classic_state != "Empty":
-            # Kafka upgrades a non-empty classic group only under group.consumer.migration.policy,
-            # which kgroup does not implement.
-            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        return ConsumerGroup(group_id, self._context.emit, self._observer), True
+        if classic_state is None or classic_state == "Empty":
+            return ConsumerGroup(group_id, self._context.emit, self._observer), _Creation.NEW
+        # Kafka's convertToConsumerGroup: the upgraded group is built from the classic one but only
+        # registered once the whole heartbeat is accepted (here: the unregistered group is restored
+        # from what the classic group holds, which emits nothing).
+        try:
+            persisted = self._context.upgraded_classic_group(group_id)
+        except GroupConversionRefused as refused:
+            raise _Refused(E.GROUP_ID_NOT_FOUND, str(refused)) from None
+        group = ConsumerGroup(group_id, self._context.emit, self._observer)
+        group.restore(persisted, {})
+        return group, _Creation.UPGRADE
 
     def _check_epoch(self, member: ConsumerGroupMember, received: int,
                      owned: Optional[AbstractSet[TopicPartition]]) -> None:
@@ -230,9 +260,9 @@ class ConsumerGroupManager:
         joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
         owned = None if req.topic_partitions is None else frozenset(req.topic_partitions)
         if joining:
-            group, is_new_group = self._group_for_join(req.group_id)
+            group, creation = self._group_for_join(req.group_id)
         else:
-            group, is_new_group = self._existing_group(req.group_id), False
+            group, creation = self._existing_group(req.group_id), None
         member_id = req.member_id or self._new_member_id()
         if len(group.members) >= self.config.consumer_group_max_size and member_id not in group.members:
             raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
@@ -285,6 +315,28 @@ class ConsumerGroupManager:
                                     else member.subscribed_topic_names),
             client_id=req.client_id, client_host=req.client_host,
         )
+        reconciled = self._update_and_reconcile(group, creation, member, updated, replaced, owned, now_ms)
+        self._schedule_session(group, reconciled, now_ms)
+        full_request = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                                   and owned is not None)
+        assignment = None
+        if full_request or reconciled.assigned_partitions != member.assigned_partitions:
+            assignment = reconciled.assigned_partitions
+        return ConsumerGroupHeartbeatResponse(
+            E.NONE, member_id=member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms, assignment=assignment)
+
+    def _update_and_reconcile(self, group: ConsumerGroup, creation: Optional[_Creation],
+                              member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                              replaced: Optional[str], owned: Optional[AbstractSet[TopicPartition]],
+                              now_ms: int) -> ConsumerGroupMember:
+        """Steps 1-3 of Kafka's consumerGroupHeartbeat and classicGroupJoinToConsumerGroup: store the
+        updated member, bump the group epoch if its subscription or the topics changed, compute the
+        target assignment, reconcile the member; returns the reconciled member.
+
+        Everything that can refuse (the assignor, a fencing reconciliation) runs before the group
+        changes, so a refusal leaves it untouched."""
+        member_id = updated.member_id
         in_group = member.member_id in group.members or replaced is not None
         bump_group_epoch = not in_group or updated.subscribed_topic_names != member.subscribed_topic_names
         # Kafka refreshes the subscription metadata when a subscription changes or its refresh
@@ -315,11 +367,8 @@ class ConsumerGroupManager:
             raise _Refused(E.FENCED_MEMBER_EPOCH, str(fenced)) from None
 
         # Accepted: from here on the group changes.
-        if is_new_group:
-            offsets = self._context.release_empty_classic_group(req.group_id)
-            self._groups[req.group_id] = group
-            group.take_offsets(offsets)
-            group.set_epochs(0, {})
+        if creation is not None:
+            self._register(group, creation, now_ms)
         if replaced is not None:
             self._cancel_timers(group.group_id, replaced)
             group.replace_static_member(replaced, member)
@@ -332,15 +381,33 @@ class ConsumerGroupManager:
             check_transition(member_id, updated.state, reconciled.state)  # reported now that it happens
             group.update_member(reconciled)
             self._after_reconciliation(group, reconciled, now_ms)
-        self._schedule_session(group.group_id, member_id, now_ms)
-        full_request = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                                   and owned is not None)
-        assignment = None
-        if full_request or reconciled.assigned_partitions != member.assigned_partitions:
-            assignment = reconciled.assigned_partitions
-        return ConsumerGroupHeartbeatResponse(
-            E.NONE, member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms, assignment=assignment)
+        return reconciled
+
+    def update_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                             updated: ConsumerGroupMember, replaced: Optional[str],
+                             owned: Optional[AbstractSet[TopicPartition]],
+                             now_ms: int) -> ConsumerGroupMember:
+        """:meth:`_update_and_reconcile` for a classic member's JoinGroup (the group is registered);
+        a refusal raises ClassicRequestRefused, which the caller turns into its answer."""
+        try:
+            return self._update_and_reconcile(group, None, member, updated, replaced, owned, now_ms)
+        except _Refused as refused:
+            raise ClassicRequestRefused(refused.code) from None
+
+    def schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
+        self._schedule_session(group, member, now_ms)
+
+    def fence_if_present(self, group_id: str, member_id: str, now_ms: int) -> None:
+        """A classic member's join or sync deadline passed (Kafka's consumerGroupFenceMemberOperation)."""
+        self._expire_session(group_id, member_id, now_ms)
+
+    def remove_member(self, group: ConsumerGroup, member_id: str) -> None:
+        """A classic member leaves (the caller bumps the group epoch once for the batch)."""
+        group.remove_member(member_id)
+        self._cancel_timers(group.group_id, member_id)
+
+    def bump_group_epoch(self, group: ConsumerGroup) -> None:
+        group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
 
     def _after_reconciliation(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
         """The member must revoke within its rebalance timeout, or it is fenced."""
@@ -353,10 +420,30 @@ class ConsumerGroupManager:
         elif self._rebalance_epochs.pop(key, None) is not None:
             self._context.cancel_timer(rebalance_timer_key(*key))
 
-    def _schedule_session(self, group_id: str, member_id: str, now_ms: int) -> None:
-        self._context.schedule_timer(session_timer_key(group_id, member_id),
-                                     now_ms + self.config.consumer_group_session_timeout_ms,
+    def _schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
+        """A classic member keeps the session timeout of its JoinGroup (Kafka's
+        classicProtocolSessionTimeout); a consumer-protocol member the group's."""
+        classic = member.classic_member_metadata
+        timeout_ms = (classic.session_timeout_ms if classic is not None
+                      else self.config.consumer_group_session_timeout_ms)
+        group_id, member_id = group.group_id, member.member_id
+        self._context.schedule_timer(session_timer_key(group_id, member_id), now_ms + timeout_ms,
                                      functools.partial(self._expire_session, group_id, member_id))
+
+    def _register(self, group: ConsumerGroup, creation: _Creation, now_ms: int) -> None:
+        """A heartbeat that creates or upgrades the group is accepted: the id becomes this group's."""
+        offsets = self._context.release_classic_group(group.group_id)
+        self._groups[group.group_id] = group
+        group.take_offsets(offsets)
+        if creation is _Creation.NEW:
+            group.set_epochs(0, {})
+            return
+        # Kafka's convertToConsumerGroup: the records that create the group as converted, and a session
+        # for every classic member (their JoinGroup / Heartbeat keep it alive from now on).
+        for record in group.creation_records():
+            self._context.emit(record)
+        for member in group.members.values():
+            self._schedule_session(group, member, now_ms)
 
     def _metadata_of(self, topics: Iterable[str]) -> dict[str, int]:
         """The partition count of each of ``topics`` that exists (the group's subscription metadata)."""
@@ -421,25 +508,48 @@ class ConsumerGroupManager:
                 group.update_member(away)
                 return ConsumerGroupHeartbeatResponse(E.NONE, member_id=member.member_id,
                                                       member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self._fence(group, member)
+        self._fence(group, member, now_ms)
         return ConsumerGroupHeartbeatResponse(E.NONE, member_id=req.member_id, member_epoch=req.member_epoch)
 
-    def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        """Kafka's consumerGroupFenceMember: the member goes and the group epoch is bumped."""
+    def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
+        """Kafka's consumerGroupFenceMember: the member goes and the group epoch is bumped, or, when it
+        was the last member of the consumer protocol, the group becomes classic (online downgrade)."""
+        if self._downgrade_allowed(group, member.member_id):
+            self._convert_to_classic_group(group, member.member_id, now_ms)
+            return
         group.remove_member(member.member_id)
         group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
         self._cancel_timers(group.group_id, member.member_id)
 
+    def _downgrade_allowed(self, group: ConsumerGroup, leaving_member_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithFencedMember."""
+        return (group.all_members_use_classic_protocol_except(leaving_member_id)
+                and len(group.members) > 1
+                and self.config.consumer_group_migration_policy.downgrade_enabled
+                and len(group.members) - 1 <= self.config.group_max_size)
+
+    def _convert_to_classic_group(self, group: ConsumerGroup, leaving_member_id: str, now_ms: int) -> None:
+        """Kafka's convertToClassicGroup: tombstones for the consumer group's members, then the classic
+        group that replaces it (its records follow, written by the classic side), which rebalances."""
+        for record in group.tombstone_records():
+            self._context.emit(record)
+        for member_id in group.members:
+            self._cancel_timers(group.group_id, member_id)
+        del self._groups[group.group_id]
+        self._context.downgrade_consumer_group(group, leaving_member_id, now_ms)
+
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         self._context.cancel_timer(session_timer_key(group_id, member_id))
         self._context.cancel_timer(rebalance_timer_key(group_id, member_id))
+        self._context.cancel_timer(classic_join_timer_key(group_id, member_id))
+        self._context.cancel_timer(classic_sync_timer_key(group_id, member_id))
         self._rebalance_epochs.pop((group_id, member_id), None)
 
     def _expire_session(self, group_id: str, member_id: str, now_ms: int) -> None:
         group = self._groups.get(group_id)
         if group is None or member_id not in group.members:
             return
-        self._fence(group, group.members[member_id])
+        self._fence(group, group.members[member_id], now_ms)
 
     def _expire_rebalance(self, group_id: str, member_id: str, now_ms: int) -> None:
         """The member did not revoke within its rebalance timeout.
@@ -452,7 +562,7 @@ class ConsumerGroupManager:
             return
         member = group.members[member_id]
         if member.member_epoch == epoch:
-            self._fence(group, member)
+            self._fence(group, member, now_ms)
 
     # -- ConsumerGroupDescribe -----------------------------------------------------------
 

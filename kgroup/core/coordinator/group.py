@@ -332,11 +332,12 @@ class Group(GroupView):
     # -- persistence -----------------------------------------------------------
 
     def restore(self, header: GroupMetadataRecord, member_records: Mapping[str, MemberMetadataRecord],
-                offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> None:
+                offsets: Mapping[TopicPartition, OffsetAndMetadata], *, written: bool = True) -> None:
         """Take the header, offsets and persisted snapshot from the records a loaded group came from.
 
         The members were added from ``member_records`` first (with :meth:`add`); the records
-        describe the group exactly, so nothing is left to write.
+        describe the group exactly, so nothing is left to write, unless ``written`` is False (a
+        group converted from a consumer group, whose records are still to be written).
         """
         if set(member_records) != set(self._members):
             raise self._violation("restored member records are not the group's members")
@@ -350,7 +351,14 @@ class Group(GroupView):
         self._protocol_name = header.protocol_name
         self._leader_id = leader_id
         self._offsets = dict(offsets)
-        self._records.restore(header, member_records)
+        if written:
+            self._records.restore(header, member_records)
+            return
+        # A group converted from a consumer group (migration.py): its records are still to be written.
+        self._records.forget()
+        for member_id in self._members:
+            self._mark_dirty(member_id)
+        self._changed()
 
     def take_records(self) -> list[GroupRecord]:
         """Records for what changed since the last call: the header, members added, changed or gone."""
