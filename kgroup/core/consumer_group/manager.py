@@ -283,7 +283,10 @@ class ConsumerGroupManager:
                 if existing is None:
                     member = ConsumerGroupMember(member_id)
                 else:
-                    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    # A classic static member may be replaced at once by one of the consumer protocol
+                    # (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember, online upgrade).
+                    if (existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                            and not existing.uses_classic_protocol):
                         raise _Refused(E.UNRELEASED_INSTANCE_ID,
                                        f"Static member {member_id} with instance id {instance_id} cannot "
                                        "join the group because the instance id is owned by "
@@ -314,6 +317,9 @@ class ConsumerGroupManager:
             subscribed_topic_names=(req.subscribed_topic_names if req.subscribed_topic_names is not None
                                     else member.subscribed_topic_names),
             client_id=req.client_id, client_host=req.client_host,
+            # A ConsumerGroupHeartbeat member speaks the consumer protocol (Kafka's consumerGroupHeartbeat
+            # clears ClassicMemberMetadata).
+            classic_member_metadata=None,
         )
         reconciled = self._update_and_reconcile(group, creation, member, updated, replaced, owned, now_ms)
         self._schedule_session(group, reconciled, now_ms)

@@ -246,6 +246,61 @@ def test_a_refused_heartbeat_leaves_the_classic_group_as_it_was():
     assert set(ctx.group().members) == {"member-id-1"}
 
 
+def test_consumer_group_heartbeat_to_classic_group_from_existing_static_member():
+    """testConsumerGroupHeartbeatToClassicGroupFromExistingStaticMember: a classic group's static member
+    restarts with the consumer protocol: the group converts, the new incarnation replaces the classic one
+    at once, takes its assignment and drops its classic metadata."""
+    protocols = range_protocols(["foo"], owned=tps({"foo": [0]}))
+    member = classic_member_record("member-id", protocols, assignment(tps({"foo": [0]})),
+                                   instance_id="instance-id")
+    assignor = MockPartitionAssignor("range")
+    ctx = Ctx(records=classic_group_records(GROUP, S.STABLE, 0, [member]), topics={"foo": 1},
+              migration_policy=Policy.UPGRADE, assignor=assignor)
+    assignor.prepare({"new-id": tps({"foo": [0]})})
+    response = ctx.consumer_heartbeat(member_id="new-id", member_epoch=0, instance_id="instance-id",
+                                      rebalance_timeout_ms=5000, server_assignor="range",
+                                      subscribed_topic_names=("foo",), topic_partitions=())
+    assert (response.error_code, response.member_epoch) == (E.NONE, 1)
+    assert frozenset(response.assignment) == tps({"foo": [0]})
+    group = ctx.consumer_group()
+    assert set(group.members) == {"new-id"}
+    new = group.members["new-id"]
+    assert (new.instance_id, new.state, new.classic_member_metadata) == ("instance-id", MemberState.STABLE,
+                                                                         None)
+    assert ctx.timer_deadline(session_timer_key(GROUP, "new-id")) == ctx.now_ms + 45_000
+    assert ctx.timer_deadline(session_timer_key(GROUP, "member-id")) is None
+    ctx.assert_replays()
+
+
+def test_consumer_group_heartbeat_from_existing_classic_static_member():
+    """testConsumerGroupHeartbeatFromExistingClassicStaticMember: in a consumer group, a classic static
+    member's instance is taken over by a consumer-protocol member without leaving first (a consumer-protocol
+    static member would be UNRELEASED_INSTANCE_ID)."""
+    protocols = range_protocols(["foo"])
+    classic = classic_member("m1", protocols, instance_id="i1", member_epoch=10, previous_member_epoch=9,
+                             subscribed_topic_names=("foo",), rebalance_timeout_ms=5000,
+                             assigned_partitions=tps({"foo": [0]}))
+    modern = ConsumerGroupMember("m2", instance_id="i2", member_epoch=10, previous_member_epoch=9,
+                                 subscribed_topic_names=("foo",), rebalance_timeout_ms=5000,
+                                 assigned_partitions=tps({"foo": [1]}))
+    targets = {"m1": tps({"foo": [0]}), "m2": tps({"foo": [1]})}
+    records = consumer_group_records(GROUP, 10, [classic, modern], targets, metadata={"foo": 2})
+    ctx = Ctx(records=records, topics={"foo": 2})
+    ctx.assignor.prepare({"m3": tps({"foo": [0]}), "m2": tps({"foo": [1]})})
+    response = ctx.consumer_heartbeat(member_id="m3", member_epoch=0, instance_id="i1",
+                                      rebalance_timeout_ms=5000,
+                                      subscribed_topic_names=("foo",), topic_partitions=())
+    assert response.error_code is E.NONE
+    group = ctx.consumer_group()
+    assert set(group.members) == {"m2", "m3"} and not group.members["m3"].uses_classic_protocol
+    assert group.members["m3"].assigned_partitions == tps({"foo": [0]})
+    again = ctx.consumer_heartbeat(member_id="m4", member_epoch=0, instance_id="i2",
+                                   rebalance_timeout_ms=5000,
+                                   subscribed_topic_names=("foo",), topic_partitions=())
+    assert again.error_code is E.UNRELEASED_INSTANCE_ID
+    ctx.assert_replays()
+
+
 def test_consumer_group_heartbeat_with_preparing_rebalance_classic_group():
     """testConsumerGroupHeartbeatWithPreparingRebalanceClassicGroup: the classic members' parked JoinGroups
     are answered REBALANCE_IN_PROGRESS when the group converts, so they rejoin the consumer group."""
