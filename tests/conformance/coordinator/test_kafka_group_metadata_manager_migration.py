@@ -880,3 +880,197 @@ def test_heartbeat_request_to_a_consumer_group_changes_nothing_persisted():
     before = list(ctx.records)
     ctx.call(HeartbeatRequest(GROUP, 10, "k"))
     assert ctx.records == before
+
+
+# -- ported from Kafka's ConsumerProtocolMigrationTest (core, kafka.server; over the broker's APIs) -------
+
+
+def listed(ctx: Ctx) -> list[tuple[str, str, str]]:
+    """ListGroups as (type, state, protocol type) of the test's group."""
+    return [(g.group_type, g.group_state, g.protocol_type) for g in ctx.list_groups() if g.group_id == GROUP]
+
+
+def _join_classic_dynamic(ctx: Ctx, protocols, **fields):
+    """Kafka's joinDynamicConsumerGroupWithOldProtocol: MEMBER_ID_REQUIRED, join (the initial delay is 0
+    here), then SyncGroup as leader with the given assignment for itself."""
+    first = ctx.call(ctx.join_request(protocols=protocols, **fields))
+    assert first.error_code is E.MEMBER_ID_REQUIRED
+    key = ctx.join(member_id=first.member_id, protocols=protocols, **fields)
+    ctx.sleep(0)  # the initial delay (0 here) is a timer: it completes the join when it fires
+    joined = ctx.result(key)
+    assert joined is not None and joined.error_code is E.NONE
+    return joined
+
+
+ALL_POLICIES = pytest.mark.parametrize("policy", list(Policy), ids=[p.value for p in Policy])
+
+
+@ALL_POLICIES
+def test_upgrade_from_empty_classic_to_consumer_group(policy):
+    """testUpgradeFromEmptyClassicToConsumerGroupWith{Bidirectional,Upgrade,Downgrade,Disabled}Policy: an
+    empty classic group becomes a consumer group whatever the policy."""
+    ctx = Ctx(initial_delay_ms=0, topics={"foo": 3}, migration_policy=policy)
+    joined = _join_classic_dynamic(ctx, range_protocols(["foo"]))
+    assert ctx.result(ctx.sync(joined.member_id, joined.generation_id)).error_code is E.NONE
+    ctx.leave((joined.member_id, None))
+    assert listed(ctx) == [("classic", "Empty", CONSUMER)]
+    response = ctx.consumer_heartbeat(member_id=joined.member_id, member_epoch=0,
+                                      rebalance_timeout_ms=300_000,
+                                      subscribed_topic_names=("foo",), topic_partitions=())
+    assert response.error_code is E.NONE
+    assert listed(ctx) == [("consumer", "Stable", CONSUMER)]
+    ctx.assert_replays()
+
+
+@ALL_POLICIES
+def test_downgrade_from_empty_consumer_to_classic_group(policy):
+    """testDowngradeFromEmptyConsumerToClassicGroupWith...Policy: an empty consumer group becomes a classic
+    group when a classic member joins, whatever the policy."""
+    ctx = Ctx(initial_delay_ms=0, topics={"foo": 3}, migration_policy=policy)
+    assert ctx.consumer_heartbeat(member_id="m", member_epoch=0, rebalance_timeout_ms=300_000,
+                                  subscribed_topic_names=("foo",), topic_partitions=()).error_code is E.NONE
+    ctx.consumer_heartbeat(member_id="m", member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
+    assert listed(ctx) == [("consumer", "Empty", CONSUMER)]
+    joined = _join_classic_dynamic(ctx, range_protocols(["foo"]))
+    assert ctx.result(ctx.sync(joined.member_id, joined.generation_id)).error_code is E.NONE
+    assert listed(ctx) == [("classic", "Stable", CONSUMER)]
+    ctx.assert_replays()
+
+
+@ALL_POLICIES
+def test_upgrade_from_simple_group_to_consumer_group(policy):
+    """testUpgradeFromSimpleGroupToConsumerGroupWith...Policy: the empty group an admin commit created
+    becomes a consumer group and keeps the offset."""
+    ctx = Ctx(topics={"foo": 3}, migration_policy=policy)
+    assert ctx.commit(member_id="member-id", generation_id=-1, offset=1000) is E.NONE
+    assert listed(ctx) == [("classic", "Empty", "")]
+    response = ctx.consumer_heartbeat(member_id="m", member_epoch=0, rebalance_timeout_ms=300_000,
+                                      subscribed_topic_names=("foo",), topic_partitions=())
+    assert response.error_code is E.NONE
+    assert listed(ctx) == [("consumer", "Stable", CONSUMER)]
+    assert ctx.fetch().partitions[0].committed.offset == 1000
+
+
+def test_upgrade_migration_policy():
+    """testUpgradeMigrationPolicy: under "upgrade" a classic group with a member becomes a consumer group
+    (Reconciling while the classic member still holds everything); when the consumer-protocol member
+    leaves, it stays a consumer group (Assigning: the epoch bumped, no new target yet)."""
+    ctx = Ctx(initial_delay_ms=0, topics={"foo": 3}, migration_policy=Policy.UPGRADE)
+    joined = _join_classic_dynamic(ctx, range_protocols(["foo"]))
+    everything = assignment(tps({"foo": [0, 1, 2]}))
+    synced = ctx.result(ctx.sync(joined.member_id, joined.generation_id,
+                                 assignments={joined.member_id: everything}))
+    assert synced.error_code is E.NONE
+    ctx.assignor.prepare({"m2": tps({"foo": [2]}), joined.member_id: tps({"foo": [0, 1]})})
+    response = ctx.consumer_heartbeat(member_id="m2", member_epoch=0, rebalance_timeout_ms=300_000,
+                                      subscribed_topic_names=("foo",), topic_partitions=())
+    assert response.error_code is E.NONE
+    assert listed(ctx) == [("consumer", "Reconciling", CONSUMER)]
+    ctx.consumer_heartbeat(member_id="m2", member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
+    assert listed(ctx) == [("consumer", "Assigning", CONSUMER)]
+    ctx.assert_replays()
+
+
+def test_downgrade_migration_policy():
+    """testDowngradeMigrationPolicy: a classic member joins a consumer group, syncs (nothing free yet) and
+    heartbeats; once the consumer-protocol member has revoked, the classic member is told to rejoin; when
+    that member leaves, the group becomes classic (PreparingRebalance), and under "downgrade" a new
+    consumer-protocol member cannot upgrade it back: GROUP_ID_NOT_FOUND."""
+    ctx = Ctx(initial_delay_ms=0, topics={"foo": 3}, migration_policy=Policy.DOWNGRADE)
+    ctx.assignor.prepare({"m1": tps({"foo": [0, 1, 2]})})
+    assert ctx.consumer_heartbeat(member_id="m1", member_epoch=0, rebalance_timeout_ms=300_000,
+                                  subscribed_topic_names=("foo",), topic_partitions=()).error_code is E.NONE
+    ctx.consumer_heartbeat(member_id="m1", member_epoch=1, topic_partitions=tuple(sorted(tps({"foo": [0, 1,
+                                                                                                      2]}))))
+    first = ctx.call(ctx.join_request(protocols=range_protocols(["foo"])))
+    ctx.assignor.prepare({"m1": tps({"foo": [0, 1]}), first.member_id: tps({"foo": [2]})})
+    joined = ctx.call(ctx.join_request(member_id=first.member_id, protocols=range_protocols(["foo"])))
+    assert (joined.error_code, joined.generation_id) == (E.NONE, 2)
+    synced = ctx.result(ctx.sync(joined.member_id, 2))
+    assert (synced.error_code, synced.assignment) == (E.NONE, assignment(()))
+    assert ctx.heartbeat(joined.member_id, 2) is E.NONE
+    ctx.consumer_heartbeat(member_id="m1", member_epoch=1, rebalance_timeout_ms=300_000,
+                           subscribed_topic_names=("foo",), topic_partitions=())
+    assert ctx.heartbeat(joined.member_id, 2) is E.REBALANCE_IN_PROGRESS
+    ctx.consumer_heartbeat(member_id="m1", member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
+    assert listed(ctx) == [("classic", "PreparingRebalance", CONSUMER)]
+    response = ctx.consumer_heartbeat(member_id="m3", member_epoch=0, rebalance_timeout_ms=300_000,
+                                      subscribed_topic_names=("foo",), topic_partitions=())
+    assert response.error_code is E.GROUP_ID_NOT_FOUND
+    ctx.assert_replays()
+
+
+def test_upgrade_with_disabled_migration_policy():
+    """testUpgradeWithDisabledMigrationPolicy: GROUP_ID_NOT_FOUND for a non-empty classic group."""
+    ctx = Ctx(initial_delay_ms=0, topics={"foo": 3}, migration_policy=Policy.DISABLED)
+    joined = _join_classic_dynamic(ctx, range_protocols(["foo"]))
+    ctx.sync(joined.member_id, joined.generation_id,
+             assignments={joined.member_id: assignment(tps({"foo": [0, 1, 2]}))})
+    response = ctx.consumer_heartbeat(member_id="m2", member_epoch=0, rebalance_timeout_ms=300_000,
+                                      subscribed_topic_names=("foo",), topic_partitions=())
+    assert response.error_code is E.GROUP_ID_NOT_FOUND
+
+
+def test_downgrade_with_disabled_migration_policy():
+    """testDowngradeWithDisabledMigrationPolicy: the consumer-protocol member leaves, the group stays a
+    consumer group (Assigning) with its classic member."""
+    ctx = Ctx(initial_delay_ms=0, topics={"foo": 3}, migration_policy=Policy.DISABLED)
+    ctx.consumer_heartbeat(member_id="m1", member_epoch=0, rebalance_timeout_ms=300_000,
+                           subscribed_topic_names=("foo",), topic_partitions=())
+    first = ctx.call(ctx.join_request(protocols=range_protocols(["foo"])))
+    ctx.call(ctx.join_request(member_id=first.member_id, protocols=range_protocols(["foo"])))
+    ctx.consumer_heartbeat(member_id="m1", member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
+    assert listed(ctx) == [("consumer", "Assigning", CONSUMER)]
+
+
+@pytest.mark.parametrize("static", [False, True], ids=["dynamic", "static"])
+@pytest.mark.parametrize("cooperative", [False, True], ids=["eager", "cooperative"])
+def test_online_migration(cooperative, static):
+    """testOnlineMigrationWith{Eager,Cooperative}AssignmentStrategyAnd{Dynamic,Static}Members: a classic
+    member owns foo-0..2; a consumer-protocol member joins (upgrade, rebalance); the classic member
+    heartbeats (REBALANCE_IN_PROGRESS), commits and fetches offsets with its generation, rejoins (eager:
+    having revoked everything; cooperative: keeping foo-0 and foo-1, then rejoining once foo-2 is gone)
+    and syncs; the consumer member collects foo-2; it leaves and the group is classic again."""
+    ctx = Ctx(initial_delay_ms=0, topics={"foo": 3})
+    everything = tps({"foo": [0, 1, 2]})
+    identity = dict(instance_id="instance-id-1") if static else {}
+    if static:
+        key = ctx.join(protocols=range_protocols(["foo"]), **identity)
+        ctx.sleep(0)
+        joined = ctx.result(key)
+    else:
+        joined = _join_classic_dynamic(ctx, range_protocols(["foo"]))
+    m1, generation = joined.member_id, joined.generation_id
+    synced = ctx.result(ctx.sync(m1, generation, assignments={m1: assignment(everything)}, **identity))
+    assert synced.error_code is E.NONE and ctx.state() is S.STABLE
+    ctx.assignor.prepare({m1: tps({"foo": [0, 1]}), "m2": tps({"foo": [2]})})
+    m2_identity = dict(instance_id="instance-id-2") if static else {}
+    response = ctx.consumer_heartbeat(member_id="m2", member_epoch=0, rebalance_timeout_ms=300_000,
+                                      subscribed_topic_names=("foo",), topic_partitions=(), **m2_identity)
+    assert (response.error_code, response.member_epoch, response.assignment) == (E.NONE, generation + 1, ())
+    # The classic member learns of the rebalance; its generation still commits and fetches.
+    assert ctx.heartbeat(m1, generation, **identity) is E.REBALANCE_IN_PROGRESS
+    assert ctx.commit(member_id=m1, generation_id=generation, offset=7, **identity) is E.NONE
+    assert ctx.fetch().partitions[0].committed.offset == 7
+    owned = everything if cooperative else frozenset()
+    rejoined = ctx.call(ctx.join_request(member_id=m1, protocols=range_protocols(["foo"], owned=owned),
+                                         **identity))
+    if cooperative:
+        # Still owns foo-2: stays at its epoch until a JoinGroup no longer lists it.
+        assert (rejoined.error_code, rejoined.generation_id) == (E.NONE, generation)
+        kept = ctx.result(ctx.sync(m1, generation, **identity))
+        assert decode_assignment(kept.assignment).partitions == tuple(sorted(tps({"foo": [0, 1]})))
+        rejoined = ctx.call(ctx.join_request(member_id=m1, protocols=range_protocols(
+            ["foo"], owned=tps({"foo": [0, 1]})), **identity))
+    assert (rejoined.error_code, rejoined.generation_id) == (E.NONE, generation + 1)
+    final = ctx.result(ctx.sync(m1, generation + 1, **identity))
+    assert decode_assignment(final.assignment).partitions == tuple(sorted(tps({"foo": [0, 1]})))
+    assert ctx.heartbeat(m1, generation + 1, **identity) is E.NONE
+    response = ctx.consumer_heartbeat(member_id="m2", member_epoch=generation + 1, **m2_identity)
+    assert frozenset(response.assignment) == tps({"foo": [2]})
+    assert listed(ctx) == [("consumer", "Stable", CONSUMER)]
+    ctx.consumer_heartbeat(member_id="m2", member_epoch=LEAVE_GROUP_MEMBER_EPOCH, **m2_identity)
+    assert listed(ctx) == [("classic", "PreparingRebalance", CONSUMER)]
+    kept_after_downgrade = decode_assignment(ctx.group().members[m1].assignment).partitions
+    assert kept_after_downgrade == tuple(sorted(tps({"foo": [0, 1]})))
+    ctx.assert_replays()
