@@ -57,7 +57,8 @@ class FakeContext:
     def upgraded_classic_group(self, group_id: str) -> PersistedConsumerGroup:
         raise GroupConversionRefused(f"Group {group_id} is not a consumer group.")
 
-    def downgrade_consumer_group(self, group: ConsumerGroup, leaving_member_id: str, now_ms: int) -> None:
+    def downgrade_consumer_group(self, group: ConsumerGroup, leaving_member_id: Optional[str], now_ms: int,
+                                 *, rebalance: bool = True) -> None:
         raise AssertionError("no test here has a classic member to downgrade to")
 
     def is_timer_scheduled(self, key: Hashable) -> bool:

@@ -153,15 +153,23 @@ class ClassicMemberRequests:
             classic_member_metadata=ClassicMemberMetadata(req.session_timeout_ms, req.protocols),
         )
         owned = frozenset(subscription.owned_partitions)
+        downgrade = replaced is not None and manager.downgrade_allowed_on_replacement(group, replaced)
         reconciled = manager.update_and_reconcile(group, member, updated, replaced, owned, now_ms)
+        response = JoinGroupResponse(E.NONE, generation_id=reconciled.member_epoch,
+                                     protocol_type=CONSUMER_PROTOCOL_TYPE,
+                                     protocol_name=req.protocols[0].name, member_id=member_id)
+        if downgrade:
+            # The last consumer-protocol member was the replaced static one: the group becomes classic
+            # and Stable, the new incarnation holding the replaced one's assignment (Kafka's
+            # classicGroupJoinToConsumerGroup step 4); the classic group keeps its timers from now on.
+            manager.convert_to_classic_group(group, None, now_ms, rebalance=False)
+            return response
         self._context.cancel_timer(classic_join_timer_key(group.group_id, member_id))
         manager.schedule_session(group, reconciled, now_ms)
         self._context.schedule_timer(
             classic_sync_timer_key(group.group_id, member_id), now_ms + req.rebalance_timeout_ms,
             functools.partial(manager.fence_if_present, group.group_id, member_id))
-        return JoinGroupResponse(E.NONE, generation_id=reconciled.member_epoch,
-                                 protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=req.protocols[0].name,
-                                 member_id=member_id)
+        return response
 
     # -- SyncGroup ---------------------------------------------------------------------
 

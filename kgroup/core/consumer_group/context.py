@@ -51,8 +51,9 @@ class ConsumerGroupContext(Protocol):
 
         Raises GroupConversionRefused when it may not or cannot be converted."""
 
-    def downgrade_consumer_group(self, group: "ConsumerGroup", leaving_member_id: str, now_ms: int) -> None:
+    def downgrade_consumer_group(self, group: "ConsumerGroup", leaving_member_id: Optional[str], now_ms: int,
+                                 *, rebalance: bool = True) -> None:
         """Replace the consumer group (already unregistered) by a classic group of its members but
-        ``leaving_member_id``, which rebalances (Kafka's convertToClassicGroup)."""
+        ``leaving_member_id``, which rebalances if ``rebalance`` (Kafka's convertToClassicGroup)."""
 
     def is_timer_scheduled(self, key: Hashable) -> bool: ...

@@ -521,7 +521,7 @@ class ConsumerGroupManager:
         """Kafka's consumerGroupFenceMember: the member goes and the group epoch is bumped, or, when it
         was the last member of the consumer protocol, the group becomes classic (online downgrade)."""
         if self._downgrade_allowed(group, member.member_id):
-            self._convert_to_classic_group(group, member.member_id, now_ms)
+            self.convert_to_classic_group(group, member.member_id, now_ms)
             return
         group.remove_member(member.member_id)
         group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
@@ -534,15 +534,25 @@ class ConsumerGroupManager:
                 and self.config.consumer_group_migration_policy.downgrade_enabled
                 and len(group.members) - 1 <= self.config.group_max_size)
 
-    def _convert_to_classic_group(self, group: ConsumerGroup, leaving_member_id: str, now_ms: int) -> None:
+    def downgrade_allowed_on_replacement(self, group: ConsumerGroup, replaced_member_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic static member takes over the
+        instance of the last consumer-protocol member (checked on the group before the replacement)."""
+        return (group.all_members_use_classic_protocol_except(replaced_member_id)
+                and self.config.consumer_group_migration_policy.downgrade_enabled
+                and len(group.members) <= self.config.group_max_size)
+
+    def convert_to_classic_group(self, group: ConsumerGroup, leaving_member_id: Optional[str], now_ms: int,
+                                 *, rebalance: bool = True) -> None:
         """Kafka's convertToClassicGroup: tombstones for the consumer group's members, then the classic
-        group that replaces it (its records follow, written by the classic side), which rebalances."""
+        group that replaces it (its records follow, written by the classic side), which rebalances unless
+        the conversion came from a static member's replacement (the joining member already has the
+        leaving one's assignment)."""
         for record in group.tombstone_records():
             self._context.emit(record)
         for member_id in group.members:
             self._cancel_timers(group.group_id, member_id)
         del self._groups[group.group_id]
-        self._context.downgrade_consumer_group(group, leaving_member_id, now_ms)
+        self._context.downgrade_consumer_group(group, leaving_member_id, now_ms, rebalance=rebalance)
 
     def _cancel_timers(self, group_id: str, member_id: str) -> None:
         self._context.cancel_timer(session_timer_key(group_id, member_id))

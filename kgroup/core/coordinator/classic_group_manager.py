@@ -107,11 +107,12 @@ class ClassicGroupManager:
         (:func:`~kgroup.core.coordinator.migration.consumer_group_from_classic`)."""
         return consumer_group_from_classic(self._groups[group_id], self.config, partition_count)
 
-    def adopt_consumer_group(self, consumer_group: ConsumerGroup, leaving_member_id: str,
-                             now_ms: int) -> None:
+    def adopt_consumer_group(self, consumer_group: ConsumerGroup, leaving_member_id: Optional[str],
+                             now_ms: int, *, rebalance: bool = True) -> None:
         """Kafka's convertToClassicGroup: the classic group that replaces a consumer group whose last
         consumer-protocol member left; every member gets a session, and the group rebalances so the
-        members rejoin through the classic protocol."""
+        members rejoin through the classic protocol (not when a static member's replacement converted
+        it: it stays Stable at the group epoch)."""
         header, member_records = classic_group_from_consumer(consumer_group, leaving_member_id)
         group = self.create_group(consumer_group.group_id, S.STABLE)
         for record in member_records:
@@ -119,7 +120,8 @@ class ClassicGroupManager:
         group.restore(header, {r.member_id: r for r in member_records}, consumer_group.offsets, written=False)
         for member in group.members.values():
             self.schedule_session(member, now_ms)
-        self.prepare_rebalance(group, now_ms)
+        if rebalance:
+            self.prepare_rebalance(group, now_ms)
 
     def _note_changed(self, group_id: str) -> None:
         self._changed_groups[group_id] = None

@@ -62,8 +62,9 @@ class GroupCoordinatorContext:
     def upgraded_classic_group(self, group_id: str) -> PersistedConsumerGroup:
         return self.classic.upgraded_group(group_id, self._topic_metadata)
 
-    def downgrade_consumer_group(self, group: ConsumerGroup, leaving_member_id: str, now_ms: int) -> None:
-        self.classic.adopt_consumer_group(group, leaving_member_id, now_ms)
+    def downgrade_consumer_group(self, group: ConsumerGroup, leaving_member_id: Optional[str], now_ms: int,
+                                 *, rebalance: bool = True) -> None:
+        self.classic.adopt_consumer_group(group, leaving_member_id, now_ms, rebalance=rebalance)
 
     def is_timer_scheduled(self, key: Hashable) -> bool:
         return key in self.timer

@@ -75,7 +75,7 @@ def consumer_group_from_classic(group: Group, config: GroupCoordinatorConfig,
 
 def classic_group_from_consumer(
         consumer_group: ConsumerGroup,
-        leaving_member_id: str) -> tuple[GroupMetadataRecord, list[MemberMetadataRecord]]:
+        leaving_member_id: Optional[str]) -> tuple[GroupMetadataRecord, list[MemberMetadataRecord]]:
     """Kafka's ClassicGroup.fromConsumerGroup: the header and member records of the classic group that
     replaces ``consumer_group`` once ``leaving_member_id`` (its last consumer-protocol member) is gone.
 

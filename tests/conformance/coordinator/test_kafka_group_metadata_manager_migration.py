@@ -437,6 +437,42 @@ def test_last_consumer_protocol_member_rebalance_timeout_in_consumer_group():
     _assert_downgraded_after_timer(ctx, before, protocols)
 
 
+def test_last_static_consumer_protocol_member_replaced_by_classic_protocol_member():
+    """testLastStaticConsumerProtocolMemberReplacedByClassicProtocolMember: a classic static member takes
+    over the instance of the last consumer-protocol member: the group becomes classic at once, Stable at
+    the group epoch, the new member holding the replaced one's assignment; it syncs it with the classic
+    group."""
+    protocols1 = range_protocols(["foo", "bar"], owned=tps({"foo": [0, 1, 2], "bar": [0]}))
+    member1 = classic_member("m1", protocols1, member_epoch=10, previous_member_epoch=9,
+                             subscribed_topic_names=("foo", "bar"), server_assignor="range",
+                             rebalance_timeout_ms=45_000, assigned_partitions=tps({"foo": [0, 1, 2],
+                                                                                   "bar": [0]}))
+    old2 = ConsumerGroupMember("old2", instance_id="instance-id", member_epoch=10, previous_member_epoch=9,
+                               subscribed_topic_names=("foo",), server_assignor="range",
+                               rebalance_timeout_ms=45_000,
+                               assigned_partitions=tps({"foo": [3, 4, 5], "bar": [1]}))
+    targets = {"m1": member1.assigned_partitions, "old2": old2.assigned_partitions}
+    records = consumer_group_records(GROUP, 10, [member1, old2], targets, metadata={"foo": 6, "bar": 2})
+    ctx = Ctx(records=records, topics={"foo": 6, "bar": 2}, migration_policy=Policy.DOWNGRADE)
+    ctx.assignor.prepare(targets)
+    before = len(ctx.records)
+    # The same subscription as the replaced member: the group epoch stays 10.
+    joined = ctx.call(ctx.join_request(instance_id="instance-id", protocols=range_protocols(["foo"])))
+    assert (joined.error_code, joined.generation_id, joined.protocol_name) == (E.NONE, 10, "range")
+    assert ctx.consumer_group() is None and ctx.state() is S.STABLE
+    group = ctx.group()
+    assert group.generation_id == 10 and group.leader_id == "m1"
+    assert set(group.members) == {"m1", joined.member_id}
+    new = group.members[joined.member_id]
+    assert new.group_instance_id == "instance-id"
+    assert decode_assignment(new.assignment).partitions == tuple(sorted(tps({"foo": [3, 4, 5], "bar": [1]})))
+    synced = ctx.result(ctx.sync(joined.member_id, 10, instance_id="instance-id"))
+    assert synced.error_code is E.NONE and synced.assignment == new.assignment
+    assert any(isinstance(r, GroupMetadataRecord) and r.state == "Stable" for r in new_records(ctx, before))
+    assert ctx.coordinator.session_deadline_ms(GROUP, joined.member_id) is not None
+    ctx.assert_replays()
+
+
 def test_no_downgrade_when_the_policy_does_not_allow_it():
     """validateOnlineDowngradeWithFencedMember: with the policy upgrade-only the consumer group stays, with
     only its classic member."""
@@ -563,6 +599,36 @@ def test_joining_consumer_group_replacing_existing_static_member():
     new = group.members[joined.member_id]
     assert new.instance_id == "instance" and new.assigned_partitions == tps({"foo": [0]})
     assert group.target_of(joined.member_id) == tps({"foo": [0]})
+    ctx.assert_replays()
+
+
+def test_joining_consumer_group_with_existing_static_member_and_new_subscription():
+    """testJoiningConsumerGroupWithExistingStaticMemberAndNewSubscription: a classic static member rejoins
+    with a new subscription: the group epoch is bumped and a new target computed; the member moves on once
+    it has revoked what it loses."""
+    protocols = range_protocols(["foo"], owned=tps({"foo": [0]}))
+    classic = classic_member("k", protocols, instance_id="i", member_epoch=10, previous_member_epoch=9,
+                             subscribed_topic_names=("foo",), rebalance_timeout_ms=5000,
+                             assigned_partitions=tps({"foo": [0]}))
+    consumer = ConsumerGroupMember("c", member_epoch=10, previous_member_epoch=9,
+                                   subscribed_topic_names=("foo",),
+                                   rebalance_timeout_ms=5000, assigned_partitions=tps({"foo": [1]}))
+    targets = {"k": tps({"foo": [0]}), "c": tps({"foo": [1]})}
+    ctx = Ctx(records=consumer_group_records(GROUP, 10, [classic, consumer], targets, metadata={"foo": 2}),
+              topics={"foo": 2, "bar": 1})
+    ctx.assignor.prepare({"k": tps({"bar": [0]}), "c": tps({"foo": [0, 1]})})
+    rejoin = ctx.call(ctx.join_request(member_id="k", instance_id="i",
+                                       protocols=range_protocols(["foo", "bar"], owned=tps({"foo": [0]}))))
+    assert (rejoin.error_code, rejoin.generation_id) == (E.NONE, 10)  # must revoke foo-0 first
+    group = ctx.consumer_group()
+    assert group.group_epoch == 11 and group.subscription_metadata == {"foo": 2, "bar": 1}
+    member = group.members["k"]
+    assert member.subscribed_topic_names == ("bar",
+                                             "foo") and member.state is MemberState.UNREVOKED_PARTITIONS
+    rejoin = ctx.call(ctx.join_request(member_id="k", instance_id="i", protocols=range_protocols(["foo",
+                                                                                                  "bar"])))
+    assert (rejoin.error_code, rejoin.generation_id) == (E.NONE, 11)
+    assert ctx.consumer_group().members["k"].assigned_partitions == tps({"bar": [0]})
     ctx.assert_replays()
 
 
