@@ -14,7 +14,6 @@ fences the member as a missed ConsumerGroupHeartbeat would.
 """
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Optional
 
 import attrs
@@ -33,22 +32,9 @@ from kgroup.wire.consumer_protocol import decode_subscription, encode_assignment
 if TYPE_CHECKING:  # the manager owns this helper: imported for the type only
     from kgroup.core.consumer_group.manager import ConsumerGroupManager
 
-__all__ = ["ClassicMemberRequests", "ClassicRequestRefused", "classic_join_timer_key",
-           "classic_sync_timer_key"]
+__all__ = ["ClassicMemberRequests", "ClassicRequestRefused"]
 
 E = ErrorCode
-
-
-def classic_join_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    """A classic member of a consumer group told to rejoin must do so within its rebalance timeout
-    (Kafka's consumerGroupJoinKey)."""
-    return ("consumer-classic-join", group_id, member_id)
-
-
-def classic_sync_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    """A classic member of a consumer group that joined must send SyncGroup within its rebalance timeout
-    (Kafka's consumerGroupSyncKey)."""
-    return ("consumer-classic-sync", group_id, member_id)
 
 
 class ClassicRequestRefused(Exception):
@@ -93,7 +79,6 @@ class ClassicMemberRequests:
 
     def __init__(self, manager: "ConsumerGroupManager") -> None:
         self._manager = manager
-        self._context = manager.context
 
     # -- JoinGroup ---------------------------------------------------------------------
 
@@ -164,11 +149,8 @@ class ClassicMemberRequests:
             # classicGroupJoinToConsumerGroup step 4); the classic group keeps its timers from now on.
             manager.convert_to_classic_group(group, None, now_ms, rebalance=False)
             return response
-        self._context.cancel_timer(classic_join_timer_key(group.group_id, member_id))
-        manager.schedule_session(group, reconciled, now_ms)
-        self._context.schedule_timer(
-            classic_sync_timer_key(group.group_id, member_id), now_ms + req.rebalance_timeout_ms,
-            functools.partial(manager.fence_if_present, group.group_id, member_id))
+        manager.timers.schedule_session(group.group_id, reconciled, now_ms)
+        manager.timers.schedule_classic_sync(group.group_id, member_id, req.rebalance_timeout_ms, now_ms)
         return response
 
     # -- SyncGroup ---------------------------------------------------------------------
@@ -187,9 +169,9 @@ class ClassicMemberRequests:
             self._refuse_if_rebalance_in_progress(group, member, now_ms)
         except ClassicRequestRefused as refused:
             return SyncGroupResponse(refused.code)
-        manager = self._manager
-        self._context.cancel_timer(classic_sync_timer_key(group.group_id, member.member_id))
-        manager.schedule_session(group, member, now_ms)
+        timers = self._manager.timers
+        timers.synced(group.group_id, member.member_id)
+        timers.schedule_session(group.group_id, member, now_ms)
         return SyncGroupResponse(E.NONE, req.protocol_type, req.protocol_name, assignment_bytes(member))
 
     def _refuse_if_rebalance_in_progress(self, group: ConsumerGroup, member: ConsumerGroupMember,
@@ -197,18 +179,8 @@ class ClassicMemberRequests:
         """Kafka's throwIfRebalanceInProgress: a member behind the group epoch must rejoin first, unless
         it is still revoking (its next JoinGroup finishes that)."""
         if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
-            self._schedule_join_deadline(group, member, now_ms)
+            self._manager.timers.schedule_classic_join_if_absent(group.group_id, member, now_ms)
             raise ClassicRequestRefused(E.REBALANCE_IN_PROGRESS)
-
-    def _schedule_join_deadline(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
-        """Kafka's scheduleConsumerGroupJoinTimeoutIfAbsent: the member told to rejoin is fenced unless it
-        does within its rebalance timeout; telling it again does not move the deadline."""
-        manager = self._manager
-        key = classic_join_timer_key(group.group_id, member.member_id)
-        if not self._context.is_timer_scheduled(key):
-            self._context.schedule_timer(key, now_ms + max(member.rebalance_timeout_ms, 0),
-                                         functools.partial(manager.fence_if_present, group.group_id,
-                                                           member.member_id))
 
     # -- Heartbeat ---------------------------------------------------------------------
 
@@ -220,13 +192,13 @@ class ClassicMemberRequests:
                 return E.ILLEGAL_GENERATION
         except ClassicRequestRefused as refused:
             return refused.code
-        self._manager.schedule_session(group, member, now_ms)
+        self._manager.timers.schedule_session(group.group_id, member, now_ms)
         state = member.state
         if (member.member_epoch < group.group_epoch or state is MemberState.UNREVOKED_PARTITIONS
                 or (state is MemberState.UNRELEASED_PARTITIONS
                     and not group.waiting_on_unreleased_partition(member))):
             # The member rejoins to catch up with the epoch, to revoke, or to collect released partitions.
-            self._schedule_join_deadline(group, member, now_ms)
+            self._manager.timers.schedule_classic_join_if_absent(group.group_id, member, now_ms)
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import enum
-import functools
 import uuid
 from typing import AbstractSet, Callable, Iterable, Mapping, Optional
 
@@ -26,12 +25,15 @@ import attrs
 
 from kgroup.assignors import get_server_assignor
 from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
-from kgroup.core.consumer_group.classic_members import (
-    ClassicMemberRequests, ClassicRequestRefused, classic_join_timer_key, classic_sync_timer_key,
-)
+from kgroup.core.consumer_group.classic_members import ClassicMemberRequests, ClassicRequestRefused
 from kgroup.core.consumer_group.context import ConsumerGroupContext, GroupConversionRefused
+from kgroup.core.consumer_group.heartbeat_checks import HeartbeatRefused as _Refused
+from kgroup.core.consumer_group.heartbeat_checks import check_member_epoch, validate_heartbeat_request
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
-from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState, check_transition
+from kgroup.core.consumer_group.member import ConsumerGroupMember, check_transition
+from kgroup.core.consumer_group.member_timers import (
+    MemberTimers, classic_join_timer_key, classic_sync_timer_key, rebalance_timer_key, session_timer_key,
+)
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
 from kgroup.core.consumer_group_messages import (
     JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -49,16 +51,6 @@ __all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key", "
            "classic_sync_timer_key"]
 
 E = ErrorCode
-#: The characters Java's String.trim() removes from both ends.
-_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
-
-
-def session_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-session", group_id, member_id)
-
-
-def rebalance_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-rebalance", group_id, member_id)
 
 
 class _Creation(enum.Enum):
@@ -67,24 +59,6 @@ class _Creation(enum.Enum):
     NEW = "new"
     #: A classic group converted online (Kafka's convertToConsumerGroup).
     UPGRADE = "upgrade"
-
-
-class _Refused(Exception):
-    """A heartbeat answered with an error; nothing has changed yet."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _is_subset(owned: Optional[AbstractSet[TopicPartition]], assigned: AbstractSet[TopicPartition]) -> bool:
-    return owned is not None and owned <= assigned
-
-
-def _is_blank(value: str) -> bool:
-    """Java's ``value.trim().isEmpty()``: trim drops every character up to U+0020, nothing else."""
-    return not value.strip(_JAVA_TRIMMED)
 
 
 def _members_after(group: ConsumerGroup, updated: ConsumerGroupMember,
@@ -117,8 +91,7 @@ class ConsumerGroupManager:
         self._new_member_id = member_id_factory or (lambda: str(uuid.uuid4()))
         #: Assignor instances by name that take precedence over the registry (tests' prepared assignors).
         self._server_assignors: Mapping[str, ServerAssignor] = server_assignors or {}
-        #: (group id, member id) -> the epoch whose revocation the armed rebalance timer waits on.
-        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self.timers = MemberTimers(config, context, self._fence_if_present, self._member_epoch)
         #: JoinGroup / SyncGroup / Heartbeat / LeaveGroup of classic members in consumer groups.
         self.classic_members = ClassicMemberRequests(self)
 
@@ -153,63 +126,24 @@ class ConsumerGroupManager:
         group.restore(persisted, offsets)
         self._groups[group_id] = group
         for member in group.members.values():
-            self._schedule_session(group, member, now_ms)
-            self._after_reconciliation(group, member, now_ms)
+            self.timers.schedule_session(group_id, member, now_ms)
+            self.timers.after_reconciliation(group_id, member, now_ms)
 
     def clear(self) -> None:
         """Forget every group (the coordinator resigns; its timer is reset with it)."""
         self._groups.clear()
-        self._rebalance_epochs.clear()
+        self.timers.clear()
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------
 
     def heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
         try:
-            self._validate(req)
+            validate_heartbeat_request(req, self.config)
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(req, now_ms)
             return self._heartbeat(req, now_ms)
         except _Refused as refused:
             return ConsumerGroupHeartbeatResponse(refused.code, refused.message)
-
-    def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (4.x): ids are checked trimmed, so a
-        blank one counts as empty."""
-        def invalid(message: str) -> _Refused:
-            return _Refused(E.INVALID_REQUEST, message)
-
-        epoch = req.member_epoch
-        member_id_required = req.api_version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH
-        if member_id_required and _is_blank(req.member_id):
-            # KIP-1082: from v1 the client generates its member id.
-            raise invalid("MemberId can't be empty.")
-        if _is_blank(req.group_id):
-            raise invalid("GroupId can't be empty.")
-        if req.instance_id is not None and _is_blank(req.instance_id):
-            raise invalid("InstanceId can't be empty.")
-        if req.rack_id is not None and _is_blank(req.rack_id):
-            raise invalid("RackId can't be empty.")
-        if epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if req.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if req.topic_partitions is None or req.topic_partitions:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            # An empty list joins with no subscription (the member is in the group, assigned nothing).
-            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
-                raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
-                              "(re-)joining.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if req.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise invalid("MemberEpoch is invalid.")
-        if req.subscribed_topic_regex:
-            # Kafka 4 reads an empty regex as "no regex" (librdkafka sends one with a topic list).
-            raise invalid("SubscribedTopicRegex is not supported by kgroup's coordinator.")
-        assignors = self.config.consumer_group_assignors
-        if req.server_assignor is not None and req.server_assignor not in assignors:
-            raise _Refused(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
-                                                   f"Supported assignors: {', '.join(assignors)}.")
 
     def _existing_group(self, group_id: str) -> ConsumerGroup:
         group = self._groups.get(group_id)
@@ -239,23 +173,6 @@ class ConsumerGroupManager:
         group.restore(persisted, {})
         return group, _Creation.UPGRADE
 
-    def _check_epoch(self, member: ConsumerGroupMember, received: int,
-                     owned: Optional[AbstractSet[TopicPartition]]) -> None:
-        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
-        def fenced(comparison: str) -> _Refused:
-            return _Refused(E.FENCED_MEMBER_EPOCH,
-                            f"The consumer group member has a {comparison} member epoch ({received}) than "
-                            f"the one known by the group coordinator ({member.member_epoch}). The member "
-                            "must abandon all its partitions and rejoin.")
-
-        if received > member.member_epoch:
-            raise fenced("greater")
-        if received < member.member_epoch:
-            # The response that bumped the epoch may have been lost: the previous epoch with a subset
-            # of the current assignment is accepted.
-            if received != member.previous_member_epoch or not _is_subset(owned, member.assigned_partitions):
-                raise fenced("smaller")
-
     def _heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
         joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
         owned = None if req.topic_partitions is None else frozenset(req.topic_partitions)
@@ -276,7 +193,7 @@ class ConsumerGroupManager:
                     raise _Refused(E.UNKNOWN_MEMBER_ID,
                                    f"Member {member_id} is not a member of group {req.group_id}.")
                 member = ConsumerGroupMember(member_id)
-            self._check_epoch(member, req.member_epoch, owned)
+            check_member_epoch(member, req.member_epoch, owned)
         else:
             existing = group.static_member(instance_id)
             if joining:
@@ -303,7 +220,7 @@ class ConsumerGroupManager:
                                    f"Static member {member_id} with instance id {instance_id} was fenced by "
                                    f"member {existing.member_id}.")
                 member = existing
-                self._check_epoch(member, req.member_epoch, owned)
+                check_member_epoch(member, req.member_epoch, owned)
 
         # Everything that can still refuse the heartbeat runs on the unchanged group.
         updated = attrs.evolve(
@@ -322,7 +239,7 @@ class ConsumerGroupManager:
             classic_member_metadata=None,
         )
         reconciled = self._update_and_reconcile(group, creation, member, updated, replaced, owned, now_ms)
-        self._schedule_session(group, reconciled, now_ms)
+        self.timers.schedule_session(group.group_id, reconciled, now_ms)
         full_request = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
                                    and owned is not None)
         assignment = None
@@ -376,7 +293,7 @@ class ConsumerGroupManager:
         if creation is not None:
             self._register(group, creation, now_ms)
         if replaced is not None:
-            self._cancel_timers(group.group_id, replaced)
+            self.timers.cancel(group.group_id, replaced)
             group.replace_static_member(replaced, member)
         group.update_member(updated)
         if group_epoch != group.group_epoch:
@@ -386,7 +303,7 @@ class ConsumerGroupManager:
         if reconciled != updated:
             check_transition(member_id, updated.state, reconciled.state)  # reported now that it happens
             group.update_member(reconciled)
-            self._after_reconciliation(group, reconciled, now_ms)
+            self.timers.after_reconciliation(group.group_id, reconciled, now_ms)
         return reconciled
 
     def update_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
@@ -400,41 +317,13 @@ class ConsumerGroupManager:
         except _Refused as refused:
             raise ClassicRequestRefused(refused.code) from None
 
-    def schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
-        self._schedule_session(group, member, now_ms)
-
-    def fence_if_present(self, group_id: str, member_id: str, now_ms: int) -> None:
-        """A classic member's join or sync deadline passed (Kafka's consumerGroupFenceMemberOperation)."""
-        self._expire_session(group_id, member_id, now_ms)
-
     def remove_member(self, group: ConsumerGroup, member_id: str) -> None:
         """A classic member leaves (the caller bumps the group epoch once for the batch)."""
         group.remove_member(member_id)
-        self._cancel_timers(group.group_id, member_id)
+        self.timers.cancel(group.group_id, member_id)
 
     def bump_group_epoch(self, group: ConsumerGroup) -> None:
         group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
-
-    def _after_reconciliation(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
-        """The member must revoke within its rebalance timeout, or it is fenced."""
-        key = (group.group_id, member.member_id)
-        if member.state is MemberState.UNREVOKED_PARTITIONS:
-            self._rebalance_epochs[key] = member.member_epoch
-            self._context.schedule_timer(rebalance_timer_key(*key),
-                                         now_ms + max(member.rebalance_timeout_ms, 0),
-                                         functools.partial(self._expire_rebalance, *key))
-        elif self._rebalance_epochs.pop(key, None) is not None:
-            self._context.cancel_timer(rebalance_timer_key(*key))
-
-    def _schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
-        """A classic member keeps the session timeout of its JoinGroup (Kafka's
-        classicProtocolSessionTimeout); a consumer-protocol member the group's."""
-        classic = member.classic_member_metadata
-        timeout_ms = (classic.session_timeout_ms if classic is not None
-                      else self.config.consumer_group_session_timeout_ms)
-        group_id, member_id = group.group_id, member.member_id
-        self._context.schedule_timer(session_timer_key(group_id, member_id), now_ms + timeout_ms,
-                                     functools.partial(self._expire_session, group_id, member_id))
 
     def _register(self, group: ConsumerGroup, creation: _Creation, now_ms: int) -> None:
         """A heartbeat that creates or upgrades the group is accepted: the id becomes this group's."""
@@ -449,7 +338,7 @@ class ConsumerGroupManager:
         for record in group.creation_records():
             self._context.emit(record)
         for member in group.members.values():
-            self._schedule_session(group, member, now_ms)
+            self.timers.schedule_session(group.group_id, member, now_ms)
 
     def _metadata_of(self, topics: Iterable[str]) -> dict[str, int]:
         """The partition count of each of ``topics`` that exists (the group's subscription metadata)."""
@@ -525,7 +414,7 @@ class ConsumerGroupManager:
             return
         group.remove_member(member.member_id)
         group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
-        self._cancel_timers(group.group_id, member.member_id)
+        self.timers.cancel(group.group_id, member.member_id)
 
     def _downgrade_allowed(self, group: ConsumerGroup, leaving_member_id: str) -> bool:
         """Kafka's validateOnlineDowngradeWithFencedMember."""
@@ -550,35 +439,20 @@ class ConsumerGroupManager:
         for record in group.tombstone_records():
             self._context.emit(record)
         for member_id in group.members:
-            self._cancel_timers(group.group_id, member_id)
+            self.timers.cancel(group.group_id, member_id)
         del self._groups[group.group_id]
         self._context.downgrade_consumer_group(group, leaving_member_id, now_ms, rebalance=rebalance)
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self._context.cancel_timer(session_timer_key(group_id, member_id))
-        self._context.cancel_timer(rebalance_timer_key(group_id, member_id))
-        self._context.cancel_timer(classic_join_timer_key(group_id, member_id))
-        self._context.cancel_timer(classic_sync_timer_key(group_id, member_id))
-        self._rebalance_epochs.pop((group_id, member_id), None)
-
-    def _expire_session(self, group_id: str, member_id: str, now_ms: int) -> None:
+    def _fence_if_present(self, group_id: str, member_id: str, now_ms: int) -> None:
+        """A member's deadline passed (Kafka's consumerGroupFenceMemberOperation): fenced if still there."""
         group = self._groups.get(group_id)
-        if group is None or member_id not in group.members:
-            return
-        self._fence(group, group.members[member_id], now_ms)
+        if group is not None and member_id in group.members:
+            self._fence(group, group.members[member_id], now_ms)
 
-    def _expire_rebalance(self, group_id: str, member_id: str, now_ms: int) -> None:
-        """The member did not revoke within its rebalance timeout.
-
-        Kafka's scheduleConsumerGroupRebalanceTimeout: fenced if it is still at the epoch it had to leave.
-        """
-        epoch = self._rebalance_epochs.pop((group_id, member_id), None)
+    def _member_epoch(self, group_id: str, member_id: str) -> Optional[int]:
         group = self._groups.get(group_id)
-        if group is None or member_id not in group.members:
-            return
-        member = group.members[member_id]
-        if member.member_epoch == epoch:
-            self._fence(group, member, now_ms)
+        member = None if group is None else group.members.get(member_id)
+        return None if member is None else member.member_epoch
 
     # -- ConsumerGroupDescribe -----------------------------------------------------------
 

@@ -18,8 +18,9 @@ from typing import Iterable, Optional
 
 import pytest
 
-from kgroup.core.consumer_group.classic_members import classic_join_timer_key, classic_sync_timer_key
-from kgroup.core.consumer_group.manager import session_timer_key
+from kgroup.core.consumer_group.member_timers import (
+    classic_join_timer_key, classic_sync_timer_key, session_timer_key,
+)
 from kgroup.core.consumer_group.member import ClassicMemberMetadata, ConsumerGroupMember, MemberState
 from kgroup.core.consumer_group.records import (
     ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord,
