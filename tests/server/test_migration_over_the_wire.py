@@ -1,5 +1,6 @@
 """Online migration between the classic and consumer protocols with stock clients on kgroup's wire
-server (issue 27: Kafka's group.consumer.migration.policy, bidirectional by default).
+server (issue 27: Kafka's group.consumer.migration.policy, bidirectional by default); each scenario also
+runs with kgroup's own KafkaConsumer on both sides (group_protocol "classic" and "consumer").
 
 Upgrade: two stock kafka-python consumers (classic protocol, eager ``range``) consume a 6-partition
 topic in one group; a stock confluent-kafka consumer with ``group.protocol=consumer`` joins, which
@@ -113,8 +114,17 @@ def _handovers(ledger, since: float, until: float) -> Tuple[int, float]:
     return moved, unowned
 
 
+#: (classic member's client, consumer-protocol member's client): stock clients, and kgroup's own on both
+#: sides (kgroup.KafkaConsumer with group_protocol "classic" and "consumer").
+CLIENTS = pytest.mark.parametrize("classic_kind,modern_kind", [("kafka-python", "confluent"), ("kgroup",
+                                                                                               "kgroup")],
+                                  ids=["kafka-python+confluent", "kgroup+kgroup"])
+
+
+@CLIENTS
 @pytest.mark.kafka_broker(brokers=3, coordinator=CONFIG)
-def test_rolling_upgrade_from_kafka_python_to_confluent_consumer_protocol(kafka_broker, broker_client_matrix):
+def test_rolling_upgrade_from_classic_to_consumer_protocol(
+        kafka_broker, broker_client_matrix, classic_kind, modern_kind):
     started = time.monotonic()
 
     def budget() -> float:
@@ -132,30 +142,30 @@ def test_rolling_upgrade_from_kafka_python_to_confluent_consumer_protocol(kafka_
 
     # Everything is consumed and committed before the second member's eager rebalance: a kafka-python
     # member that keeps a partition through it resumes from its in-memory position (see FINAL).
-    first = start("kafka-python")
+    first = start(classic_kind)
     matrix.wait_settled(GROUP, [first], "the first kafka-python consumer to own every partition", budget())
     matrix.wait_caught_up(TOPIC, GROUP, timeout_s=budget())
-    second = start("kafka-python")
+    second = start(classic_kind)
     matrix.wait_settled(GROUP, [first, second], "two kafka-python consumers to split the partitions",
                         budget())
     steps: Dict[str, float] = {}
     t = migration_started = time.monotonic()
-    upgrader = start("confluent", "consumer")
+    upgrader = start(modern_kind, "consumer")
     matrix.wait_settled(GROUP, [first, second, upgrader], "the confluent consumer to join the upgraded group",
                         budget())
-    steps["confluent joins (upgrade)"] = time.monotonic() - t
+    steps[f"{modern_kind} joins (upgrade)"] = time.monotonic() - t
     assert kafka_broker._call(lambda: kafka_broker.hosting.coordinator_for(GROUP).consumer_group(GROUP)) \
         is not None, "the group was not upgraded"
     matrix.produce("kafka-python", TOPIC, RECORDS // 2, RECORDS - RECORDS // 2)
     t = time.monotonic()
     first.close(timeout_s=budget())
     matrix.wait_settled(GROUP, [second, upgrader], "the first leaver's partitions to move on", budget())
-    steps["first kafka-python leaves"] = time.monotonic() - t
+    steps[f"first {classic_kind} leaves"] = time.monotonic() - t
     t = time.monotonic()
     second.close(timeout_s=budget())
     matrix.wait_until(lambda: _owns_everything(upgrader), "the confluent consumer to own every partition",
                       budget(), group_id=GROUP)
-    steps["second kafka-python leaves"] = time.monotonic() - t
+    steps[f"second {classic_kind} leaves"] = time.monotonic() - t
     moved, unowned = _handovers(matrix.ledger, migration_started, time.monotonic())
     matrix.produce("kafka-python", TOPIC, RECORDS, FINAL)
 
@@ -173,8 +183,10 @@ def test_rolling_upgrade_from_kafka_python_to_confluent_consumer_protocol(kafka_
     assert time.monotonic() - started < TOTAL_S + STEP_S
 
 
+@CLIENTS
 @pytest.mark.kafka_broker(brokers=3, coordinator=CONFIG)
-def test_downgrade_when_the_last_consumer_protocol_member_leaves(kafka_broker, broker_client_matrix):
+def test_downgrade_when_the_last_consumer_protocol_member_leaves(
+        kafka_broker, broker_client_matrix, classic_kind, modern_kind):
     started = time.monotonic()
 
     def budget() -> float:
@@ -190,10 +202,10 @@ def test_downgrade_when_the_last_consumer_protocol_member_leaves(kafka_broker, b
         return matrix.start(kind, TOPIC, GROUP, group_protocol=group_protocol, max_records=5,
                             batch_sleep_ms=10, commit_every=3)
 
-    modern = start("confluent", "consumer")
+    modern = start(modern_kind, "consumer")
     matrix.wait_settled(GROUP, [modern], "the confluent consumer to own every partition", budget())
     matrix.wait_caught_up(TOPIC, GROUP, timeout_s=budget())
-    classic = start("kafka-python", "classic")
+    classic = start(classic_kind, "classic")
     matrix.wait_settled(GROUP, [modern, classic], "a kafka-python consumer to join the consumer group",
                         budget())
     matrix.produce("kafka-python", TOPIC, RECORDS // 2, RECORDS - RECORDS // 2)

@@ -36,7 +36,8 @@ from kgroup.core.consumer_group.member_timers import (
 )
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
 from kgroup.core.consumer_group_messages import (
-    JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MEMBER_TYPE_CLASSIC,
+    MEMBER_TYPE_CONSUMER,
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse, DescribedConsumerGroup, DescribedConsumerGroupMember,
 )
@@ -94,10 +95,6 @@ class ConsumerGroupManager:
         self.timers = MemberTimers(config, context, self._fence_if_present, self._member_epoch)
         #: JoinGroup / SyncGroup / Heartbeat / LeaveGroup of classic members in consumer groups.
         self.classic_members = ClassicMemberRequests(self)
-
-    @property
-    def context(self) -> ConsumerGroupContext:
-        return self._context
 
     def new_member_id(self) -> str:
         return self._new_member_id()
@@ -470,7 +467,9 @@ class ConsumerGroupManager:
             DescribedConsumerGroupMember(
                 m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
                 m.subscribed_topic_names, m.subscribed_topic_regex, m.assigned_partitions,
-                group.target_of(m.member_id))
+                group.target_of(m.member_id),
+                # KIP-1099: which protocol the member speaks (Kafka's asConsumerGroupDescribeMember).
+                MEMBER_TYPE_CLASSIC if m.uses_classic_protocol else MEMBER_TYPE_CONSUMER)
             for m in group.members.values())
         return DescribedConsumerGroup(
             E.NONE, group_id, group_state=group.state.value, group_epoch=group.group_epoch,

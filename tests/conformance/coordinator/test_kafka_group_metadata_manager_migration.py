@@ -26,7 +26,9 @@ from kgroup.core.consumer_group.records import (
     ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord,
     ConsumerGroupTargetAssignmentRecord,
 )
-from kgroup.core.consumer_group_messages import LEAVE_GROUP_MEMBER_EPOCH
+from kgroup.core.consumer_group_messages import (
+    LEAVE_GROUP_MEMBER_EPOCH, MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER, ConsumerGroupDescribeRequest,
+)
 from kgroup.core.coordinator import GroupMetadataRecord, MemberMetadataRecord
 from kgroup.core.coordinator_common.config import ConsumerGroupMigrationPolicy as Policy
 from kgroup.core.messages import (
@@ -894,6 +896,16 @@ def test_classic_group_leave_to_consumer_group_without_valid_leave_group_member(
     response = ctx.call(LeaveGroupRequest(GROUP, (MemberIdentity("unknown"),)))
     assert [r.error_code for r in response.members] == [E.UNKNOWN_MEMBER_ID]
     assert ctx.records == before
+
+
+def test_consumer_group_describe_tells_classic_members_apart():
+    """ConsumerGroupDescribe v1 (KIP-1099): MemberType 0 for a classic member, 1 for a consumer-protocol
+    one (Kafka's ConsumerGroupMember.asConsumerGroupDescribeMember)."""
+    ctx = _consumer_group_with_one_member()
+    joined = _join_dynamic(ctx, range_protocols(["foo"]))
+    (described,) = ctx.call(ConsumerGroupDescribeRequest((GROUP,))).groups
+    types = {m.member_id: m.member_type for m in described.members}
+    assert types == {"c": MEMBER_TYPE_CONSUMER, joined.member_id: MEMBER_TYPE_CLASSIC}
 
 
 # -- offsets and failover -----------------------------------------------------------------
