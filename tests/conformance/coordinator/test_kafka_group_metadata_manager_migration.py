@@ -1153,3 +1153,17 @@ def test_online_migration(cooperative, static):
     kept_after_downgrade = decode_assignment(ctx.group().members[m1].assignment).partitions
     assert kept_after_downgrade == tuple(sorted(tps({"foo": [0, 1]})))
     ctx.assert_replays()
+
+
+def test_migration_policy_config_is_kafkas():
+    """GroupCoordinatorConfig.CONSUMER_GROUP_MIGRATION_POLICY_DEFAULT is bidirectional; the value is read
+    case-insensitively (ConfigDef.CaseInsensitiveValidString) and anything else is a ConfigError."""
+    from kgroup.core.coordinator import GroupCoordinatorConfig
+    from kgroup.errors import ConfigError
+    assert GroupCoordinatorConfig().consumer_group_migration_policy is Policy.BIDIRECTIONAL
+    assert GroupCoordinatorConfig(consumer_group_migration_policy="UpGrade").consumer_group_migration_policy \
+        is Policy.UPGRADE
+    assert [(p.upgrade_enabled, p.downgrade_enabled) for p in Policy] == [
+        (False, False), (True, False), (False, True), (True, True)]
+    with pytest.raises(ConfigError, match="consumer_group_migration_policy must be one of"):
+        GroupCoordinatorConfig(consumer_group_migration_policy="sideways")
