@@ -19,10 +19,6 @@ KIP848_DESCRIBE = ("ConsumerGroupDescribe of a missing or classic group: group_s
                    "\"Dead\" in kgroup")
 KIP848_CLASSIC_DESCRIBE = ("DescribeGroups (classic API) of a consumer group: Kafka answers Dead with no "
                            "members (not a classic group), kgroup describes it")
-KIP848_MIGRATION = ("online migration between classic and consumer groups (Kafka's default "
-                    "group.consumer.migration.policy=bidirectional) is not implemented: a classic JoinGroup"
-                    " into a consumer group is INCONSISTENT_GROUP_PROTOCOL, an upgrade heartbeat gets no "
-                    "assignment (documented in docs/guide/consumer-protocol.md)")
 VALIDATE_ONLY = ("CreateTopics validate_only answers -1 partitions and replicas; Kafka answers the figures "
                  "it would create (data plane)")
 METADATA_INVALID_NAME = ("Metadata of an invalid topic name answers UNKNOWN_TOPIC_OR_PARTITION; Kafka "
@@ -102,8 +98,7 @@ KNOWN_DIVERGENCES: Dict[str, str] = {
     "consumer.describe.v1": KIP848_EPOCHS + "; " + KIP848_DESCRIBE,
     "consumer.describe-groups-on-consumer-group": KIP848_EPOCHS + "; " + KIP848_CLASSIC_DESCRIBE,
     "consumer.delete-non-empty": KIP848_EPOCHS,
-    "consumer.classic-join-into-consumer-group": KIP848_EPOCHS + "; " + KIP848_MIGRATION,
-    "consumer.heartbeat-into-classic-group": KIP848_EPOCHS + "; " + KIP848_MIGRATION,
+    "consumer.classic-join-into-consumer-group": KIP848_EPOCHS,
     "consumer.offset-commit.epoch.v8": KIP848_EPOCHS,
     "consumer.offset-commit.epoch.v9": KIP848_EPOCHS,
     "consumer.offset-fetch.v9-member-epoch": KIP848_EPOCHS,

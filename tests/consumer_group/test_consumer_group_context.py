@@ -8,8 +8,12 @@ import subprocess
 import sys
 from typing import Hashable, Mapping, Optional, Sequence
 
+from kgroup.core.consumer_group.context import GroupConversionRefused
+from kgroup.core.consumer_group.group import ConsumerGroup
 from kgroup.core.consumer_group.manager import ConsumerGroupManager, session_timer_key
-from kgroup.core.consumer_group.records import ConsumerGroupMemberRecord, ConsumerGroupRecord
+from kgroup.core.consumer_group.records import (
+    ConsumerGroupMemberRecord, ConsumerGroupRecord, PersistedConsumerGroup,
+)
 from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatRequest
 from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
 from kgroup.core.coordinator_common.timer import CoordinatorTimer, TimerOperation
@@ -48,10 +52,20 @@ class FakeContext:
     def classic_group_state(self, group_id: str) -> Optional[str]:
         return self.classic.get(group_id)
 
-    def release_empty_classic_group(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
+    def release_classic_group(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
         self.released.append(group_id)
         self.classic.pop(group_id, None)
         return {TopicPartition("t", 0): OffsetAndMetadata(7)}
+
+    def upgraded_classic_group(self, group_id: str) -> PersistedConsumerGroup:
+        raise GroupConversionRefused(f"Group {group_id} is not a consumer group.")
+
+    def downgrade_consumer_group(self, group: ConsumerGroup, leaving_member_id: Optional[str], now_ms: int,
+                                 *, rebalance: bool = True) -> None:
+        raise AssertionError("no test here has a classic member to downgrade to")
+
+    def is_timer_scheduled(self, key: Hashable) -> bool:
+        return key in self.timer
 
 
 def _join(member_id: str) -> ConsumerGroupHeartbeatRequest:

@@ -373,7 +373,7 @@ def test_group_assert_invariants_catches_an_unrecorded_change(group):
     group.transition_to(S.PREPARING_REBALANCE)
     group.add(member(), protocol_type=PROTOCOL_TYPE)
     group.take_records()
-    group._dirty_members.clear()
+    group.record_book._dirty_members.clear()
     from kgroup.core.coordinator.group import _set
     _set(group.members["memberId"], "assignment", b"changed behind the group's back")
     with pytest.raises(GroupInvariantViolation, match="not marked for a record"):

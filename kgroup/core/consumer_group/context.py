@@ -6,17 +6,25 @@ The coordinator's :class:`kgroup.core.coordinator.context.GroupCoordinatorContex
 """
 from __future__ import annotations
 
-from typing import Callable, Hashable, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Hashable, Mapping, Optional, Protocol, Sequence
 
-from kgroup.core.consumer_group.records import ConsumerGroupRecord
+from kgroup.core.consumer_group.records import ConsumerGroupRecord, PersistedConsumerGroup
 from kgroup.core.coordinator_common.timer import TimerOperation
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.values import TopicPartition
+
+if TYPE_CHECKING:  # the group module imports nothing from here: for the type only
+    from kgroup.core.consumer_group.group import ConsumerGroup
 
 #: topic name -> partition count, or None when the topic does not exist.
 TopicMetadata = Callable[[str], Optional[int]]
 #: topic name -> the replica racks of each of its partitions, by partition (empty: none known).
 TopicPartitionRacks = Callable[[str], Sequence[frozenset]]
+
+
+class GroupConversionRefused(Exception):
+    """A group cannot change type online (the migration policy, its protocol type or size, or
+    ConsumerProtocol bytes that do not parse); the message says why."""
 
 
 class ConsumerGroupContext(Protocol):
@@ -38,6 +46,20 @@ class ConsumerGroupContext(Protocol):
     def classic_group_state(self, group_id: str) -> Optional[str]:
         """The state of the classic group under ``group_id`` ("Empty", ...), None when there is none."""
 
-    def release_empty_classic_group(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
-        """Drop the empty classic group under ``group_id`` so its id can become a consumer group's;
-        returns its offsets (Kafka's maybeDeleteEmptyClassicGroup)."""
+    def release_classic_group(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
+        """Drop the classic group under ``group_id`` (if any) so its id can become a consumer group's;
+        its parked JoinGroup / SyncGroup are answered REBALANCE_IN_PROGRESS; returns its offsets (Kafka's
+        maybeDeleteEmptyClassicGroup, and convertToConsumerGroup's completeAllJoinFutures)."""
+
+    def upgraded_classic_group(self, group_id: str) -> PersistedConsumerGroup:
+        """The non-empty classic group under ``group_id`` as a consumer group (Kafka's
+        validateOnlineUpgrade + ConsumerGroup.fromClassicGroup); changes nothing.
+
+        Raises GroupConversionRefused when it may not or cannot be converted."""
+
+    def downgrade_consumer_group(self, group: "ConsumerGroup", leaving_member_id: Optional[str], now_ms: int,
+                                 *, rebalance: bool = True) -> None:
+        """Replace the consumer group (already unregistered) by a classic group of its members but
+        ``leaving_member_id``, which rebalances if ``rebalance`` (Kafka's convertToClassicGroup)."""
+
+    def is_timer_scheduled(self, key: Hashable) -> bool: ...

@@ -16,7 +16,7 @@ import collections
 import enum
 from typing import Callable, Mapping, Optional
 
-from kgroup.core.consumer_group.member import ConsumerGroupMember
+from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
 from kgroup.core.consumer_group.records import (
     ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord, ConsumerGroupRecord,
     ConsumerGroupTargetAssignmentRecord, PersistedConsumerGroup,
@@ -25,7 +25,9 @@ from kgroup.core.coordinator_common.errors import GroupInvariantViolation
 from kgroup.core.coordinator_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import StateMachine, TransitionObserver, check_table
-from kgroup.core.messages import OffsetAndMetadata, OffsetCommitRequest, OffsetFetchRequest
+from kgroup.core.messages import (
+    CONSUMER_PROTOCOL_TYPE, OffsetAndMetadata, OffsetCommitRequest, OffsetFetchRequest,
+)
 from kgroup.values import TopicPartition
 
 __all__ = ["ConsumerGroup", "ConsumerGroupState", "LEGAL_PREVIOUS"]
@@ -62,6 +64,13 @@ LEGAL_PREVIOUS: dict[ConsumerGroupState, frozenset] = {
 check_table(ConsumerGroupState, LEGAL_PREVIOUS)
 
 
+def _validate_member_epoch(received: int, member: ConsumerGroupMember) -> ErrorCode:
+    """Kafka's ConsumerGroup.validateMemberEpoch: a classic member's generation is its member epoch."""
+    if received == member.member_epoch:
+        return E.NONE
+    return E.ILLEGAL_GENERATION if member.uses_classic_protocol else E.STALE_MEMBER_EPOCH
+
+
 class ConsumerGroup:
     def __init__(self, group_id: str, emit: Callable[[ConsumerGroupRecord], None],
                  observer: Optional[TransitionObserver] = None) -> None:
@@ -81,6 +90,10 @@ class ConsumerGroup:
         #: topic -> how many members subscribe to it.
         self._subscriber_counts: collections.Counter[str] = collections.Counter()
         self._assignor_counts: collections.Counter[str] = collections.Counter()
+        #: Members of the classic protocol, and how many of them support each protocol name (Kafka's
+        #: numClassicProtocolMembers / classicProtocolMembersSupportedProtocols).
+        self._classic_member_count = 0
+        self._classic_protocol_counts: collections.Counter[str] = collections.Counter()
         self._offsets: dict[TopicPartition, OffsetAndMetadata] = {}
 
     # -- queries -------------------------------------------------------------------
@@ -127,6 +140,34 @@ class ConsumerGroup:
         owner = self._partition_owner.get(tp)
         return None if owner is None else owner[0]
 
+    @property
+    def classic_member_count(self) -> int:
+        return self._classic_member_count
+
+    def supports_classic_protocols(self, protocol_type: str, protocol_names: tuple[str, ...]) -> bool:
+        """Kafka's ConsumerGroup.supportsClassicProtocols: a classic member may join with the consumer
+        protocol type and a protocol every classic member already in the group supports."""
+        if protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return False
+        if not self._members:
+            return bool(protocol_names)
+        classic = self._classic_member_count
+        return any(self._classic_protocol_counts[name] == classic for name in protocol_names)
+
+    def all_members_use_classic_protocol_except(self, member_id: str) -> bool:
+        """Kafka's allMembersUseClassicProtocolExcept: ``member_id`` is the one consumer-protocol member."""
+        member = self._members.get(member_id)
+        return (member is not None and not member.uses_classic_protocol
+                and self._classic_member_count == len(self._members) - 1)
+
+    def waiting_on_unreleased_partition(self, member: ConsumerGroupMember) -> bool:
+        """Kafka's waitingOnUnreleasedPartition: a partition of the member's target is still held by
+        another member."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        return any(tp not in member.assigned_partitions and self.partition_epoch(tp) != -1
+                   for tp in self.target_of(member.member_id))
+
     def subscribed_topics(self) -> frozenset[str]:
         return frozenset(self._subscriber_counts)
 
@@ -152,6 +193,21 @@ class ConsumerGroup:
 
     def persisted(self) -> PersistedConsumerGroup:
         return PersistedConsumerGroup(self.header_record(), dict(self._members), dict(self._target))
+
+    def creation_records(self) -> list[ConsumerGroupRecord]:
+        """Kafka's createConsumerGroupRecords: the records that create this group as it is (written when
+        a classic group is converted into it)."""
+        records: list[ConsumerGroupRecord] = [self.header_record()]
+        records.extend(ConsumerGroupMemberRecord(self._group_id, m) for m in self._members.values())
+        records.extend(ConsumerGroupTargetAssignmentRecord(self._group_id, mid, partitions)
+                       for mid, partitions in self._target.items())
+        return records
+
+    def tombstone_records(self) -> list[ConsumerGroupRecord]:
+        """Kafka's createGroupTombstoneRecords for a consumer group converted to a classic one: every
+        member and its target go (the classic header written after them makes the id classic again);
+        offsets stay with the id."""
+        return [ConsumerGroupMemberTombstone(self._group_id, mid) for mid in self._members]
 
     # -- changes (each emits the record that persists it) -----------------------------
 
@@ -207,12 +263,10 @@ class ConsumerGroup:
         member = self._members.get(req.member_id)
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        if req.api_version is not None and req.api_version < 9:
+        if req.api_version is not None and req.api_version < 9 and not member.uses_classic_protocol:
             # Members of the consumer protocol must commit with OffsetCommit v9+.
             return E.UNSUPPORTED_VERSION
-        if req.generation_id != member.member_epoch:
-            return E.STALE_MEMBER_EPOCH
-        return E.NONE
+        return _validate_member_epoch(req.generation_id, member)
 
     def validate_offset_fetch(self, req: OffsetFetchRequest) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetFetch."""
@@ -221,9 +275,7 @@ class ConsumerGroup:
         member = self._members.get(req.member_id or "")
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        if req.member_epoch != member.member_epoch:
-            return E.STALE_MEMBER_EPOCH
-        return E.NONE
+        return _validate_member_epoch(req.member_epoch, member)
 
     def commit_offset(self, topic_partition: TopicPartition,
                       committed: OffsetAndMetadata) -> OffsetCommitRecord:
@@ -276,6 +328,9 @@ class ConsumerGroup:
                 self._assignor_counts[old.server_assignor] -= 1
             if old.instance_id is not None and self._static_members.get(old.instance_id) == old.member_id:
                 del self._static_members[old.instance_id]
+            if old.classic_member_metadata is not None:
+                self._classic_member_count -= 1
+                self._classic_protocol_counts.subtract(old.classic_member_metadata.protocol_names)
             del self._members[old.member_id]
         if new is not None:
             for tp in new.owned():
@@ -291,9 +346,13 @@ class ConsumerGroup:
                 self._assignor_counts[new.server_assignor] += 1
             if new.instance_id is not None:
                 self._static_members[new.instance_id] = new.member_id
+            if new.classic_member_metadata is not None:
+                self._classic_member_count += 1
+                self._classic_protocol_counts.update(new.classic_member_metadata.protocol_names)
             self._members[new.member_id] = new
         self._subscriber_counts = +self._subscriber_counts  # drop topics nobody subscribes any more
         self._assignor_counts = +self._assignor_counts
+        self._classic_protocol_counts = +self._classic_protocol_counts
 
     def _derived_state(self) -> ConsumerGroupState:
         """Kafka's ConsumerGroup.maybeUpdateGroupState."""
@@ -329,5 +388,9 @@ class ConsumerGroup:
             if self._members.get(member_id) is None or self._members[member_id].instance_id != instance_id:
                 raise GroupInvariantViolation(self._group_id,
                                               f"static member {instance_id} maps to a stranger")
+        classic = [m.classic_member_metadata for m in self._members.values() if m.classic_member_metadata]
+        recount = collections.Counter(name for metadata in classic for name in metadata.protocol_names)
+        if len(classic) != self._classic_member_count or +recount != self._classic_protocol_counts:
+            raise GroupInvariantViolation(self._group_id, "classic member counts do not match the members")
         if not self.is_(S.DEAD) and self._derived_state() is not self.state:
             raise GroupInvariantViolation(self._group_id, f"state {self.state.value} is stale")

@@ -17,7 +17,7 @@ does the group change.  An error answer never leaves half a change behind.
 from __future__ import annotations
 
 import collections
-import functools
+import enum
 import uuid
 from typing import AbstractSet, Callable, Iterable, Mapping, Optional
 
@@ -25,12 +25,19 @@ import attrs
 
 from kgroup.assignors import get_server_assignor
 from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
-from kgroup.core.consumer_group.context import ConsumerGroupContext
+from kgroup.core.consumer_group.classic_members import ClassicMemberRequests, ClassicRequestRefused
+from kgroup.core.consumer_group.context import ConsumerGroupContext, GroupConversionRefused
+from kgroup.core.consumer_group.heartbeat_checks import HeartbeatRefused as _Refused
+from kgroup.core.consumer_group.heartbeat_checks import check_member_epoch, validate_heartbeat_request
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
-from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState, check_transition
+from kgroup.core.consumer_group.member import ConsumerGroupMember, check_transition
+from kgroup.core.consumer_group.member_timers import (
+    MemberTimers, classic_join_timer_key, classic_sync_timer_key, rebalance_timer_key, session_timer_key,
+)
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
 from kgroup.core.consumer_group_messages import (
-    JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MEMBER_TYPE_CLASSIC,
+    MEMBER_TYPE_CONSUMER,
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse, DescribedConsumerGroup, DescribedConsumerGroupMember,
 )
@@ -41,37 +48,18 @@ from kgroup.core.fsm import TransitionObserver
 from kgroup.core.messages import OffsetAndMetadata
 from kgroup.values import TopicPartition
 
-__all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key"]
+__all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key", "classic_join_timer_key",
+           "classic_sync_timer_key"]
 
 E = ErrorCode
-#: The characters Java's String.trim() removes from both ends.
-_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
 
 
-def session_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-session", group_id, member_id)
+class _Creation(enum.Enum):
+    """How a group that a heartbeat joins comes to be registered."""
 
-
-def rebalance_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
-    return ("consumer-rebalance", group_id, member_id)
-
-
-class _Refused(Exception):
-    """A heartbeat answered with an error; nothing has changed yet."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _is_subset(owned: Optional[AbstractSet[TopicPartition]], assigned: AbstractSet[TopicPartition]) -> bool:
-    return owned is not None and owned <= assigned
-
-
-def _is_blank(value: str) -> bool:
-    """Java's ``value.trim().isEmpty()``: trim drops every character up to U+0020, nothing else."""
-    return not value.strip(_JAVA_TRIMMED)
+    NEW = "new"
+    #: A classic group converted online (Kafka's convertToConsumerGroup).
+    UPGRADE = "upgrade"
 
 
 def _members_after(group: ConsumerGroup, updated: ConsumerGroupMember,
@@ -104,8 +92,12 @@ class ConsumerGroupManager:
         self._new_member_id = member_id_factory or (lambda: str(uuid.uuid4()))
         #: Assignor instances by name that take precedence over the registry (tests' prepared assignors).
         self._server_assignors: Mapping[str, ServerAssignor] = server_assignors or {}
-        #: (group id, member id) -> the epoch whose revocation the armed rebalance timer waits on.
-        self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self.timers = MemberTimers(config, context, self._fence_if_present, self._member_epoch)
+        #: JoinGroup / SyncGroup / Heartbeat / LeaveGroup of classic members in consumer groups.
+        self.classic_members = ClassicMemberRequests(self)
+
+    def new_member_id(self) -> str:
+        return self._new_member_id()
 
     # -- the groups ----------------------------------------------------------------------
 
@@ -131,63 +123,24 @@ class ConsumerGroupManager:
         group.restore(persisted, offsets)
         self._groups[group_id] = group
         for member in group.members.values():
-            self._schedule_session(group.group_id, member.member_id, now_ms)
-            self._after_reconciliation(group, member, now_ms)
+            self.timers.schedule_session(group_id, member, now_ms)
+            self.timers.after_reconciliation(group_id, member, now_ms)
 
     def clear(self) -> None:
         """Forget every group (the coordinator resigns; its timer is reset with it)."""
         self._groups.clear()
-        self._rebalance_epochs.clear()
+        self.timers.clear()
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------
 
     def heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
         try:
-            self._validate(req)
+            validate_heartbeat_request(req, self.config)
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(req, now_ms)
             return self._heartbeat(req, now_ms)
         except _Refused as refused:
             return ConsumerGroupHeartbeatResponse(refused.code, refused.message)
-
-    def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (4.x): ids are checked trimmed, so a
-        blank one counts as empty."""
-        def invalid(message: str) -> _Refused:
-            return _Refused(E.INVALID_REQUEST, message)
-
-        epoch = req.member_epoch
-        member_id_required = req.api_version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH
-        if member_id_required and _is_blank(req.member_id):
-            # KIP-1082: from v1 the client generates its member id.
-            raise invalid("MemberId can't be empty.")
-        if _is_blank(req.group_id):
-            raise invalid("GroupId can't be empty.")
-        if req.instance_id is not None and _is_blank(req.instance_id):
-            raise invalid("InstanceId can't be empty.")
-        if req.rack_id is not None and _is_blank(req.rack_id):
-            raise invalid("RackId can't be empty.")
-        if epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if req.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if req.topic_partitions is None or req.topic_partitions:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            # An empty list joins with no subscription (the member is in the group, assigned nothing).
-            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
-                raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
-                              "(re-)joining.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if req.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise invalid("MemberEpoch is invalid.")
-        if req.subscribed_topic_regex:
-            # Kafka 4 reads an empty regex as "no regex" (librdkafka sends one with a topic list).
-            raise invalid("SubscribedTopicRegex is not supported by kgroup's coordinator.")
-        assignors = self.config.consumer_group_assignors
-        if req.server_assignor is not None and req.server_assignor not in assignors:
-            raise _Refused(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
-                                                   f"Supported assignors: {', '.join(assignors)}.")
 
     def _existing_group(self, group_id: str) -> ConsumerGroup:
         group = self._groups.get(group_id)
@@ -197,42 +150,33 @@ class ConsumerGroupManager:
             raise _Refused(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
         return group
 
-    def _group_for_join(self, group_id: str) -> tuple[ConsumerGroup, bool]:
-        """Kafka's getOrMaybeCreateConsumerGroup(createIfNotExists=true): (group, is it new)."""
+    def _group_for_join(self, group_id: str) -> tuple[ConsumerGroup, Optional[_Creation]]:
+        """Kafka's getOrMaybeCreateConsumerGroup(createIfNotExists=true): the group, and how it comes
+        to be when it is not registered yet (a new group, or the upgrade of a classic group)."""
         group = self._groups.get(group_id)
         if group is not None and not group.is_(ConsumerGroupState.DEAD):
-            return group, False
+            return group, None
         classic_state = self._context.classic_group_state(group_id)
-        if classic_state is not None and classic_state != "Empty":
-            # Kafka upgrades a non-empty classic group only under group.consumer.migration.policy,
-            # which kgroup does not implement.
-            raise _Refused(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
-        return ConsumerGroup(group_id, self._context.emit, self._observer), True
-
-    def _check_epoch(self, member: ConsumerGroupMember, received: int,
-                     owned: Optional[AbstractSet[TopicPartition]]) -> None:
-        """Kafka's throwIfConsumerGroupMemberEpochIsInvalid."""
-        def fenced(comparison: str) -> _Refused:
-            return _Refused(E.FENCED_MEMBER_EPOCH,
-                            f"The consumer group member has a {comparison} member epoch ({received}) than "
-                            f"the one known by the group coordinator ({member.member_epoch}). The member "
-                            "must abandon all its partitions and rejoin.")
-
-        if received > member.member_epoch:
-            raise fenced("greater")
-        if received < member.member_epoch:
-            # The response that bumped the epoch may have been lost: the previous epoch with a subset
-            # of the current assignment is accepted.
-            if received != member.previous_member_epoch or not _is_subset(owned, member.assigned_partitions):
-                raise fenced("smaller")
+        if classic_state is None or classic_state == "Empty":
+            return ConsumerGroup(group_id, self._context.emit, self._observer), _Creation.NEW
+        # Kafka's convertToConsumerGroup: the upgraded group is built from the classic one but only
+        # registered once the whole heartbeat is accepted (here: the unregistered group is restored
+        # from what the classic group holds, which emits nothing).
+        try:
+            persisted = self._context.upgraded_classic_group(group_id)
+        except GroupConversionRefused as refused:
+            raise _Refused(E.GROUP_ID_NOT_FOUND, str(refused)) from None
+        group = ConsumerGroup(group_id, self._context.emit, self._observer)
+        group.restore(persisted, {})
+        return group, _Creation.UPGRADE
 
     def _heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
         joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
         owned = None if req.topic_partitions is None else frozenset(req.topic_partitions)
         if joining:
-            group, is_new_group = self._group_for_join(req.group_id)
+            group, creation = self._group_for_join(req.group_id)
         else:
-            group, is_new_group = self._existing_group(req.group_id), False
+            group, creation = self._existing_group(req.group_id), None
         member_id = req.member_id or self._new_member_id()
         if len(group.members) >= self.config.consumer_group_max_size and member_id not in group.members:
             raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
@@ -246,14 +190,17 @@ class ConsumerGroupManager:
                     raise _Refused(E.UNKNOWN_MEMBER_ID,
                                    f"Member {member_id} is not a member of group {req.group_id}.")
                 member = ConsumerGroupMember(member_id)
-            self._check_epoch(member, req.member_epoch, owned)
+            check_member_epoch(member, req.member_epoch, owned)
         else:
             existing = group.static_member(instance_id)
             if joining:
                 if existing is None:
                     member = ConsumerGroupMember(member_id)
                 else:
-                    if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    # A classic static member may be replaced at once by one of the consumer protocol
+                    # (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember, online upgrade).
+                    if (existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
+                            and not existing.uses_classic_protocol):
                         raise _Refused(E.UNRELEASED_INSTANCE_ID,
                                        f"Static member {member_id} with instance id {instance_id} cannot "
                                        "join the group because the instance id is owned by "
@@ -270,7 +217,7 @@ class ConsumerGroupManager:
                                    f"Static member {member_id} with instance id {instance_id} was fenced by "
                                    f"member {existing.member_id}.")
                 member = existing
-                self._check_epoch(member, req.member_epoch, owned)
+                check_member_epoch(member, req.member_epoch, owned)
 
         # Everything that can still refuse the heartbeat runs on the unchanged group.
         updated = attrs.evolve(
@@ -284,7 +231,32 @@ class ConsumerGroupManager:
             subscribed_topic_names=(req.subscribed_topic_names if req.subscribed_topic_names is not None
                                     else member.subscribed_topic_names),
             client_id=req.client_id, client_host=req.client_host,
+            # A ConsumerGroupHeartbeat member speaks the consumer protocol (Kafka's consumerGroupHeartbeat
+            # clears ClassicMemberMetadata).
+            classic_member_metadata=None,
         )
+        reconciled = self._update_and_reconcile(group, creation, member, updated, replaced, owned, now_ms)
+        self.timers.schedule_session(group.group_id, reconciled, now_ms)
+        full_request = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                                   and owned is not None)
+        assignment = None
+        if full_request or reconciled.assigned_partitions != member.assigned_partitions:
+            assignment = reconciled.assigned_partitions
+        return ConsumerGroupHeartbeatResponse(
+            E.NONE, member_id=member_id, member_epoch=reconciled.member_epoch,
+            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms, assignment=assignment)
+
+    def _update_and_reconcile(self, group: ConsumerGroup, creation: Optional[_Creation],
+                              member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                              replaced: Optional[str], owned: Optional[AbstractSet[TopicPartition]],
+                              now_ms: int) -> ConsumerGroupMember:
+        """Steps 1-3 of Kafka's consumerGroupHeartbeat and classicGroupJoinToConsumerGroup: store the
+        updated member, bump the group epoch if its subscription or the topics changed, compute the
+        target assignment, reconcile the member; returns the reconciled member.
+
+        Everything that can refuse (the assignor, a fencing reconciliation) runs before the group
+        changes, so a refusal leaves it untouched."""
+        member_id = updated.member_id
         in_group = member.member_id in group.members or replaced is not None
         bump_group_epoch = not in_group or updated.subscribed_topic_names != member.subscribed_topic_names
         # Kafka refreshes the subscription metadata when a subscription changes or its refresh
@@ -315,13 +287,10 @@ class ConsumerGroupManager:
             raise _Refused(E.FENCED_MEMBER_EPOCH, str(fenced)) from None
 
         # Accepted: from here on the group changes.
-        if is_new_group:
-            offsets = self._context.release_empty_classic_group(req.group_id)
-            self._groups[req.group_id] = group
-            group.take_offsets(offsets)
-            group.set_epochs(0, {})
+        if creation is not None:
+            self._register(group, creation, now_ms)
         if replaced is not None:
-            self._cancel_timers(group.group_id, replaced)
+            self.timers.cancel(group.group_id, replaced)
             group.replace_static_member(replaced, member)
         group.update_member(updated)
         if group_epoch != group.group_epoch:
@@ -331,32 +300,42 @@ class ConsumerGroupManager:
         if reconciled != updated:
             check_transition(member_id, updated.state, reconciled.state)  # reported now that it happens
             group.update_member(reconciled)
-            self._after_reconciliation(group, reconciled, now_ms)
-        self._schedule_session(group.group_id, member_id, now_ms)
-        full_request = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                                   and owned is not None)
-        assignment = None
-        if full_request or reconciled.assigned_partitions != member.assigned_partitions:
-            assignment = reconciled.assigned_partitions
-        return ConsumerGroupHeartbeatResponse(
-            E.NONE, member_id=member_id, member_epoch=reconciled.member_epoch,
-            heartbeat_interval_ms=self.config.consumer_group_heartbeat_interval_ms, assignment=assignment)
+            self.timers.after_reconciliation(group.group_id, reconciled, now_ms)
+        return reconciled
 
-    def _after_reconciliation(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
-        """The member must revoke within its rebalance timeout, or it is fenced."""
-        key = (group.group_id, member.member_id)
-        if member.state is MemberState.UNREVOKED_PARTITIONS:
-            self._rebalance_epochs[key] = member.member_epoch
-            self._context.schedule_timer(rebalance_timer_key(*key),
-                                         now_ms + max(member.rebalance_timeout_ms, 0),
-                                         functools.partial(self._expire_rebalance, *key))
-        elif self._rebalance_epochs.pop(key, None) is not None:
-            self._context.cancel_timer(rebalance_timer_key(*key))
+    def update_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                             updated: ConsumerGroupMember, replaced: Optional[str],
+                             owned: Optional[AbstractSet[TopicPartition]],
+                             now_ms: int) -> ConsumerGroupMember:
+        """:meth:`_update_and_reconcile` for a classic member's JoinGroup (the group is registered);
+        a refusal raises ClassicRequestRefused, which the caller turns into its answer."""
+        try:
+            return self._update_and_reconcile(group, None, member, updated, replaced, owned, now_ms)
+        except _Refused as refused:
+            raise ClassicRequestRefused(refused.code) from None
 
-    def _schedule_session(self, group_id: str, member_id: str, now_ms: int) -> None:
-        self._context.schedule_timer(session_timer_key(group_id, member_id),
-                                     now_ms + self.config.consumer_group_session_timeout_ms,
-                                     functools.partial(self._expire_session, group_id, member_id))
+    def remove_member(self, group: ConsumerGroup, member_id: str) -> None:
+        """A classic member leaves (the caller bumps the group epoch once for the batch)."""
+        group.remove_member(member_id)
+        self.timers.cancel(group.group_id, member_id)
+
+    def bump_group_epoch(self, group: ConsumerGroup) -> None:
+        group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
+
+    def _register(self, group: ConsumerGroup, creation: _Creation, now_ms: int) -> None:
+        """A heartbeat that creates or upgrades the group is accepted: the id becomes this group's."""
+        offsets = self._context.release_classic_group(group.group_id)
+        self._groups[group.group_id] = group
+        group.take_offsets(offsets)
+        if creation is _Creation.NEW:
+            group.set_epochs(0, {})
+            return
+        # Kafka's convertToConsumerGroup: the records that create the group as converted, and a session
+        # for every classic member (their JoinGroup / Heartbeat keep it alive from now on).
+        for record in group.creation_records():
+            self._context.emit(record)
+        for member in group.members.values():
+            self.timers.schedule_session(group.group_id, member, now_ms)
 
     def _metadata_of(self, topics: Iterable[str]) -> dict[str, int]:
         """The partition count of each of ``topics`` that exists (the group's subscription metadata)."""
@@ -426,38 +405,56 @@ class ConsumerGroupManager:
                 group.update_member(away)
                 return ConsumerGroupHeartbeatResponse(E.NONE, member_id=member.member_id,
                                                       member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH)
-        self._fence(group, member)
+        self._fence(group, member, now_ms)
         return ConsumerGroupHeartbeatResponse(E.NONE, member_id=req.member_id, member_epoch=req.member_epoch)
 
-    def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        """Kafka's consumerGroupFenceMember: the member goes and the group epoch is bumped."""
+    def _fence(self, group: ConsumerGroup, member: ConsumerGroupMember, now_ms: int) -> None:
+        """Kafka's consumerGroupFenceMember: the member goes and the group epoch is bumped, or, when it
+        was the last member of the consumer protocol, the group becomes classic (online downgrade)."""
+        if self._downgrade_allowed(group, member.member_id):
+            self.convert_to_classic_group(group, member.member_id, now_ms)
+            return
         group.remove_member(member.member_id)
         group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
-        self._cancel_timers(group.group_id, member.member_id)
+        self.timers.cancel(group.group_id, member.member_id)
 
-    def _cancel_timers(self, group_id: str, member_id: str) -> None:
-        self._context.cancel_timer(session_timer_key(group_id, member_id))
-        self._context.cancel_timer(rebalance_timer_key(group_id, member_id))
-        self._rebalance_epochs.pop((group_id, member_id), None)
+    def _downgrade_allowed(self, group: ConsumerGroup, leaving_member_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithFencedMember."""
+        return (group.all_members_use_classic_protocol_except(leaving_member_id)
+                and len(group.members) > 1
+                and self.config.consumer_group_migration_policy.downgrade_enabled
+                and len(group.members) - 1 <= self.config.group_max_size)
 
-    def _expire_session(self, group_id: str, member_id: str, now_ms: int) -> None:
+    def downgrade_allowed_on_replacement(self, group: ConsumerGroup, replaced_member_id: str) -> bool:
+        """Kafka's validateOnlineDowngradeWithReplacedMemberId: a classic static member takes over the
+        instance of the last consumer-protocol member (checked on the group before the replacement)."""
+        return (group.all_members_use_classic_protocol_except(replaced_member_id)
+                and self.config.consumer_group_migration_policy.downgrade_enabled
+                and len(group.members) <= self.config.group_max_size)
+
+    def convert_to_classic_group(self, group: ConsumerGroup, leaving_member_id: Optional[str], now_ms: int,
+                                 *, rebalance: bool = True) -> None:
+        """Kafka's convertToClassicGroup: tombstones for the consumer group's members, then the classic
+        group that replaces it (its records follow, written by the classic side), which rebalances unless
+        the conversion came from a static member's replacement (the joining member already has the
+        leaving one's assignment)."""
+        for record in group.tombstone_records():
+            self._context.emit(record)
+        for member_id in group.members:
+            self.timers.cancel(group.group_id, member_id)
+        del self._groups[group.group_id]
+        self._context.downgrade_consumer_group(group, leaving_member_id, now_ms, rebalance=rebalance)
+
+    def _fence_if_present(self, group_id: str, member_id: str, now_ms: int) -> None:
+        """A member's deadline passed (Kafka's consumerGroupFenceMemberOperation): fenced if still there."""
         group = self._groups.get(group_id)
-        if group is None or member_id not in group.members:
-            return
-        self._fence(group, group.members[member_id])
+        if group is not None and member_id in group.members:
+            self._fence(group, group.members[member_id], now_ms)
 
-    def _expire_rebalance(self, group_id: str, member_id: str, now_ms: int) -> None:
-        """The member did not revoke within its rebalance timeout.
-
-        Kafka's scheduleConsumerGroupRebalanceTimeout: fenced if it is still at the epoch it had to leave.
-        """
-        epoch = self._rebalance_epochs.pop((group_id, member_id), None)
+    def _member_epoch(self, group_id: str, member_id: str) -> Optional[int]:
         group = self._groups.get(group_id)
-        if group is None or member_id not in group.members:
-            return
-        member = group.members[member_id]
-        if member.member_epoch == epoch:
-            self._fence(group, member)
+        member = None if group is None else group.members.get(member_id)
+        return None if member is None else member.member_epoch
 
     # -- ConsumerGroupDescribe -----------------------------------------------------------
 
@@ -475,7 +472,9 @@ class ConsumerGroupManager:
             DescribedConsumerGroupMember(
                 m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
                 m.subscribed_topic_names, m.subscribed_topic_regex, m.assigned_partitions,
-                group.target_of(m.member_id))
+                group.target_of(m.member_id),
+                # KIP-1099: which protocol the member speaks (Kafka's asConsumerGroupDescribeMember).
+                MEMBER_TYPE_CLASSIC if m.uses_classic_protocol else MEMBER_TYPE_CONSUMER)
             for m in group.members.values())
         return DescribedConsumerGroup(
             E.NONE, group_id, group_state=group.state.value, group_epoch=group.group_epoch,

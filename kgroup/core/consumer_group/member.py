@@ -12,10 +12,12 @@ from typing import Iterable, Optional
 import attrs
 
 from kgroup.core.fsm import check_table, report_transition
+from kgroup.core.messages import JoinGroupProtocol
 from kgroup.errors import IllegalStateTransition
 from kgroup.values import TopicPartition
 
-__all__ = ["MemberState", "ConsumerGroupMember", "LEGAL_PREVIOUS", "check_transition"]
+__all__ = ["MemberState", "ConsumerGroupMember", "ClassicMemberMetadata", "LEGAL_PREVIOUS",
+           "check_transition"]
 
 
 class MemberState(enum.Enum):
@@ -63,6 +65,24 @@ def _names(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(set(value)))
 
 
+def _protocols(value: Iterable[JoinGroupProtocol]) -> tuple[JoinGroupProtocol, ...]:
+    return tuple(value)
+
+
+@attrs.frozen
+class ClassicMemberMetadata:
+    """What a member of the classic protocol brings into a consumer group (Kafka's
+    ConsumerGroupMemberMetadataValue.ClassicMemberMetadata): its session timeout and the protocols
+    (assignor name and ConsumerProtocol subscription bytes) of its last JoinGroup."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[JoinGroupProtocol, ...] = attrs.field(converter=_protocols)
+
+    @property
+    def protocol_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.supported_protocols)
+
+
 @attrs.frozen
 class ConsumerGroupMember:
     member_id: str
@@ -83,6 +103,13 @@ class ConsumerGroupMember:
     #: Partitions the member must give up before it moves on (Kafka's partitionsPendingRevocation).
     partitions_pending_revocation: frozenset[TopicPartition] = attrs.field(
         default=frozenset(), converter=_tps)
+    #: Set for a member that speaks the classic protocol (JoinGroup / SyncGroup / Heartbeat) inside a
+    #: consumer group (KIP-848 online migration); None for a ConsumerGroupHeartbeat member.
+    classic_member_metadata: Optional[ClassicMemberMetadata] = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_member_metadata is not None
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_assignment_epoch

@@ -15,8 +15,12 @@ from typing import Callable, Mapping, Optional
 import attrs
 
 from kgroup.core.broker import Delivery
+from kgroup.core.consumer_group.group import ConsumerGroup
+from kgroup.core.consumer_group.records import PersistedConsumerGroup
 from kgroup.core.coordinator.context import GroupCoordinatorContext
 from kgroup.core.coordinator.group import Group, GroupRecord, Member, TransitionObserver, session_key
+from kgroup.core.coordinator.migration import PartitionCount, classic_group_from_consumer, \
+    consumer_group_from_classic
 from kgroup.core.coordinator.records import PersistedGroup
 from kgroup.core.coordinator.state import GroupState
 from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
@@ -74,16 +78,50 @@ class ClassicGroupManager:
         group = self._groups.get(group_id)
         return None if group is None or group.is_(S.DEAD) else group.state.value
 
-    def release_empty_group(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
-        """An empty classic group's id becomes a consumer group's (Kafka's maybeDeleteEmptyClassicGroup).
+    def release_group(self, group_id: str) -> dict[TopicPartition, OffsetAndMetadata]:
+        """The classic group's id becomes a consumer group's: an empty group goes (Kafka's
+        maybeDeleteEmptyClassicGroup), a non-empty one was converted (convertToConsumerGroup, which
+        answers its parked JoinGroups and SyncGroups REBALANCE_IN_PROGRESS so they rejoin).
 
         Its offsets go with the id; the consumer group's header record supersedes the classic one.
         """
         group = self._groups.pop(group_id, None)
+        self._changed_groups.pop(group_id, None)
         if group is None:
             return {}
         self.cancel_group_timers(group)
+        self._cancel(group.sync_key)
+        for member in group.members.values():
+            self._cancel(member.session_key)
+            join_key = group.take_join_key(member)
+            if join_key is not None:
+                self._deliver(join_key,
+                              JoinGroupResponse(E.REBALANCE_IN_PROGRESS, member_id=member.member_id))
+            sync_key = group.take_sync_key(member)
+            if sync_key is not None:
+                self._deliver(sync_key, SyncGroupResponse(E.REBALANCE_IN_PROGRESS))
         return {} if group.is_(S.DEAD) else dict(group.offsets)
+
+    def upgraded_group(self, group_id: str, partition_count: PartitionCount) -> PersistedConsumerGroup:
+        """The non-empty classic group as a consumer group
+        (:func:`~kgroup.core.coordinator.migration.consumer_group_from_classic`)."""
+        return consumer_group_from_classic(self._groups[group_id], self.config, partition_count)
+
+    def adopt_consumer_group(self, consumer_group: ConsumerGroup, leaving_member_id: Optional[str],
+                             now_ms: int, *, rebalance: bool = True) -> None:
+        """Kafka's convertToClassicGroup: the classic group that replaces a consumer group whose last
+        consumer-protocol member left; every member gets a session, and the group rebalances so the
+        members rejoin through the classic protocol (not when a static member's replacement converted
+        it: it stays Stable at the group epoch)."""
+        header, member_records = classic_group_from_consumer(consumer_group, leaving_member_id)
+        group = self.create_group(consumer_group.group_id, S.STABLE)
+        for record in member_records:
+            group.add(Member.from_record(record), protocol_type=header.protocol_type)
+        group.restore(header, {r.member_id: r for r in member_records}, consumer_group.offsets, written=False)
+        for member in group.members.values():
+            self.schedule_session(member, now_ms)
+        if rebalance:
+            self.prepare_rebalance(group, now_ms)
 
     def _note_changed(self, group_id: str) -> None:
         self._changed_groups[group_id] = None

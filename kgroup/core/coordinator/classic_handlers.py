@@ -39,6 +39,8 @@ class ClassicGroupHandlers:
         self._deliver = context.deliver
         self._manager = manager
         self._groups = manager.groups
+        #: The classic APIs against a consumer group (online migration, KIP-848).
+        self._classic_members = context.consumer.classic_members
 
     # -- JoinGroup -------------------------------------------------------------
 
@@ -61,9 +63,8 @@ class ClassicGroupHandlers:
         consumer_group = self._context.consumer_group(req.group_id)
         if consumer_group is not None:
             if consumer_group.members:
-                # Kafka 4 lets a classic member into a consumer group (classicGroupJoinToConsumerGroup);
-                # kgroup does not implement that interoperability.
-                return fail(E.INCONSISTENT_GROUP_PROTOCOL)
+                # Kafka's classicGroupJoinToConsumerGroup: a classic member joins the consumer group.
+                return self._deliver(key, self._classic_members.join(consumer_group, req, now_ms))
             # An empty consumer group's id becomes a classic group's, with its offsets.
             self._context.remove_consumer_group(req.group_id)
             self._manager.create_group(req.group_id).take_offsets(consumer_group.offsets)
@@ -243,6 +244,9 @@ class ClassicGroupHandlers:
             return fail(E.INVALID_GROUP_ID)
         group = self._groups.get(req.group_id)
         if group is None:
+            consumer_group = self._context.consumer_group(req.group_id)
+            if consumer_group is not None:
+                return self._deliver(key, self._classic_members.sync(consumer_group, req, now_ms))
             return fail(E.UNKNOWN_MEMBER_ID)
         if group.is_(S.DEAD):
             return fail(E.COORDINATOR_NOT_AVAILABLE)
@@ -293,6 +297,10 @@ class ClassicGroupHandlers:
             return E.INVALID_GROUP_ID
         group = self._groups.get(req.group_id)
         if group is None:
+            # A group id has one type: the consumer group is looked up only when there is no classic one.
+            consumer_group = self._context.consumer_group(req.group_id)
+            if consumer_group is not None:
+                return self._classic_members.heartbeat(consumer_group, req, now_ms)
             return E.UNKNOWN_MEMBER_ID
         code, member = group.heartbeat(req.member_id, req.group_instance_id, req.generation_id)
         if member is not None:
@@ -306,6 +314,9 @@ class ClassicGroupHandlers:
             return self._deliver(key, LeaveGroupResponse(E.INVALID_GROUP_ID))
         group = self._groups.get(req.group_id)
         if group is None:
+            consumer_group = self._context.consumer_group(req.group_id)
+            if consumer_group is not None:
+                return self._deliver(key, self._classic_members.leave(consumer_group, req, now_ms))
             # Kafka 4.x answers an unknown group per member (UNKNOWN_MEMBER_ID each, NONE at the top);
             # v0-v2 carry the one member's error at the top (conformance classic.leave.unknown-group).
             return self._deliver(key, LeaveGroupResponse(E.NONE, tuple(

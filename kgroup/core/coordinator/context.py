@@ -14,6 +14,7 @@ from kgroup.core.broker import Delivery
 from kgroup.core.consumer_group.context import TopicMetadata, TopicPartitionRacks
 from kgroup.core.consumer_group.group import ConsumerGroup
 from kgroup.core.consumer_group.manager import ConsumerGroupManager
+from kgroup.core.consumer_group.records import PersistedConsumerGroup
 from kgroup.core.coordinator.records import Record
 from kgroup.core.coordinator_common.timer import CoordinatorTimer, TimerOperation
 from kgroup.core.messages import OffsetAndMetadata
@@ -59,8 +60,18 @@ class GroupCoordinatorContext:
     def classic_group_state(self, group_id: str) -> Optional[str]:
         return self.classic.group_state_name(group_id)
 
-    def release_empty_classic_group(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
-        return self.classic.release_empty_group(group_id)
+    def release_classic_group(self, group_id: str) -> Mapping[TopicPartition, OffsetAndMetadata]:
+        return self.classic.release_group(group_id)
+
+    def upgraded_classic_group(self, group_id: str) -> PersistedConsumerGroup:
+        return self.classic.upgraded_group(group_id, self._topic_metadata)
+
+    def downgrade_consumer_group(self, group: ConsumerGroup, leaving_member_id: Optional[str], now_ms: int,
+                                 *, rebalance: bool = True) -> None:
+        self.classic.adopt_consumer_group(group, leaving_member_id, now_ms, rebalance=rebalance)
+
+    def is_timer_scheduled(self, key: Hashable) -> bool:
+        return key in self.timer
 
     def consumer_group(self, group_id: str) -> Optional[ConsumerGroup]:
         return self.consumer.group(group_id)

@@ -1,9 +1,44 @@
 """Broker-side settings of the group coordinator (Kafka's ``group.*`` configs)."""
 from __future__ import annotations
 
+import enum
+from typing import Union
+
 import attrs
 
 from kgroup.errors import ConfigError
+
+
+class ConsumerGroupMigrationPolicy(enum.Enum):
+    """Kafka's ``group.consumer.migration.policy`` (ConsumerGroupMigrationPolicy): which way a non-empty
+    group may change type online.  Upgrade: a classic group becomes a consumer group when the first
+    ConsumerGroupHeartbeat joins; downgrade: a consumer group becomes classic when its last
+    consumer-protocol member leaves."""
+
+    DISABLED = "disabled"
+    UPGRADE = "upgrade"
+    DOWNGRADE = "downgrade"
+    BIDIRECTIONAL = "bidirectional"
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        return self in (ConsumerGroupMigrationPolicy.UPGRADE, ConsumerGroupMigrationPolicy.BIDIRECTIONAL)
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        return self in (ConsumerGroupMigrationPolicy.DOWNGRADE, ConsumerGroupMigrationPolicy.BIDIRECTIONAL)
+
+
+def _migration_policy(value: Union[str, ConsumerGroupMigrationPolicy]) -> ConsumerGroupMigrationPolicy:
+    """Kafka validates the value case-insensitively (ConfigDef.CaseInsensitiveValidString)."""
+    if isinstance(value, ConsumerGroupMigrationPolicy):
+        return value
+    try:
+        return ConsumerGroupMigrationPolicy(str(value).lower())
+    except ValueError:
+        allowed = ", ".join(p.value for p in ConsumerGroupMigrationPolicy)
+        raise ConfigError(
+            f"consumer_group_migration_policy must be one of {allowed}, got {value!r}") from None
 
 
 @attrs.frozen
@@ -25,6 +60,10 @@ class GroupCoordinatorConfig:
     consumer_group_max_size: int = 2**31 - 1
     #: Server-side assignors members may ask for; the first is the default (group.consumer.assignors).
     consumer_group_assignors: tuple[str, ...] = ("uniform", "range")
+    #: Online migration between group types; Kafka 4.x's default (GroupCoordinatorConfig
+    #: CONSUMER_GROUP_MIGRATION_POLICY_DEFAULT) is bidirectional.
+    consumer_group_migration_policy: ConsumerGroupMigrationPolicy = attrs.field(
+        default=ConsumerGroupMigrationPolicy.BIDIRECTIONAL, converter=_migration_policy)
 
     def __attrs_post_init__(self) -> None:
         if self.group_min_session_timeout_ms < 0:

@@ -9,9 +9,12 @@ member ids ``<client or instance id>-<n>``.  Requests are plain
 from __future__ import annotations
 
 import itertools
-from typing import Optional
+from typing import Iterable, Optional
 
+from kgroup.assignors.server_base import ServerAssignor
+from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
 from kgroup.core.coordinator import GroupCoordinator, GroupCoordinatorConfig, GroupState
+from kgroup.core.coordinator_common.config import ConsumerGroupMigrationPolicy
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.messages import (
     DeleteGroupsRequest, DescribeGroupsRequest, HeartbeatRequest, JoinGroupProtocol, JoinGroupRequest,
@@ -30,20 +33,49 @@ CLIENT_ID = "client"
 DEFAULT_DELAY_MS = 3_000
 
 
+class MockPartitionAssignor(ServerAssignor):
+    """Kafka's MockPartitionAssignor: answers the prepared group assignment (empty for members not named)."""
+
+    def __init__(self, name: str = "range") -> None:
+        self.name = name
+        self.prepared: dict = {}
+
+    def prepare(self, assignment: dict) -> None:
+        self.prepared = dict(assignment)
+
+    def target(self, member_id: str) -> frozenset:
+        return frozenset(self.prepared.get(member_id, ()))
+
+    def assign(self, members, partitions_per_topic):
+        return {member_id: frozenset(self.prepared.get(member_id, ())) for member_id in members}
+
+
 class Ctx:
     def __init__(self, *, initial_delay_ms: int = DEFAULT_DELAY_MS, max_size: int = 2**31 - 1,
                  min_session_ms: int = 10, max_session_ms: int = 600_000,
-                 new_member_join_timeout_ms: int = 300_000) -> None:
+                 new_member_join_timeout_ms: int = 300_000, topics: Optional[dict[str, int]] = None,
+                 migration_policy: ConsumerGroupMigrationPolicy = ConsumerGroupMigrationPolicy.BIDIRECTIONAL,
+                 assignor: Optional[MockPartitionAssignor] = None, consumer_max_size: int = 2**31 - 1,
+                 records: Iterable = ()) -> None:
+        """``topics``, ``assignor`` and ``records`` are the Kafka context's withMetadataImage,
+        withConsumerGroupAssignors and replayed records (withConsumerGroup / a replayed classic group)."""
+        self.assignor = assignor or MockPartitionAssignor()
+        self.topics = dict(topics or {})
         self.config = GroupCoordinatorConfig(
             group_min_session_timeout_ms=min_session_ms, group_max_session_timeout_ms=max_session_ms,
             group_initial_rebalance_delay_ms=initial_delay_ms, group_max_size=max_size,
-            group_new_member_join_timeout_ms=new_member_join_timeout_ms)
+            group_new_member_join_timeout_ms=new_member_join_timeout_ms,
+            consumer_group_migration_policy=migration_policy, consumer_group_max_size=consumer_max_size,
+            consumer_group_assignors=(self.assignor.name,))
         self.delay_ms = initial_delay_ms
         counter = itertools.count(1)
-        self.coordinator = GroupCoordinator(self.config, member_id_factory=lambda p: f"{p}-{next(counter)}")
+        self._load_kwargs = dict(member_id_factory=lambda p: f"{p}-{next(counter)}",
+                                 topic_metadata=self.topics.get,
+                                 server_assignors={self.assignor.name: self.assignor})
+        self.records: list = list(records)
+        self.coordinator = GroupCoordinator.load(self.records, 0, self.config, **self._load_kwargs)
         self.now_ms = 0
         self.responses: dict = {}
-        self.records: list = []
         self._keys = itertools.count()
 
     # -- plumbing ------------------------------------------------------------------
@@ -77,6 +109,25 @@ class Ctx:
         """
         self.now_ms += ms
         self._absorb(self.coordinator.handle_timer(self.now_ms))
+
+    def consumer_heartbeat(self, **fields) -> ConsumerGroupHeartbeatResponse:
+        fields.setdefault("group_id", GROUP)
+        response = self.call(ConsumerGroupHeartbeatRequest(**fields))
+        self.coordinator.assert_invariants()
+        return response
+
+    def consumer_group(self, group_id: str = GROUP):
+        return self.coordinator.consumer_group(group_id)
+
+    def timer_deadline(self, key) -> Optional[int]:
+        return self.coordinator._context.timer.deadline_of(key)
+
+    def assert_replays(self) -> GroupCoordinator:
+        """The records written so far rebuild the same groups (what a coordinator failover loads)."""
+        loaded = GroupCoordinator.load(self.records, self.now_ms, self.config, **self._load_kwargs)
+        assert loaded.persisted_view() == self.coordinator.persisted_view()
+        loaded.assert_invariants()
+        return loaded
 
     def state(self, group_id: str = GROUP) -> Optional[GroupState]:
         return self.coordinator.group_state(group_id)
