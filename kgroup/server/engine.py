@@ -30,7 +30,7 @@ from kgroup.server.apis import SERVED_APIS
 from kgroup.server.apis.api_versions import api_versions_response
 from kgroup.server.apis.definition import NO_RESPONSE, AwaitAppends, AwaitData, GroupCodec, InSlices
 from kgroup.server.data_plane import DataPlane, ProduceWait
-from kgroup.server.faults import FaultRules, RequestTrace, RequestTraceEntry, error_codes_of
+from kgroup.server.faults import FaultRules, RequestTrace, RequestTraceEntry, WireFaultKind, error_codes_of
 from kgroup.server.transactions import transaction_hosting_for
 from kgroup.server.frames import (
     DecodedRequest, FrameError, UnsupportedRequestVersion, decode_request, encode_response, peek_client_id,
@@ -199,14 +199,14 @@ class ServerEngine:
         action = self.faults.match(decoded.api_key.name, decoded.client_id, entry.group_id)
         if action is not None:
             entry.fault = action.describe()
-            if action.kind == "drop":
+            if action.kind is WireFaultKind.DROP:
                 entry.outcome = "dropped"
                 return out
-            if action.kind == "close":
+            if action.kind is WireFaultKind.CLOSE:
                 entry.outcome = "closed"
                 out.append(Reply(connection_id, close=True))
                 return out
-            if action.kind == "fail":
+            if action.kind is WireFaultKind.FAIL:
                 out.extend(self._answer(flight, self._error_answer(decoded, action.error_code), now_ms))
                 return out
             flight.delay_ms = action.delay_ms

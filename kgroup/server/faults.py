@@ -7,6 +7,7 @@ connection.  Rules are checked in the order they were added; the first match app
 """
 from __future__ import annotations
 
+import enum
 import itertools
 from collections import deque
 from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
@@ -16,23 +17,44 @@ from kafka.protocol.data_container import DataContainer
 
 from kgroup.errors import ConfigError
 
-__all__ = ["FaultAction", "FaultRule", "FaultRules", "RequestTrace", "RequestTraceEntry", "error_codes_of"]
+__all__ = ["FaultAction", "FaultRule", "FaultRules", "RequestTrace", "RequestTraceEntry", "WireFaultKind",
+           "error_codes_of"]
 
-_KINDS = ("fail", "delay", "drop", "close")
+
+class WireFaultKind(enum.Enum):
+    """What a fault rule does to a matching request."""
+
+    #: Answer with the rule's error code instead of handling the request.
+    FAIL = "fail"
+    #: Handle it, and send the answer ``delay_ms`` later.
+    DELAY = "delay"
+    #: Swallow it: no answer (the client times out).
+    DROP = "drop"
+    #: Close the connection.
+    CLOSE = "close"
+
+
+def _wire_fault_kind(kind: object) -> WireFaultKind:
+    try:
+        return WireFaultKind(kind)
+    except ValueError:
+        names = ", ".join(k.value for k in WireFaultKind)
+        raise ConfigError(f"fault kind must be one of {names}, got {kind!r}") from None
 
 
 @attrs.frozen
 class FaultAction:
-    kind: str
+    #: A :class:`WireFaultKind` (its value, ``"fail"`` ..., is accepted too).
+    kind: WireFaultKind = attrs.field(converter=_wire_fault_kind)
     error_code: int = 0
     delay_ms: int = 0
 
     def describe(self) -> str:
-        if self.kind == "fail":
+        if self.kind is WireFaultKind.FAIL:
             return f"fail with error {self.error_code}"
-        if self.kind == "delay":
+        if self.kind is WireFaultKind.DELAY:
             return f"delay {self.delay_ms} ms"
-        return self.kind
+        return self.kind.value
 
 
 @attrs.define
@@ -60,8 +82,6 @@ class FaultRules:
 
     def add(self, action: FaultAction, api: Optional[str] = None, client_id: Optional[str] = None,
             group_id: Optional[str] = None, count: Optional[int] = 1) -> FaultRule:
-        if action.kind not in _KINDS:
-            raise ConfigError(f"fault kind must be one of {_KINDS}, got {action.kind!r}")
         if count is not None and count < 1:
             raise ConfigError(
                 f"a fault applies to at least one request (count >= 1) or None for all, got {count}")

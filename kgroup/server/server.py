@@ -35,7 +35,7 @@ from kgroup.io.clock import Clock, MockClock, monotonic_ms, run_timers_through
 from kgroup.server.config import ServerConfig
 from kgroup.server.data_plane import DataPlane
 from kgroup.server.engine import ServerEngine
-from kgroup.server.faults import FaultAction, FaultRule, RequestTraceEntry
+from kgroup.server.faults import FaultAction, FaultRule, RequestTraceEntry, WireFaultKind
 from kgroup.server.network import Network
 
 __all__ = ["KafkaServer"]
@@ -320,28 +320,28 @@ class KafkaServer:
         code = int(error_code)
         if code == ErrorCode.NONE:
             raise ConfigError("fail_next needs a non-zero error code")
-        action = FaultAction("fail", error_code=code)
+        action = FaultAction(WireFaultKind.FAIL, error_code=code)
         return self._add_rule(action, _api_name(api), client_id, group_id, count)
 
     def delay(self, delay_ms: int, api: Optional[str] = None, count: Optional[int] = None, *,
               client_id: Optional[str] = None, group_id: Optional[str] = None) -> FaultRule:
         """Hold the answers of matching requests for ``delay_ms`` (every one until removed by default)."""
-        action = FaultAction("delay", delay_ms=delay_ms)
+        action = FaultAction(WireFaultKind.DELAY, delay_ms=delay_ms)
         return self._add_rule(action, _api_name(api), client_id, group_id, count)
 
     def drop_next(self, api: Optional[str] = None, count: Optional[int] = 1, *,
                   client_id: Optional[str] = None, group_id: Optional[str] = None) -> FaultRule:
         """Swallow matching requests: no answer, the connection stays open (the client times out)."""
-        return self._add_rule(FaultAction("drop"), _api_name(api), client_id, group_id, count)
+        return self._add_rule(FaultAction(WireFaultKind.DROP), _api_name(api), client_id, group_id, count)
 
     def close_on_next(self, api: Optional[str] = None, count: Optional[int] = 1, *,
                       client_id: Optional[str] = None, group_id: Optional[str] = None) -> FaultRule:
         """Close the connection a matching request arrives on, without answering it."""
-        return self._add_rule(FaultAction("close"), _api_name(api), client_id, group_id, count)
+        return self._add_rule(FaultAction(WireFaultKind.CLOSE), _api_name(api), client_id, group_id, count)
 
     def blackhole(self, client_id: str) -> FaultRule:
         """Swallow every request of ``client_id`` until :meth:`heal_client` (a partitioned client)."""
-        return self._add_rule(FaultAction("drop"), None, client_id, None, None)
+        return self._add_rule(FaultAction(WireFaultKind.DROP), None, client_id, None, None)
 
     def heal_client(self, client_id: str) -> None:
         """Remove every fault rule naming ``client_id`` and close its connections (its parked requests go)."""

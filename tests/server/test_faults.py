@@ -540,3 +540,13 @@ def test_acks_0_producer_keeps_its_connection_usable(server, closing):
     assert wait_until(lambda: len(values) >= 5,
                       step=lambda: [values.extend(r.value for r in rs) for rs in c.poll(50).values()])
     assert values == [b"%d" % i for i in range(5)]
+
+
+def test_a_fault_kind_is_an_enum_and_a_bad_one_is_a_config_error():
+    from kgroup.errors import ConfigError
+    from kgroup.server.faults import FaultAction, WireFaultKind
+
+    assert FaultAction("delay", delay_ms=5).kind is WireFaultKind.DELAY
+    assert FaultAction(WireFaultKind.FAIL, error_code=27).describe() == "fail with error 27"
+    with pytest.raises(ConfigError, match="must be one of fail, delay, drop, close, got 'explode'"):
+        FaultAction("explode")
