@@ -30,7 +30,7 @@ from kgroup.core import consumer_group_messages as cg
 from kgroup.core import error_responses
 from kgroup.core import messages as m
 from kgroup.core.broker import BrokerUnreachable, RequestContext, UnsupportedRequestError, with_context
-from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, partition_for_group
+from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, INTERNAL_TOPICS, partition_for_group
 from kgroup.core.cluster.partition import Partition
 from kgroup.core.cluster.replica_log import ReplicaLog
 from kgroup.core.cluster.state_machine import ClusterStateMachine
@@ -286,7 +286,7 @@ class GroupHosting:
         slot.coordinator = GroupCoordinator.load(
             records, self.now_ms, self.config.coordinator,
             member_id_factory=self._member_id_factory, on_transition=self._on_transition,
-            topic_metadata=self._partition_count)
+            topic_metadata=self._partition_count, topic_names=self._topic_names)
         slot.load_due_ms = None
 
     def _partition_count(self, topic: str) -> Optional[int]:
@@ -294,6 +294,12 @@ class GroupHosting:
         if topic == GROUP_METADATA_TOPIC or topic not in self.cluster.topics:
             return None
         return len(self.cluster.topics[topic])
+
+    def _topic_names(self) -> list[str]:
+        """What a KIP-848 regex subscription is resolved against: the user topics.  Kafka's coordinator
+        matches internal topics too; kgroup never assigns their partitions
+        (docs/guide/consumer-protocol.md)."""
+        return [topic for topic in self.cluster.topics if topic not in INTERNAL_TOPICS]
 
     # -- routing --------------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 
 GROUP_METADATA_TOPIC = "__consumer_offsets"
+#: Kafka's Topic.INTERNAL_TOPICS (the server's data plane keeps the same set for its own checks).
+INTERNAL_TOPICS = frozenset((GROUP_METADATA_TOPIC, "__transaction_state"))
 
 _INT_MIN = -(2**31)
 

@@ -6,7 +6,7 @@ The coordinator's :class:`kgroup.core.coordinator.context.GroupCoordinatorContex
 """
 from __future__ import annotations
 
-from typing import Callable, Hashable, Mapping, Optional, Protocol
+from typing import Callable, Hashable, Iterable, Mapping, Optional, Protocol
 
 from kgroup.core.consumer_group.records import ConsumerGroupRecord
 from kgroup.core.coordinator_common.timer import TimerOperation
@@ -15,6 +15,8 @@ from kgroup.values import TopicPartition
 
 #: topic name -> partition count, or None when the topic does not exist.
 TopicMetadata = Callable[[str], Optional[int]]
+#: The names of the cluster's user topics (internal ones excluded): what a subscribed regex can match.
+TopicNames = Callable[[], Iterable[str]]
 
 
 class ConsumerGroupContext(Protocol):
@@ -28,6 +30,9 @@ class ConsumerGroupContext(Protocol):
 
     def partition_count(self, topic: str) -> Optional[int]:
         """The topic's partition count, None when there is no such topic."""
+
+    def topic_names(self) -> Iterable[str]:
+        """Every user topic's name (a subscribed regex is resolved against them)."""
 
     def classic_group_state(self, group_id: str) -> Optional[str]:
         """The state of the classic group under ``group_id`` ("Empty", ...), None when there is none."""

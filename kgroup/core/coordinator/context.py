@@ -8,10 +8,10 @@ asks about, or releases, an empty group of the other type).  The KIP-848 manager
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Hashable, Mapping, Optional
+from typing import TYPE_CHECKING, Hashable, Iterable, Mapping, Optional
 
 from kgroup.core.broker import Delivery
-from kgroup.core.consumer_group.context import TopicMetadata
+from kgroup.core.consumer_group.context import TopicMetadata, TopicNames
 from kgroup.core.consumer_group.group import ConsumerGroup
 from kgroup.core.consumer_group.manager import ConsumerGroupManager
 from kgroup.core.coordinator.records import Record
@@ -28,12 +28,13 @@ class GroupCoordinatorContext:
     classic: "ClassicGroupManager"
     consumer: ConsumerGroupManager
 
-    def __init__(self, topic_metadata: TopicMetadata) -> None:
+    def __init__(self, topic_metadata: TopicMetadata, topic_names: TopicNames) -> None:
         self.timer = CoordinatorTimer()
         #: Responses and records of the current call, handed back by GroupCoordinator's flush.
         self.deliveries: list[Delivery] = []
         self.records: list[Record] = []
         self._topic_metadata = topic_metadata
+        self._topic_names = topic_names
 
     def deliver(self, request_key: Hashable, response: object) -> None:
         self.deliveries.append(Delivery(request_key, response))
@@ -49,6 +50,9 @@ class GroupCoordinatorContext:
 
     def partition_count(self, topic: str) -> Optional[int]:
         return self._topic_metadata(topic)
+
+    def topic_names(self) -> Iterable[str]:
+        return self._topic_names()
 
     # -- the other group type --------------------------------------------------------
 

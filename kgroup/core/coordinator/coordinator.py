@@ -21,7 +21,7 @@ from typing import Callable, Hashable, Iterable, Mapping, Optional
 
 from kgroup.assignors.server_base import ServerAssignor
 from kgroup.core.broker import Delivery
-from kgroup.core.consumer_group.context import TopicMetadata
+from kgroup.core.consumer_group.context import TopicMetadata, TopicNames
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.manager import ConsumerGroupManager, session_timer_key
 from kgroup.core.consumer_group_messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
@@ -53,6 +53,10 @@ def _no_topics(topic: str) -> Optional[int]:
     return None
 
 
+def _no_topic_names() -> Iterable[str]:
+    return ()
+
+
 def _uuid_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
@@ -62,12 +66,15 @@ class GroupCoordinator:
                  member_id_factory: Optional[Callable[[str], str]] = None,
                  on_transition: Optional[TransitionObserver] = None,
                  topic_metadata: TopicMetadata = _no_topics,
-                 server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> None:
+                 server_assignors: Optional[Mapping[str, ServerAssignor]] = None,
+                 topic_names: TopicNames = _no_topic_names) -> None:
         """``topic_metadata`` maps a topic name to its partition count (None: no such topic); only
         KIP-848 consumer groups need it, because their coordinator computes the assignment.
+        ``topic_names`` lists the user topics, what a KIP-848 regex subscription is resolved against;
+        both are asked again at every heartbeat (that is how topic changes reach the coordinator).
         ``server_assignors`` are assignor instances by name used before the registry's."""
         self.config = config
-        context = self._context = GroupCoordinatorContext(topic_metadata)
+        context = self._context = GroupCoordinatorContext(topic_metadata, topic_names)
         classic = context.classic = self._classic = ClassicGroupManager(
             config, context, member_id_factory=member_id_factory or _uuid_member_id, observer=on_transition)
         consumer = context.consumer = self._consumer = ConsumerGroupManager(
@@ -185,7 +192,8 @@ class GroupCoordinator:
              member_id_factory: Optional[Callable[[str], str]] = None,
              on_transition: Optional[TransitionObserver] = None,
              topic_metadata: TopicMetadata = _no_topics,
-             server_assignors: Optional[Mapping[str, ServerAssignor]] = None) -> "GroupCoordinator":
+             server_assignors: Optional[Mapping[str, ServerAssignor]] = None,
+             topic_names: TopicNames = _no_topic_names) -> "GroupCoordinator":
         """Rebuild from records, e.g. when this coordinator takes over a partition.
 
         Groups are replayed through the same Group methods as live requests (``Group.add``,
@@ -194,7 +202,8 @@ class GroupCoordinator:
         simply retry.  Every loaded member gets a fresh session deadline, as Kafka does on load.
         """
         coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition,
-                          topic_metadata=topic_metadata, server_assignors=server_assignors)
+                          topic_metadata=topic_metadata, server_assignors=server_assignors,
+                          topic_names=topic_names)
         view = replay(records)
         for gid, persisted_cg in view.consumer_groups.items():
             coordinator._consumer.load_group(gid, persisted_cg, view.offsets.get(gid, {}), now_ms)
