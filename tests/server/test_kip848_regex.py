@@ -34,7 +34,8 @@ NEW_TOPIC_BOUND_S = (REGEX_REFRESH_MS + 2 * HEARTBEAT_MS + METADATA_REFRESH_MS +
                      + SCHEDULING_SLACK_MS) / 1000
 #: The first assignment needs no refresh: a join resolves the regex at once.
 JOIN_BOUND_S = 10.0
-CONFIG = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, consumer_group_heartbeat_interval_ms=HEARTBEAT_MS,
+CONFIG = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0,
+                                consumer_group_heartbeat_interval_ms=HEARTBEAT_MS,
                                 consumer_group_session_timeout_ms=6_000,
                                 consumer_group_regex_refresh_interval_ms=REGEX_REFRESH_MS)
 
@@ -50,7 +51,8 @@ def _consumer(bootstrap: str, group: str):
 def _poll_until_assigned(consumer, topics: set, bound_s: float) -> None:
     deadline = time.monotonic() + bound_s
     while {tp.topic for tp in consumer.assignment()} != topics:
-        assert time.monotonic() < deadline, f"not assigned {topics} within {bound_s} s: {consumer.assignment()}"
+        assert time.monotonic() < deadline, (
+            f"not assigned {topics} within {bound_s} s: {consumer.assignment()}")
         consumer.poll(0.05)
 
 
@@ -73,8 +75,8 @@ def test_confluent_regex_consumer_reads_a_topic_created_after_it_subscribed(kafk
         deadline = created + NEW_TOPIC_BOUND_S
         message = None
         while message is None:
-            assert time.monotonic() < deadline, (
-                f"orders-us not consumed within {NEW_TOPIC_BOUND_S} s of its creation: {consumer.assignment()}")
+            assert time.monotonic() < deadline, (f"orders-us not consumed within {NEW_TOPIC_BOUND_S} s of "
+                                                 f"its creation: {consumer.assignment()}")
             polled = consumer.poll(0.05)
             if polled is not None and polled.error() is None:
                 message = polled
