@@ -103,3 +103,43 @@ def test_a_match_everything_regex_is_never_assigned_internal_topics(kafka_broker
             "(^.*)": {"events"}}
     finally:
         consumer.close()
+
+
+@pytest.mark.kafka_broker(coordinator=CONFIG, auto_create_topics=False)
+def test_kgroup_dropin_sends_the_pattern_to_the_coordinator(kafka_broker):
+    """kgroup's kafka-python drop-in with ``group_protocol="consumer"``: ``subscribe(pattern=...)`` is
+    sent as SubscribedTopicRegex (no client-side matching); a topic created later is consumed within
+    the same bound, kafka-python's ``metadata_max_age_ms`` standing for librdkafka's refresh."""
+    import kafka
+
+    import kgroup
+
+    kafka_broker.create_topic("orders-eu", 2)
+    consumer = kgroup.KafkaConsumer(bootstrap_servers=kafka_broker.bootstrap_servers, group_id="dropin",
+                                    group_protocol="consumer", auto_offset_reset="earliest",
+                                    metadata_max_age_ms=METADATA_REFRESH_MS, fetch_max_wait_ms=FETCH_WAIT_MS)
+    producer = kafka.KafkaProducer(bootstrap_servers=kafka_broker.bootstrap_servers)
+    try:
+        consumer.subscribe(pattern="^orders-.*")
+        deadline = time.monotonic() + JOIN_BOUND_S
+        while {tp.topic for tp in consumer.assignment()} != {"orders-eu"}:
+            assert time.monotonic() < deadline, (
+                f"not assigned within {JOIN_BOUND_S} s: {consumer.assignment()}")
+            consumer.poll(50)
+        (member,) = kafka_broker.describe_consumer_group("dropin").members
+        assert (member.subscribed_topic_regex, member.subscribed_topic_names) == ("^orders-.*", ())
+
+        kafka_broker.create_topic("orders-us", 1)
+        created = time.monotonic()
+        producer.send("orders-us", b"first", partition=0).get(timeout=JOIN_BOUND_S)
+        deadline = created + NEW_TOPIC_BOUND_S
+        consumed = []
+        while not consumed:
+            assert time.monotonic() < deadline, (f"orders-us not consumed within {NEW_TOPIC_BOUND_S} s of "
+                                                 f"its creation: {consumer.assignment()}")
+            for tp, records in consumer.poll(50).items():
+                consumed.extend((tp.topic, r.value) for r in records)
+        assert consumed == [("orders-us", b"first")]
+    finally:
+        consumer.close()
+        producer.close()

@@ -81,10 +81,33 @@ class ConsumerProtocolMember(ConsumerAssignmentReconciler):
         """Kafka ``onSubscriptionUpdated``: joins on the next poll; in a group, the next heartbeat says it."""
         self._subscription_updated = True
 
+    def subscribe(self, topics: Sequence[str], now_ms: int) -> None:
+        """Subscribe to ``topics`` (none: unsubscribe); replaces a regex subscription."""
+        if topics and self._subscription_regex is not None:
+            self._check_open()
+            self._subscription_regex = None
+            self._subscription = frozenset()  # so the new names read as a change
+        super().subscribe(topics, now_ms)
+
+    def subscribe_pattern(self, pattern: str, now_ms: int) -> None:
+        """Subscribe to the topics matching ``pattern``, resolved by the coordinator (KIP-848's
+        SubscribedTopicRegex, Java's ``subscribe(SubscriptionPattern)``): RE2/J syntax, matched against
+        whole topic names; a regex the coordinator refuses fails the member (INVALID_REGULAR_EXPRESSION)."""
+        self._check_open()
+        if not isinstance(pattern, str) or not pattern:
+            raise ConfigError(f"a subscription pattern must be a non-empty string, got {pattern!r}")
+        if self.config.heartbeat_api_version < 1:
+            raise ConfigError("regex subscriptions need ConsumerGroupHeartbeat v1 (heartbeat_api_version=1)")
+        if pattern != self._subscription_regex or self._subscription:
+            self._subscription_regex = pattern
+            self._subscription = frozenset()
+            self._subscription_changed()
+
     def unsubscribe(self, now_ms: int) -> None:
         """Release every partition (callbacks) and leave the group."""
         self._check_open()
         self._subscription = frozenset()
+        self._subscription_regex = None
         self._subscription_updated = False
         self._leave_group()
 
@@ -118,7 +141,7 @@ class ConsumerProtocolMember(ConsumerAssignmentReconciler):
             if self._subscription_updated:
                 # Kafka ``onConsumerPoll``: a new subscription joins only from a poll.
                 self._subscription_updated = False
-                if self._fsm.state is _S.UNSUBSCRIBED and self._subscription:
+                if self._fsm.state is _S.UNSUBSCRIBED and self._subscribed():
                     self._transition_to_joining()
         self._advance(now_ms)
 
@@ -243,10 +266,10 @@ class ConsumerProtocolMember(ConsumerAssignmentReconciler):
 
     def _group_managed(self) -> bool:
         """Subscribed, or still in the group (leaving): commits are the member's, not a simple consumer's."""
-        return bool(self._subscription) or self._closing or self._fsm.state not in NOT_IN_GROUP
+        return self._subscribed() or self._closing or self._fsm.state not in NOT_IN_GROUP
 
     def _wants_coordinator(self) -> bool:
-        return (bool(self._subscription) or self._requests.has_queued() or bool(self._commits)
+        return (self._subscribed() or self._requests.has_queued() or bool(self._commits)
                 or self._fsm.state in LEAVING_GROUP)
 
     def _find_coordinator(self, now_ms: int) -> list[Outbound]:
@@ -311,7 +334,8 @@ class ConsumerProtocolMember(ConsumerAssignmentReconciler):
         request = build_heartbeat(
             self.config, self._sent_fields, member_id=self.member_id,
             member_epoch=self._leave_epoch() if leaving else self.member_epoch,
-            subscription=self._subscription, assignment=self._current, full=state is _S.JOINING,
+            subscription=self._subscription, regex=self._subscription_regex, assignment=self._current,
+            full=state is _S.JOINING,
             incoming=self._incoming())
         self._schedule.sent(now_ms)
         sent = HeartbeatSent(self._membership, leaving)

@@ -128,7 +128,7 @@ class ConsumerMembershipTransitions(ConsumerMemberView):
         self._clear_assignment()
         self._sent_fields.reset()
         self._schedule.skip_backoff(now_ms)
-        if self._subscription and not self._closing:
+        if self._subscribed() and not self._closing:
             # Left but still subscribed (an unsubscribe/subscribe pair): join again on the next poll.
             self._subscription_updated = True
 

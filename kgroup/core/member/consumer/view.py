@@ -54,6 +54,8 @@ class ConsumerMemberView(MemberBase[ConsumerMemberState]):
         #: Joins so far: a commit or heartbeat answer of an earlier membership is stale.
         self._membership = 0
         self._subscription_updated = False
+        #: KIP-848 regex subscription (sent as SubscribedTopicRegex; the coordinator matches it), or None.
+        self._subscription_regex: Optional[str] = None
         #: What the application may consume now.
         self._owned: frozenset = frozenset()
         #: The last assignment reconciled, and the last one the coordinator sent.
@@ -80,6 +82,11 @@ class ConsumerMemberView(MemberBase[ConsumerMemberState]):
         return Generation(self.member_epoch, self.member_id, CONSUMER_PROTOCOL_NAME)
 
     @property
+    def subscription_regex(self) -> Optional[str]:
+        """The regex the member subscribes with (``subscribe_pattern``), None with topic names."""
+        return self._subscription_regex
+
+    @property
     def heartbeat_interval_ms(self) -> int:
         """The coordinator's heartbeat interval (0 until its first answer)."""
         return self._schedule.interval_ms
@@ -104,6 +111,10 @@ class ConsumerMemberView(MemberBase[ConsumerMemberState]):
     def settled(self) -> bool:
         """Stable with nothing left to reconcile."""
         return self._fsm.state is _S.STABLE and not self._reconciliation.in_progress
+
+    def _subscribed(self) -> bool:
+        """Subscribed to topic names or to a regex."""
+        return bool(self._subscription) or self._subscription_regex is not None
 
     def _out_of_group(self) -> bool:
         return self._fsm.state in NOT_IN_GROUP
