@@ -1,11 +1,9 @@
 """KIP-848 regex subscriptions on the coordinator (SubscribedTopicRegex).
 
 Ported from Kafka's GroupMetadataManagerTest (the regex tests of KAFKA-17593 and KAFKA-19899); each test
-names its source.  Kafka resolves a regex on an executor: its tests run the pending task between two
-heartbeats and see the epoch bumped by the task, the member assigned at the next heartbeat.  kgroup's
-coordinator resolves in the heartbeat itself (docs/guide/consumer-protocol.md, *Departures*), so the
-same records and epochs are asserted one step earlier.  Not ported, because kgroup has no counterpart:
-testConsumerGroupMemberJoinsWithRegexAndUpdatesItBeforeResolutionCompleted (no resolution in flight),
+names its source.  Kafka resolves on its executor and its tests run the pending task between two
+heartbeats (``context.processTasks()``); kgroup's resolution task is a coordinator timer due at once,
+run here by ``Driver.advance(0)``.  Not ported, because kgroup has no counterpart:
 testConsumerGroupMemberJoinsRefreshTopicAuthorization and the ...TopicAuthorizationFailure cases (no
 ACLs), testConsumerMemberWithRegexReplacedByClassicMember* and
 testResolvedRegularExpressionsRemovedWhenConsumerMembersRemovedByAdminApi (classic members inside a
@@ -60,22 +58,29 @@ def regex_records(d: Driver, since: int = 0) -> list:
 
 def test_consumer_group_member_joins_with_new_regex():
     """testConsumerGroupMemberJoinsWithNewRegex: member 2 joins with ``foo*`` (RE2: "fo" then any "o"s,
-    the whole name).  The regex is resolved to {foo} and persisted, and the group epoch goes 10 -> 11.
-    Kafka answers epoch 10 and bumps to 11 when its executor task completes; kgroup does both now."""
+    the whole name).  The heartbeat writes no resolution; the resolution task (Kafka's executor, a
+    coordinator timer here) resolves it to {foo}, persists it and bumps the group epoch; member 2's
+    next heartbeat is assigned from it.  (kgroup bumps the epoch for the join too: its epochs run one
+    ahead of Kafka's, docs/conformance/broker.md.)"""
     m1 = member("m1", 10, {"foo": range(6)}, subscribed_topic_names=("foo",))
     d = with_group({"foo": 6}, [m1], {})
-    d.assignor.prepare({"m1": tps({"foo": range(6)})})
+    d.assignor.prepare({"m1": tps({"foo": range(3)}), "m2": tps({"foo": range(3, 6)})})
     before = len(d.records)
     response = ok(join_regex(d, "m2", "foo*", server_assignor="prepared"))
+    assert regex_records(d, before) == [] and response.assignment == ()
+    assert d.assignor.calls[-1]["m2"].subscribed_topics == frozenset()  # not resolved yet
+    epoch = d.group().group_epoch
+    d.advance(0)  # the resolution task
     assert regex_records(d, before) == [resolved_record("foo*", {"foo"})]
-    assert d.group().group_epoch == 11 and response.member_epoch == 11 and response.assignment == ()
+    assert d.group().group_epoch == epoch + 1
+    ok(d.heartbeat("m2", response.member_epoch))
     assert d.assignor.calls[-1]["m2"].subscribed_topics == {"foo"}
     d.assert_replays()
 
 
 def test_consumer_group_member_picks_up_existing_resolved_regular_expression():
-    """testConsumerGroupMemberPicksUpExistingResolvedRegularExpression: a regex the group already resolved
-    is not resolved again; the assignor sees its topics for both members, the join bumps the epoch."""
+    """testConsumerGroupMemberPicksUpExistingResolvedRegularExpression: a regex the group resolved within
+    the refresh interval is not resolved again; the assignor sees its topics for both members."""
     m1 = member("m1", 10, {"foo": [0, 1]}, subscribed_topic_regex="foo*")
     d = with_group({"foo": 2}, [m1], {"foo*": {"foo"}})
     d.assignor.prepare({"m1": tps({"foo": [0]}), "m2": tps({"foo": [1]})})
@@ -84,31 +89,39 @@ def test_consumer_group_member_picks_up_existing_resolved_regular_expression():
     assert response.member_epoch == 11 and response.assignment == ()  # foo-1 is still m1's
     assert {mid: spec.subscribed_topics for mid, spec in d.assignor.calls[-1].items()} == {
         "m1": {"foo"}, "m2": {"foo"}}
-    assert regex_records(d, before) == []
+    d.advance(0)
+    assert regex_records(d, before) == []  # nothing was scheduled
 
 
 def test_consumer_group_member_joins_with_updated_regex():
     """testConsumerGroupMemberJoinsWithUpdatedRegex: ``foo*`` -> ``foo*|bar*``: the old resolution is
-    tombstoned with its last subscriber, the new one is {foo, bar}, the epoch goes to 11 and the member
-    gets foo 0-5 and bar 0-2 (Kafka: at its second heartbeat, after the executor's task)."""
-    m1 = member("m1", 10, {"foo": range(6)}, subscribed_topic_regex="foo*")
-    d = with_group({"foo": 6, "bar": 3}, [m1], {"foo*": {"foo"}})
-    d.assignor.prepare({"m1": tps({"foo": range(6), "bar": range(3)})})
+    tombstoned with its last subscriber; the task resolves the new one to {foo, bar} and bumps the
+    epoch; the member's next heartbeat gets foo 0-5 and bar 0-2.  (Kafka's test group has no metadata
+    hash, so dropping foo bumps nothing there; kgroup's group holds foo's metadata, so the member is
+    told to revoke foo until the new regex is resolved.)"""
+    m1 = member("m1", 10, {"foo": range(6)}, subscribed_topic_regex="foo*", server_assignor=None)
+    records = group_records(GROUP, 10, [m1], {"m1": m1.assigned_partitions}, metadata={"foo": 6})
+    d = Driver({"foo": 6, "bar": 3}, records=records + [resolved_record("foo*", {"foo"})])
+    d.now_ms = REFRESH_MS + 1
     before = len(d.records)
-    response = ok(d.heartbeat("m1", 10, rebalance_timeout_ms=5000, subscribed_topic_regex="foo*|bar*",
-                              server_assignor="prepared", topic_partitions=tps({"foo": range(6)})))
-    assert regex_records(d, before) == [ConsumerGroupRegularExpressionTombstone(GROUP, "foo*"),
-                                        resolved_record("foo*|bar*", {"foo", "bar"})]
-    assert response.member_epoch == 11
+    ok(d.heartbeat("m1", 10, rebalance_timeout_ms=5000, subscribed_topic_regex="foo*|bar*",
+                   topic_partitions=tps({"foo": range(6)})))
+    assert regex_records(d, before) == [ConsumerGroupRegularExpressionTombstone(GROUP, "foo*")]
+    d.advance(0)
+    assert regex_records(d, before)[1:] == [resolved_record("foo*|bar*", {"foo", "bar"}, REFRESH_MS + 1)]
+    epoch = d.group().group_epoch
+    response = ok(d.heartbeat("m1", 10, topic_partitions=()))  # revoked: bar now, foo once released
+    assert response.member_epoch == epoch and response.assignment == tuple(sorted(tps({"bar": range(3)})))
+    response = ok(d.heartbeat("m1", epoch, topic_partitions=tps({"bar": range(3)})))
     assert response.assignment == tuple(sorted(tps({"foo": range(6), "bar": range(3)})))
     d.assert_replays()
 
 
 def test_consumer_group_member_join_refreshes_expired_regexes():
     """testConsumerGroupMemberJoinRefreshesExpiredRegexes: topic ``fooo`` appears; a heartbeat within the
-    refresh interval resolves nothing, one after it resolves every regex of the group again and bumps
-    the epoch.  Kafka needs the 10 s batch interval *and* a metadata image with new topics; kgroup
-    rescans at every refresh."""
+    refresh interval schedules nothing, one after it has every regex of the group resolved again and
+    the epoch bumped.  Kafka needs the 10 s batch interval *and* a metadata image with new topics;
+    kgroup rescans whenever the interval has passed."""
     m1 = member("m1", 10, {"foo": range(6)}, subscribed_topic_regex="foo*")
     m2 = member("m2", 10, {"bar": range(3)}, subscribed_topic_regex="bar*")
     d = with_group({"foo": 6, "bar": 3}, [m1, m2], {"foo*": {"foo"}, "bar*": {"bar"}})
@@ -116,9 +129,11 @@ def test_consumer_group_member_join_refreshes_expired_regexes():
     d.topics["fooo"] = 1
     before = len(d.records)
     ok(d.heartbeat("m1", 10))
+    d.advance(0)
     assert regex_records(d, before) == [] and d.group().group_epoch == 10
     d.now_ms += 11_000
     ok(d.heartbeat("m1", 10))
+    d.advance(0)
     assert sorted(regex_records(d, before), key=lambda r: r.regex) == [
         resolved_record("bar*", {"bar"}, 11_000), resolved_record("foo*", {"foo", "fooo"}, 11_000)]
     assert d.group().group_epoch == 11 and d.group().subscription_metadata == {"foo": 6, "bar": 3, "fooo": 1}
@@ -142,17 +157,20 @@ def test_consumer_group_member_clears_regex():
 def test_static_consumer_group_member_joins_with_updated_regex():
     """testStaticConsumerGroupMemberJoinsWithUpdatedRegex: a static member with ``foo*|bar*`` leaves
     (-2) and its new incarnation joins with ``foo*``: the copy keeps the old regex until the update
-    tombstones it, the new one resolves to {foo}, and the member ends with foo 0-5 at epoch 11."""
+    tombstones it, the task resolves the new one to {foo}, and the member ends with foo 0-5."""
     m1 = member("m1", 10, {"foo": range(6), "bar": range(3)}, subscribed_topic_regex="foo*|bar*",
-                instance_id="instance-id")
-    d = with_group({"foo": 6, "bar": 3}, [m1], {"foo*|bar*": {"foo", "bar"}})
+                instance_id="instance-id", server_assignor=None)
+    records = group_records(GROUP, 10, [m1], {"m1": m1.assigned_partitions}, metadata={"foo": 6, "bar": 3})
+    d = Driver({"foo": 6, "bar": 3}, records=records + [resolved_record("foo*|bar*", {"foo", "bar"})])
+    d.now_ms = REFRESH_MS + 1
     ok(d.heartbeat("m1", -2, instance_id="instance-id"))
-    d.assignor.prepare({"m2": tps({"foo": range(6)})})
     before = len(d.records)
-    response = ok(join_regex(d, "m2", "foo*", instance_id="instance-id", server_assignor="prepared"))
-    assert regex_records(d, before) == [ConsumerGroupRegularExpressionTombstone(GROUP, "foo*|bar*"),
-                                        resolved_record("foo*", {"foo"})]
-    assert response.member_epoch == 11
+    ok(join_regex(d, "m2", "foo*", instance_id="instance-id"))
+    assert regex_records(d, before) == [ConsumerGroupRegularExpressionTombstone(GROUP, "foo*|bar*")]
+    d.advance(0)
+    assert regex_records(d, before)[1:] == [resolved_record("foo*", {"foo"}, REFRESH_MS + 1)]
+    response = ok(d.heartbeat("m2", d.group().members["m2"].member_epoch, topic_partitions=()))
+    assert response.member_epoch == d.group().group_epoch
     assert response.assignment == tuple(sorted(tps({"foo": range(6)})))
     d.assert_replays()
 
@@ -210,29 +228,39 @@ def test_invalid_regex_is_refused_with_invalid_regular_expression():
 # -- kgroup's own cases --------------------------------------------------------------------
 
 
-def test_a_new_member_is_assigned_its_regex_topics_in_its_first_answer():
-    """The departure itself: a group's first member with a regex gets the matching topics (whole names
-    only) in the answer to its join."""
+def test_a_groups_first_regex_is_resolved_at_the_next_timer_round():
+    """A group's first regex is resolved at once by the timer (no earlier resolution to wait for), and
+    the member is assigned the matching topics (whole names only) at its next heartbeat."""
     d = Driver({"foo": 3, "foobar": 2, "bar": 1, "xfoo": 1})
     response = ok(join_regex(d, "m", "foo.*"))
-    assert response.member_epoch == 1
-    assert response.assignment == tuple(sorted(tps({"foo": range(3), "foobar": range(2)})))
+    assert (response.member_epoch, response.assignment) == (1, ())
+    d.advance(0)
     assert d.group().resolved_regexes == {"foo.*": ResolvedTopicRegex(frozenset({"foo", "foobar"}), 0)}
+    response = ok(d.heartbeat("m", 1))
+    assert response.member_epoch == 2
+    assert response.assignment == tuple(sorted(tps({"foo": range(3), "foobar": range(2)})))
     d.assert_replays()
 
 
 def test_topic_created_later_joins_and_a_deleted_one_leaves():
-    """A topic created after the join is assigned at the first heartbeat one refresh interval after the
-    last resolution; a deleted one leaves the subscription metadata at the next heartbeat (as any deleted
-    topic) and the resolution at the next refresh."""
+    """A topic created after the join is resolved by the first heartbeat more than one refresh interval
+    after the last resolution (then the task) and assigned at the next; a deleted one leaves the
+    subscription metadata at the next heartbeat (as any deleted topic) and the resolution at the next
+    refresh."""
     d = Driver({"orders-1": 2})
     ok(join_regex(d, "m", "^orders-.*"))
-    epoch = ok(d.heartbeat("m", 1, topic_partitions=tps({"orders-1": [0, 1]}))).member_epoch
+    d.advance(0)
+    epoch = ok(d.heartbeat("m", 1)).member_epoch
+    epoch = ok(d.heartbeat("m", epoch, topic_partitions=tps({"orders-1": [0, 1]}))).member_epoch
     d.topics["orders-2"] = 1
-    d.now_ms = REFRESH_MS - 1
-    quiet = ok(d.heartbeat("m", epoch))
-    assert quiet.member_epoch == epoch and quiet.assignment is None
     d.now_ms = REFRESH_MS
+    quiet = ok(d.heartbeat("m", epoch))
+    d.advance(0)
+    assert quiet.assignment is None and d.group().group_epoch == epoch
+    d.now_ms = REFRESH_MS + 1
+    ok(d.heartbeat("m", epoch))
+    d.advance(0)
+    assert d.group().group_epoch == epoch + 1
     response = ok(d.heartbeat("m", epoch))
     assert response.member_epoch == epoch + 1
     assert response.assignment == tuple(sorted(tps({"orders-1": [0, 1], "orders-2": [0]})))
@@ -247,6 +275,7 @@ def test_topic_created_later_joins_and_a_deleted_one_leaves():
     assert ok(d.heartbeat("m", epoch, topic_partitions=tps({"orders-2": [0]}))).member_epoch == epoch + 1
     d.now_ms += REFRESH_MS
     ok(d.heartbeat("m", epoch + 1))
+    d.advance(0)
     assert d.group().resolved_regexes["^orders-.*"].topics == {"orders-2"}
     d.assert_replays()
 
@@ -256,6 +285,9 @@ def test_topic_names_and_regex_together_subscribe_to_the_union():
     union (TargetAssignmentBuilder adds the resolved regex's topics to the member's names)."""
     d = Driver({"foo": 1, "foobar": 1, "bar": 1}, PREPARED_CONFIG)
     ok(join_regex(d, "m", "foo.*", subscribed_topic_names=("bar",)))
+    assert d.assignor.calls[-1]["m"].subscribed_topics == {"bar"}  # the regex is not resolved yet
+    d.advance(0)
+    ok(d.heartbeat("m", 1))
     assert d.assignor.calls[-1]["m"].subscribed_topics == {"bar", "foo", "foobar"}
     assert d.group().subscription_metadata == {"bar": 1, "foo": 1, "foobar": 1}
 
@@ -263,9 +295,11 @@ def test_topic_names_and_regex_together_subscribe_to_the_union():
 def test_static_member_replacement_with_the_same_regex_keeps_its_resolution():
     d = Driver({"foo": 2})
     ok(join_regex(d, "m1", "foo", instance_id="i"))
+    d.advance(0)
     ok(d.heartbeat("m1", -2, instance_id="i"))
     before = len(d.records)
     ok(join_regex(d, "m2", "foo", instance_id="i"))
+    d.advance(0)
     assert regex_records(d, before) == [] and set(d.group().resolved_regexes) == {"foo"}
     d.assert_replays()
 

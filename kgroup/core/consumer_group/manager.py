@@ -10,11 +10,8 @@ under an id (a group id keeps its type).
 
 A member subscribes by topic names, a regex (KIP-848's SubscribedTopicRegex, RE2/J
 syntax: :mod:`kgroup.core.consumer_group.topic_regex`) or both (the union, as
-Kafka's TargetAssignmentBuilder takes it).  The coordinator resolves the regexes
-of a group against the cluster's topics in the heartbeat that brings a new one,
-and again at the first heartbeat ``consumer_group_regex_refresh_interval_ms``
-after the last resolution, so topics created or deleted later join or leave
-the subscription; the group epoch is bumped when a resolution changes.
+Kafka's TargetAssignmentBuilder takes it); when the group's regexes are resolved
+is :mod:`kgroup.core.consumer_group.regex_subscriptions`.
 
 A heartbeat is all or nothing, as in Kafka (whose handler builds every record
 first and applies them only when the whole heartbeat succeeded): the request is
@@ -42,10 +39,8 @@ from kgroup.core.consumer_group_messages import (
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse, DescribedConsumerGroup, DescribedConsumerGroupMember,
 )
-from kgroup.core.consumer_group.records import PersistedConsumerGroup, ResolvedTopicRegex
-from kgroup.core.consumer_group.topic_regex import (
-    InvalidTopicRegex, compile_topic_regex, resolve_topic_regexes,
-)
+from kgroup.core.consumer_group.records import PersistedConsumerGroup
+from kgroup.core.consumer_group.regex_subscriptions import RegexSubscriptions
 from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import TransitionObserver
@@ -74,10 +69,6 @@ class _Refused(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
-
-
-#: What an unresolved regex compares as (no topics).
-_UNRESOLVED = ResolvedTopicRegex(frozenset(), -1)
 
 
 def _is_subset(owned: Optional[AbstractSet[TopicPartition]], assigned: AbstractSet[TopicPartition]) -> bool:
@@ -121,6 +112,7 @@ class ConsumerGroupManager:
         self._server_assignors: Mapping[str, ServerAssignor] = server_assignors or {}
         #: (group id, member id) -> the epoch whose revocation the armed rebalance timer waits on.
         self._rebalance_epochs: dict[tuple[str, str], int] = {}
+        self._regexes = RegexSubscriptions(config, context)
 
     # -- the groups ----------------------------------------------------------------------
 
@@ -153,6 +145,7 @@ class ConsumerGroupManager:
         """Forget every group (the coordinator resigns; its timer is reset with it)."""
         self._groups.clear()
         self._rebalance_epochs.clear()
+        self._regexes.clear()
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------
 
@@ -302,15 +295,15 @@ class ConsumerGroupManager:
         )
         in_group = member.member_id in group.members or replaced is not None
         previous = member if in_group else None
-        resolved, new_resolutions = self._resolve_regexes(group, previous, updated, now_ms)
+        invalid_regex = self._regexes.check_new_regex(group, updated)
+        if invalid_regex is not None:
+            raise _Refused(E.INVALID_REGULAR_EXPRESSION, invalid_regex)
         bump_group_epoch = (not in_group or updated.subscribed_topic_names != member.subscribed_topic_names
-                            or updated.subscribed_topic_regex != member.subscribed_topic_regex
-                            or any(group.resolved_regexes.get(regex, _UNRESOLVED).topics != found.topics
-                                   for regex, found in new_resolutions.items()))
+                            or self._regexes.bumps_group_epoch(group, previous, updated))
         # Kafka refreshes the subscription metadata when a subscription changes or its refresh
         # deadline passes; here it is recomputed on every heartbeat, so a topic created, deleted or
         # grown bumps the group epoch at the next heartbeat of any member.
-        metadata = self._metadata_of(group.subscribed_topics_with(previous, updated, resolved))
+        metadata = self._metadata_of(group.subscribed_topics_with(previous, updated, group.resolved_regexes))
         group_epoch = group.group_epoch
         if bump_group_epoch or metadata != group.subscription_metadata:
             group_epoch += 1
@@ -322,7 +315,7 @@ class ConsumerGroupManager:
         new_target: Optional[dict[str, frozenset[TopicPartition]]] = None
         if group_epoch > group.assignment_epoch:
             new_target = self._target_assignment(group, _members_after(group, updated, replaced),
-                                                 current_target, metadata, resolved, group_epoch)
+                                                 current_target, metadata, group_epoch)
             target_epoch, target = group_epoch, new_target[member_id]
         else:
             target_epoch, target = group.assignment_epoch, current_target(member_id)
@@ -343,8 +336,6 @@ class ConsumerGroupManager:
             self._cancel_timers(group.group_id, replaced)
             group.replace_static_member(replaced, member)
         group.update_member(updated)
-        for regex, found in new_resolutions.items():
-            group.set_resolved_regex(regex, found)
         if group_epoch != group.group_epoch:
             group.set_epochs(group_epoch, metadata)
         if new_target is not None:
@@ -354,6 +345,9 @@ class ConsumerGroupManager:
             group.update_member(reconciled)
             self._after_reconciliation(group, reconciled, now_ms)
         self._schedule_session(group.group_id, member_id, now_ms)
+        if self._regexes.refresh_needed(group, previous, updated, now_ms):
+            self._regexes.schedule(group.group_id, now_ms,
+                                   functools.partial(self._refresh_regexes, group.group_id))
         subscription_sent = req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None
         full_request = joining or (req.rebalance_timeout_ms != -1 and subscription_sent and owned is not None)
         assignment = None
@@ -379,36 +373,18 @@ class ConsumerGroupManager:
                                      now_ms + self.config.consumer_group_session_timeout_ms,
                                      functools.partial(self._expire_session, group_id, member_id))
 
-    def _resolve_regexes(self, group: ConsumerGroup, old: Optional[ConsumerGroupMember],
-                         new: ConsumerGroupMember, now_ms: int
-                         ) -> tuple[Mapping[str, ResolvedTopicRegex], dict[str, ResolvedTopicRegex]]:
-        """(every regex's resolution once ``old`` becomes ``new``, the resolutions this heartbeat made).
-
-        Kafka's maybeUpdateRegularExpressions: a regex new to the group is compiled first
-        (INVALID_REGULAR_EXPRESSION if RE2/J would refuse it), and the group's regexes are resolved
-        together, when one is unresolved or the last resolution is older than the refresh interval.
-        Kafka resolves asynchronously (the member is assigned at a later heartbeat) and waits 10 s
-        between two resolutions even for a new regex; kgroup's coordinator has no executor, so it
-        resolves a new regex in the heartbeat that brings it (docs/guide/consumer-protocol.md).
-        """
-        regex = new.subscribed_topic_regex
-        if regex is not None and regex not in group.regex_counts:
-            try:
-                compile_topic_regex(regex)
-            except InvalidTopicRegex as invalid:
-                raise _Refused(E.INVALID_REGULAR_EXPRESSION, f"SubscribedTopicRegex `{regex}` is not a valid "
-                                                             f"regular expression: {invalid}.") from None
-        counts = group.regex_counts_with(old, new)
-        if not counts:
-            return group.resolved_regexes, {}
-        current = group.resolved_regexes
-        last_ms = max((r.resolved_at_ms for r in current.values()), default=None)
-        stale = last_ms is None or now_ms >= last_ms + self.config.consumer_group_regex_refresh_interval_ms
-        if not stale and all(r in current for r in counts):
-            return current, {}
-        topics = resolve_topic_regexes(sorted(counts), self._context.topic_names())
-        refreshed = {r: ResolvedTopicRegex(found, now_ms) for r, found in topics.items()}
-        return refreshed, refreshed
+    def _refresh_regexes(self, group_id: str, now_ms: int) -> None:
+        """The resolution timer (Kafka's executor task and handleRegularExpressionsResult): the group's
+        regexes resolved and written; the group epoch bumped if a resolution or the subscribed topics'
+        metadata changed, so the next heartbeats compute and hand out the new target."""
+        group = self.group(group_id)
+        if group is None:
+            self._regexes.forget(group_id)
+            return
+        changed = self._regexes.resolve(group, now_ms)
+        metadata = self._subscription_metadata(group)
+        if changed or metadata != group.subscription_metadata:
+            group.set_epochs(group.group_epoch + 1, metadata)
 
     def _metadata_of(self, topics: Iterable[str]) -> dict[str, int]:
         """The partition count of each of ``topics`` that exists (the group's subscription metadata)."""
@@ -424,7 +400,7 @@ class ConsumerGroupManager:
 
     def _target_assignment(self, group: ConsumerGroup, members: list[ConsumerGroupMember],
                            current_target: Callable[[str], frozenset[TopicPartition]],
-                           metadata: Mapping[str, int], resolved: Mapping[str, ResolvedTopicRegex],
+                           metadata: Mapping[str, int],
                            group_epoch: int) -> dict[str, frozenset[TopicPartition]]:
         """Kafka's TargetAssignmentBuilder: the assignor maps ``members``' subscriptions to the new target.
 
@@ -436,7 +412,7 @@ class ConsumerGroupManager:
         assignors = [m.server_assignor for m in members if m.server_assignor is not None]
         name = _preferred(assignors, self.config.consumer_group_assignors[0])
         specs = {
-            m.member_id: AssignmentMember(m.member_id, group.member_topics(m, resolved),
+            m.member_id: AssignmentMember(m.member_id, group.member_topics(m),
                                           current_target(m.member_id), m.instance_id, m.rack_id)
             for m in members
         }
