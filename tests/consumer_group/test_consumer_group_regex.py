@@ -140,6 +140,24 @@ def test_consumer_group_member_join_refreshes_expired_regexes():
     d.assert_replays()
 
 
+def test_a_new_regex_waits_for_the_batching_interval():
+    """KAFKA-17593 [8/N] (maybeUpdateRegularExpressions, condition 2): a group's regexes are not resolved
+    twice within the interval, a new regex included; it is resolved by the first heartbeat after."""
+    d = Driver({"foo": 1, "bar": 1})
+    ok(join_regex(d, "m1", "foo"))
+    d.advance(0)
+    d.now_ms = 1_000
+    before = len(d.records)
+    ok(join_regex(d, "m2", "bar"))
+    d.advance(0)
+    assert regex_records(d, before) == [] and "bar" not in d.group().resolved_regexes
+    d.now_ms = REFRESH_MS + 1
+    ok(d.heartbeat("m2", d.group().members["m2"].member_epoch))
+    d.advance(0)
+    assert sorted(r.regex for r in regex_records(d, before)) == ["bar", "foo"]
+    assert d.group().resolved_regexes["bar"].topics == {"bar"}
+
+
 def test_consumer_group_member_clears_regex():
     """testConsumerGroupMemberClearsRegex (KAFKA-19899): an empty regex clears the member's regex, the
     resolution is tombstoned, the epoch goes to 11 and the target is empty."""

@@ -326,6 +326,10 @@ class ConsumerGroupManager:
             # Kafka's CurrentAssignmentBuilder throws: the heartbeat fails and nothing changes.
             raise _Refused(E.FENCED_MEMBER_EPOCH, str(fenced)) from None
 
+        # Kafka decides before the heartbeat's records are applied (the last resolution time still
+        # counts a regex this heartbeat drops).
+        refresh_regexes = self._regexes.refresh_needed(group, previous, updated, now_ms)
+
         # Accepted: from here on the group changes.
         if is_new_group:
             offsets = self._context.release_empty_classic_group(req.group_id)
@@ -345,7 +349,7 @@ class ConsumerGroupManager:
             group.update_member(reconciled)
             self._after_reconciliation(group, reconciled, now_ms)
         self._schedule_session(group.group_id, member_id, now_ms)
-        if self._regexes.refresh_needed(group, previous, updated, now_ms):
+        if refresh_regexes:
             self._regexes.schedule(group.group_id, now_ms,
                                    functools.partial(self._refresh_regexes, group.group_id))
         subscription_sent = req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None
