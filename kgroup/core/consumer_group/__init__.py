@@ -4,5 +4,8 @@
 * :mod:`.reconciliation` - CurrentAssignmentBuilder: one member's step towards the target;
 * :mod:`.records` - the records a consumer group writes;
 * :mod:`.group` - the group: epochs, members, target assignment, partition epochs;
+* :mod:`.request_validation` - what a heartbeat must carry before any group is looked at;
+* :mod:`.topic_regex` - RE2/J regexes on Python's ``re``, matched against whole topic names;
+* :mod:`.regex_subscriptions` - when a group's regexes are resolved, and what that changes;
 * :mod:`.manager` - the ConsumerGroupHeartbeat / ConsumerGroupDescribe handlers and timers.
 """

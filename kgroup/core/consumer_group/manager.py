@@ -41,6 +41,8 @@ from kgroup.core.consumer_group_messages import (
 )
 from kgroup.core.consumer_group.records import PersistedConsumerGroup
 from kgroup.core.consumer_group.regex_subscriptions import RegexSubscriptions
+from kgroup.core.consumer_group.request_validation import HeartbeatRefused as _Refused
+from kgroup.core.consumer_group.request_validation import validate_heartbeat
 from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import TransitionObserver
@@ -50,8 +52,6 @@ from kgroup.values import TopicPartition
 __all__ = ["ConsumerGroupManager", "session_timer_key", "rebalance_timer_key"]
 
 E = ErrorCode
-#: The characters Java's String.trim() removes from both ends.
-_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
 
 
 def session_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
@@ -62,22 +62,8 @@ def rebalance_timer_key(group_id: str, member_id: str) -> tuple[str, str, str]:
     return ("consumer-rebalance", group_id, member_id)
 
 
-class _Refused(Exception):
-    """A heartbeat answered with an error; nothing has changed yet."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
 def _is_subset(owned: Optional[AbstractSet[TopicPartition]], assigned: AbstractSet[TopicPartition]) -> bool:
     return owned is not None and owned <= assigned
-
-
-def _is_blank(value: str) -> bool:
-    """Java's ``value.trim().isEmpty()``: trim drops every character up to U+0020, nothing else."""
-    return not value.strip(_JAVA_TRIMMED)
 
 
 def _members_after(group: ConsumerGroup, updated: ConsumerGroupMember,
@@ -151,48 +137,12 @@ class ConsumerGroupManager:
 
     def heartbeat(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
         try:
-            self._validate(req)
+            validate_heartbeat(req, self.config.consumer_group_assignors)
             if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(req, now_ms)
             return self._heartbeat(req, now_ms)
         except _Refused as refused:
             return ConsumerGroupHeartbeatResponse(refused.code, refused.message)
-
-    def _validate(self, req: ConsumerGroupHeartbeatRequest) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid (4.x): ids are checked trimmed, so a
-        blank one counts as empty."""
-        def invalid(message: str) -> _Refused:
-            return _Refused(E.INVALID_REQUEST, message)
-
-        epoch = req.member_epoch
-        member_id_required = req.api_version >= 1 or epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH
-        if member_id_required and _is_blank(req.member_id):
-            # KIP-1082: from v1 the client generates its member id.
-            raise invalid("MemberId can't be empty.")
-        if _is_blank(req.group_id):
-            raise invalid("GroupId can't be empty.")
-        if req.instance_id is not None and _is_blank(req.instance_id):
-            raise invalid("InstanceId can't be empty.")
-        if req.rack_id is not None and _is_blank(req.rack_id):
-            raise invalid("RackId can't be empty.")
-        if epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if req.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if req.topic_partitions is None or req.topic_partitions:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            # An empty list joins with no subscription (the member is in the group, assigned nothing).
-            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
-                raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when "
-                              "(re-)joining.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if req.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise invalid("MemberEpoch is invalid.")
-        assignors = self.config.consumer_group_assignors
-        if req.server_assignor is not None and req.server_assignor not in assignors:
-            raise _Refused(E.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not supported. "
-                                                   f"Supported assignors: {', '.join(assignors)}.")
 
     def _existing_group(self, group_id: str) -> ConsumerGroup:
         group = self._groups.get(group_id)
