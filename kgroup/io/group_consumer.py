@@ -16,19 +16,17 @@ and ``group_remote_assignor`` names the server-side assignor to ask for.
 ``subscribe(pattern=...)`` subscribes by regex.  With ``group_protocol="consumer"``
 the regex goes to the coordinator as ConsumerGroupHeartbeat's SubscribedTopicRegex
 (RE2/J syntax, KIP-848: the coordinator matches it against the cluster's topics,
-including topics created later); with the classic protocol the consumer matches
-it against the topics ``update_metadata`` names (whole names, as Java's consumer),
-and follows that topic list.
+including topics created later); with the classic protocol the member matches
+it against the topics ``update_metadata`` names (whole names, internal topics
+excluded, as Java's consumer) and follows that topic list.
 """
 from __future__ import annotations
 
 import os
-import re
 from typing import Iterable, Mapping, Optional, Sequence, Union
 
 import attrs
 
-from kgroup.core.cluster.offsets_topic import INTERNAL_TOPICS
 from kgroup.core.member import (
     CommitCompleted,
     CommittedFetched,
@@ -101,11 +99,7 @@ class GroupConsumer:
         self._fetch_results: dict[int, CommittedFetched] = {}
         self._buffered: list = []
         self._closed = False
-        #: A classic member's regex subscription, matched here against the metadata's topics.
-        self._pattern: Optional[re.Pattern[str]] = None
-        self._known_topics: frozenset = frozenset()
         if partitions_per_topic is not None:
-            self._known_topics = frozenset(partitions_per_topic)
             self._member.update_metadata(partitions_per_topic, self._runner.clock())
         if topics:
             self._member.subscribe(list(topics), self._runner.clock())
@@ -128,39 +122,18 @@ class GroupConsumer:
 
     def update_metadata(self, partitions_per_topic: Mapping[str, int]) -> None:
         with self._runner.foreground() as member:
-            now_ms = self._runner.clock()
-            self._known_topics = frozenset(partitions_per_topic)
-            if self._pattern is not None:
-                member.subscribe(self._matching_topics(), now_ms)
-            member.update_metadata(partitions_per_topic, now_ms)
+            member.update_metadata(partitions_per_topic, self._runner.clock())
 
     def subscribe(self, topics: Iterable[str] = (), pattern: Optional[str] = None) -> None:
         """Subscribe to ``topics``, or to the topics matching ``pattern`` (not both)."""
         topics = list(topics)
-        if pattern is None:
-            with self._runner.foreground() as member:
-                self._pattern = None
-                member.subscribe(topics, self._runner.clock())
-            return
-        if topics:
+        if pattern is not None and topics:
             raise ConfigError("subscribe() takes topics or a pattern, not both")
         with self._runner.foreground() as member:
-            if isinstance(member, ConsumerProtocolMember):
-                member.subscribe_pattern(pattern, self._runner.clock())  # the coordinator resolves it
-                return
-            try:
-                self._pattern = re.compile(pattern)
-            except re.error as error:
-                raise ConfigError(f"invalid subscription pattern {pattern!r}: {error}") from None
-            matching = self._matching_topics()
-            if matching:
-                member.subscribe(matching, self._runner.clock())
-
-    def _matching_topics(self) -> list[str]:
-        assert self._pattern is not None
-        # Java's exclude.internal.topics (default true): internal topics never match.
-        pattern = self._pattern
-        return sorted(t for t in self._known_topics if t not in INTERNAL_TOPICS and pattern.fullmatch(t))
+            if pattern is None:
+                member.subscribe(topics, self._runner.clock())
+            else:
+                member.subscribe_pattern(pattern, self._runner.clock())
 
     # -- polling ---------------------------------------------------------------
 

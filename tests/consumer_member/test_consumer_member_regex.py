@@ -69,7 +69,7 @@ def test_consumer_protocol_regex_is_resolved_by_the_coordinator_and_follows_new_
     try:
         consumer.subscribe(pattern="^orders-.*")
         assert consumer.member.subscription == frozenset()  # nothing resolved on the client
-        assert consumer.member.subscription_regex == "^orders-.*"
+        assert consumer.member.subscription_pattern == "^orders-.*"
         poll_until([consumer], lambda: consumer.assignment() == tps("orders-1", 2))
         topics["orders-2"] = 1
         both = tps("orders-1", 2) | tps("orders-2", 1)

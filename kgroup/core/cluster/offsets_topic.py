@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import functools
 
+from kgroup.values import INTERNAL_TOPICS
+
 GROUP_METADATA_TOPIC = "__consumer_offsets"
-#: Kafka's Topic.INTERNAL_TOPICS (the server's data plane keeps the same set for its own checks).
-INTERNAL_TOPICS = frozenset((GROUP_METADATA_TOPIC, "__transaction_state"))
+assert GROUP_METADATA_TOPIC in INTERNAL_TOPICS
 
 _INT_MIN = -(2**31)
 

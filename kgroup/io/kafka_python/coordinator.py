@@ -269,8 +269,7 @@ class ConsumerCoordinator:
         if self._server_resolves_pattern():
             pattern = self._subscription.subscribed_pattern.pattern
             with self._runner.foreground() as member:
-                assert isinstance(member, ConsumerProtocolMember)
-                if member.subscription_regex != pattern:
+                if member.subscription_pattern != pattern:
                     member.subscribe_pattern(pattern, self._runner.clock())
             self._feed_metadata()
             return

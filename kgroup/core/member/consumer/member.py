@@ -81,14 +81,6 @@ class ConsumerProtocolMember(ConsumerAssignmentReconciler):
         """Kafka ``onSubscriptionUpdated``: joins on the next poll; in a group, the next heartbeat says it."""
         self._subscription_updated = True
 
-    def subscribe(self, topics: Sequence[str], now_ms: int) -> None:
-        """Subscribe to ``topics`` (none: unsubscribe); replaces a regex subscription."""
-        if topics and self._subscription_regex is not None:
-            self._check_open()
-            self._subscription_regex = None
-            self._subscription = frozenset()  # so the new names read as a change
-        super().subscribe(topics, now_ms)
-
     def subscribe_pattern(self, pattern: str, now_ms: int) -> None:
         """Subscribe to the topics matching ``pattern``, resolved by the coordinator (KIP-848's
         SubscribedTopicRegex, Java's ``subscribe(SubscriptionPattern)``): RE2/J syntax, matched against
@@ -98,8 +90,8 @@ class ConsumerProtocolMember(ConsumerAssignmentReconciler):
             raise ConfigError(f"a subscription pattern must be a non-empty string, got {pattern!r}")
         if self.config.heartbeat_api_version < 1:
             raise ConfigError("regex subscriptions need ConsumerGroupHeartbeat v1 (heartbeat_api_version=1)")
-        if pattern != self._subscription_regex or self._subscription:
-            self._subscription_regex = pattern
+        if pattern != self._subscription_pattern or self._subscription:
+            self._subscription_pattern = pattern
             self._subscription = frozenset()
             self._subscription_changed()
 
@@ -107,7 +99,7 @@ class ConsumerProtocolMember(ConsumerAssignmentReconciler):
         """Release every partition (callbacks) and leave the group."""
         self._check_open()
         self._subscription = frozenset()
-        self._subscription_regex = None
+        self._subscription_pattern = None
         self._subscription_updated = False
         self._leave_group()
 
@@ -334,7 +326,7 @@ class ConsumerProtocolMember(ConsumerAssignmentReconciler):
         request = build_heartbeat(
             self.config, self._sent_fields, member_id=self.member_id,
             member_epoch=self._leave_epoch() if leaving else self.member_epoch,
-            subscription=self._subscription, regex=self._subscription_regex, assignment=self._current,
+            subscription=self._subscription, regex=self._subscription_pattern, assignment=self._current,
             full=state is _S.JOINING,
             incoming=self._incoming())
         self._schedule.sent(now_ms)

@@ -54,8 +54,6 @@ class ConsumerMemberView(MemberBase[ConsumerMemberState]):
         #: Joins so far: a commit or heartbeat answer of an earlier membership is stale.
         self._membership = 0
         self._subscription_updated = False
-        #: KIP-848 regex subscription (sent as SubscribedTopicRegex; the coordinator matches it), or None.
-        self._subscription_regex: Optional[str] = None
         #: What the application may consume now.
         self._owned: frozenset = frozenset()
         #: The last assignment reconciled, and the last one the coordinator sent.
@@ -80,11 +78,6 @@ class ConsumerMemberView(MemberBase[ConsumerMemberState]):
     def generation(self) -> Generation:
         """Kafka's group metadata for this protocol: (member epoch, member id)."""
         return Generation(self.member_epoch, self.member_id, CONSUMER_PROTOCOL_NAME)
-
-    @property
-    def subscription_regex(self) -> Optional[str]:
-        """The regex the member subscribes with (``subscribe_pattern``), None with topic names."""
-        return self._subscription_regex
 
     @property
     def heartbeat_interval_ms(self) -> int:
@@ -114,7 +107,8 @@ class ConsumerMemberView(MemberBase[ConsumerMemberState]):
 
     def _subscribed(self) -> bool:
         """Subscribed to topic names or to a regex."""
-        return bool(self._subscription) or self._subscription_regex is not None
+        # A pattern alone subscribes: the coordinator resolves it (SubscribedTopicRegex).
+        return bool(self._subscription) or self._subscription_pattern is not None
 
     def _out_of_group(self) -> bool:
         return self._fsm.state in NOT_IN_GROUP
