@@ -14,10 +14,13 @@ from typing import Iterable, NamedTuple, Optional
 
 import attrs
 
-__all__ = ["TopicPartition", "Subscription", "Assignment", "NO_GENERATION"]
+__all__ = ["TopicPartition", "Subscription", "Assignment", "NO_GENERATION", "INTERNAL_TOPICS"]
 
 #: Generation id of a member that has not completed a join (Kafka's -1).
 NO_GENERATION = -1
+#: Kafka's Topic.INTERNAL_TOPICS: never matched by a subscription pattern (the consumer's
+#: exclude.internal.topics) nor by kgroup's coordinator resolving a regex.
+INTERNAL_TOPICS = frozenset(("__consumer_offsets", "__transaction_state"))
 
 
 class TopicPartition(NamedTuple):

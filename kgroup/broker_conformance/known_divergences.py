@@ -76,6 +76,7 @@ KNOWN_DIVERGENCES: Dict[str, str] = {
     "consumer.join.v1-requires-member-id": KIP848_EPOCHS,
     "consumer.join.no-rebalance-timeout": KIP848_EPOCHS,
     "consumer.join.no-subscription": KIP848_EPOCHS,
+    "consumer.join.invalid-regex": KIP848_EPOCHS,
     "consumer.join.no-owned-partitions": KIP848_EPOCHS,
     "consumer.join.unknown-assignor": KIP848_EPOCHS,
     "consumer.heartbeat.epoch-below-minus-two": KIP848_EPOCHS,

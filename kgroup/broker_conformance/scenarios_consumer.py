@@ -58,6 +58,13 @@ _invalid("consumer.join.no-rebalance-timeout", "Joining (epoch 0) without a reba
          "(GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid)", rebalance_timeout_ms=-1)
 _invalid("consumer.join.no-subscription", "Joining (epoch 0) with neither topic names nor a regex: "
          "INVALID_REQUEST (throwIfConsumerGroupHeartbeatRequestIsInvalid)", topics=None)
+_invalid("consumer.join.invalid-regex", "Joining with a SubscribedTopicRegex RE2/J refuses (a lookahead): "
+         "INVALID_REGULAR_EXPRESSION (128) with Kafka's message (Utils.throwIfRegularExpressionIsInvalid, "
+         "KAFKA-17593)", topics=None, regex="^orders(?=-eu)")
+_invalid("consumer.join.regex-not-yet-resolved", "Joining with only a SubscribedTopicRegex: the first answer "
+         "assigns nothing, the regex is resolved afterwards (GroupMetadataManager."
+         "maybeUpdateRegularExpressions: testConsumerGroupMemberJoinsWithNewRegex)",
+         topics=None, regex="^t.*")
 _invalid("consumer.join.no-owned-partitions", "Joining (epoch 0) with null owned partitions (Kafka 4.4 "
                                               "takes it as none owned) "
          "(throwIfConsumerGroupHeartbeatRequestIsInvalid)", owned=None)

@@ -84,7 +84,8 @@ class ErrorCode(enum.IntEnum):
     # KIP-919: DescribeCluster asked of the wrong kind of endpoint.
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115
-    INVALID_REGULAR_EXPRESSION = 130
+    #: Kafka's Errors.INVALID_REGULAR_EXPRESSION (librdkafka's RD_KAFKA_RESP_ERR_INVALID_REGULAR_EXPRESSION).
+    INVALID_REGULAR_EXPRESSION = 128
 
     @property
     def is_error(self) -> bool:

@@ -12,6 +12,13 @@ coordinator then decides the session timeout, the heartbeat interval and
 the assignment, so ``session_timeout_ms``, ``heartbeat_interval_ms`` and
 ``assignors`` are configuration errors with it (as in Kafka's ``ConsumerConfig``),
 and ``group_remote_assignor`` names the server-side assignor to ask for.
+
+``subscribe(pattern=...)`` subscribes by regex.  With ``group_protocol="consumer"``
+the regex goes to the coordinator as ConsumerGroupHeartbeat's SubscribedTopicRegex
+(RE2/J syntax, KIP-848: the coordinator matches it against the cluster's topics,
+including topics created later); with the classic protocol the member matches
+it against the topics ``update_metadata`` names (whole names, internal topics
+excluded, as Java's consumer) and follows that topic list.
 """
 from __future__ import annotations
 
@@ -117,9 +124,16 @@ class GroupConsumer:
         with self._runner.foreground() as member:
             member.update_metadata(partitions_per_topic, self._runner.clock())
 
-    def subscribe(self, topics: Iterable[str]) -> None:
+    def subscribe(self, topics: Iterable[str] = (), pattern: Optional[str] = None) -> None:
+        """Subscribe to ``topics``, or to the topics matching ``pattern`` (not both)."""
+        topics = list(topics)
+        if pattern is not None and topics:
+            raise ConfigError("subscribe() takes topics or a pattern, not both")
         with self._runner.foreground() as member:
-            member.subscribe(list(topics), self._runner.clock())
+            if pattern is None:
+                member.subscribe(topics, self._runner.clock())
+            else:
+                member.subscribe_pattern(pattern, self._runner.clock())
 
     # -- polling ---------------------------------------------------------------
 

@@ -51,7 +51,8 @@ class Driver:
         self._assignors = {"prepared": self.assignor}
         # Kafka's tests build a group by replaying records; a coordinator loaded from them does the same.
         self.coordinator = GroupCoordinator.load(self.records, 0, self.config, topic_metadata=self.topics.get,
-                                                 server_assignors=self._assignors)
+                                                 server_assignors=self._assignors,
+                                                 topic_names=self.topics.keys)
 
     def send(self, request: object) -> list:
         """The responses ready right away (none for a parked JoinGroup)."""
@@ -94,7 +95,7 @@ class Driver:
     def assert_replays(self) -> GroupCoordinator:
         """The records written so far rebuild the same groups (what a coordinator failover loads)."""
         loaded = GroupCoordinator.load(self.records, self.now_ms, self.config, topic_metadata=self.topics.get,
-                                       server_assignors=self._assignors)
+                                       server_assignors=self._assignors, topic_names=self.topics.keys)
         assert loaded.persisted_view() == self.coordinator.persisted_view()
         loaded.assert_invariants()
         return loaded

@@ -31,7 +31,7 @@ from kgroup.core import error_responses
 from kgroup.core import messages as m
 from kgroup.core.broker import BrokerUnreachable, RequestContext, UnsupportedRequestError, with_context
 from kgroup.core.cluster.group_txn_markers import write_txn_marker
-from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, partition_for_group
+from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, INTERNAL_TOPICS, partition_for_group
 from kgroup.core.cluster.partition import Partition
 from kgroup.core.cluster.replica_log import ReplicaLog
 from kgroup.core.cluster.state_machine import ClusterStateMachine
@@ -287,7 +287,8 @@ class GroupHosting:
         slot.coordinator = GroupCoordinator.load(
             records, self.now_ms, self.config.coordinator,
             member_id_factory=self._member_id_factory, on_transition=self._on_transition,
-            topic_metadata=self._partition_count, partition_racks=self._partition_racks)
+            topic_metadata=self._partition_count, partition_racks=self._partition_racks,
+            topic_names=self._topic_names)
         slot.load_due_ms = None
 
     def _partition_count(self, topic: str) -> Optional[int]:
@@ -314,6 +315,12 @@ class GroupHosting:
                     rack_of[b] for b in replicas if b in rack_of)
             out.append(racks)
         return out
+
+    def _topic_names(self) -> list[str]:
+        """What a KIP-848 regex subscription is resolved against: the user topics.  Kafka's coordinator
+        matches internal topics too; kgroup never assigns their partitions
+        (docs/guide/consumer-protocol.md)."""
+        return [topic for topic in self.cluster.topics if topic not in INTERNAL_TOPICS]
 
     # -- routing --------------------------------------------------------------------
 

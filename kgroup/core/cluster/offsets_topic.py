@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import functools
 
+from kgroup.values import INTERNAL_TOPICS
+
 GROUP_METADATA_TOPIC = "__consumer_offsets"
+assert GROUP_METADATA_TOPIC in INTERNAL_TOPICS
 
 _INT_MIN = -(2**31)
 

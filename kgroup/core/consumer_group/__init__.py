@@ -4,5 +4,11 @@
 * :mod:`.reconciliation` - CurrentAssignmentBuilder: one member's step towards the target;
 * :mod:`.records` - the records a consumer group writes;
 * :mod:`.group` - the group: epochs, members, target assignment, partition epochs;
-* :mod:`.manager` - the ConsumerGroupHeartbeat / ConsumerGroupDescribe handlers and timers.
+* :mod:`.heartbeat_checks` - what a heartbeat must carry before any group is looked at; its epoch;
+* :mod:`.topic_regex` - RE2/J regexes on Python's ``re``, matched against whole topic names;
+* :mod:`.regex_subscriptions` - when a group's regexes are resolved, and what that changes;
+* :mod:`.member_timers` - the member deadlines: session, rebalance, classic join and sync;
+* :mod:`.classic_members` - JoinGroup / SyncGroup / Heartbeat / LeaveGroup of classic members
+  inside a consumer group (online migration);
+* :mod:`.manager` - the ConsumerGroupHeartbeat / ConsumerGroupDescribe handlers.
 """

@@ -6,7 +6,7 @@ The coordinator's :class:`kgroup.core.coordinator.context.GroupCoordinatorContex
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Hashable, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Hashable, Iterable, Mapping, Optional, Protocol, Sequence
 
 from kgroup.core.consumer_group.records import ConsumerGroupRecord, PersistedConsumerGroup
 from kgroup.core.coordinator_common.timer import TimerOperation
@@ -20,6 +20,9 @@ if TYPE_CHECKING:  # the group module imports nothing from here: for the type on
 TopicMetadata = Callable[[str], Optional[int]]
 #: topic name -> the replica racks of each of its partitions, by partition (empty: none known).
 TopicPartitionRacks = Callable[[str], Sequence[frozenset]]
+
+#: The names of the cluster's user topics (internal ones excluded): what a subscribed regex can match.
+TopicNames = Callable[[], Iterable[str]]
 
 
 class GroupConversionRefused(Exception):
@@ -42,6 +45,9 @@ class ConsumerGroupContext(Protocol):
     def partition_racks(self, topic: str) -> Sequence[frozenset]:
         """The replica racks of each of the topic's partitions, by partition (KIP-881's partition
         racks, for rack-aware server assignors); empty when no broker has a rack."""
+
+    def topic_names(self) -> Iterable[str]:
+        """Every user topic's name (a subscribed regex is resolved against them)."""
 
     def classic_group_state(self, group_id: str) -> Optional[str]:
         """The state of the classic group under ``group_id`` ("Empty", ...), None when there is none."""

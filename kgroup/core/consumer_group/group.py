@@ -1,7 +1,7 @@
 """One KIP-848 consumer group: epochs, members, target assignment, partition epochs, offsets.
 
 After Kafka's ConsumerGroup.  The group epoch counts changes of the group
-(joins, leaves, subscription and topic metadata changes); the assignment
+(joins, leaves, subscription, resolved regex and topic metadata changes); the assignment
 epoch is the group epoch the target assignment was computed for.  Every
 partition a member holds (assigned or pending revocation) is recorded with
 that member's epoch, and recording it for a second member is an invariant
@@ -19,7 +19,8 @@ from typing import Callable, Mapping, Optional
 from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
 from kgroup.core.consumer_group.records import (
     ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord, ConsumerGroupRecord,
-    ConsumerGroupTargetAssignmentRecord, PersistedConsumerGroup,
+    ConsumerGroupRegularExpressionRecord, ConsumerGroupRegularExpressionTombstone,
+    ConsumerGroupTargetAssignmentRecord, PersistedConsumerGroup, ResolvedTopicRegex,
 )
 from kgroup.core.coordinator_common.errors import GroupInvariantViolation
 from kgroup.core.coordinator_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
@@ -87,8 +88,12 @@ class ConsumerGroup:
         self._target: dict[str, frozenset[TopicPartition]] = {}
         #: partition -> (owner member id, owner's epoch): Kafka's currentPartitionEpoch.
         self._partition_owner: dict[TopicPartition, tuple[str, int]] = {}
-        #: topic -> how many members subscribe to it.
+        #: topic -> how many members subscribe to it by name.
         self._subscriber_counts: collections.Counter[str] = collections.Counter()
+        #: regex -> how many members subscribe to it (Kafka's subscribedRegularExpressions).
+        self._regex_counts: collections.Counter[str] = collections.Counter()
+        #: regex -> the topics it resolved to; only regexes some member subscribes to.
+        self._resolved_regexes: dict[str, ResolvedTopicRegex] = {}
         self._assignor_counts: collections.Counter[str] = collections.Counter()
         #: Members of the classic protocol, and how many of them support each protocol name (Kafka's
         #: numClassicProtocolMembers / classicProtocolMembersSupportedProtocols).
@@ -169,17 +174,66 @@ class ConsumerGroup:
                    for tp in self.target_of(member.member_id))
 
     def subscribed_topics(self) -> frozenset[str]:
-        return frozenset(self._subscriber_counts)
+        """Topics some member subscribes to, by name or through a resolved regex."""
+        return self._with_regex_topics(frozenset(self._subscriber_counts), self._regex_counts,
+                                       self._resolved_regexes)
 
-    def subscribed_topics_with(self, removed: tuple[str, ...], added: tuple[str, ...]) -> frozenset[str]:
-        """The subscribed topics once one member's subscription ``removed`` becomes ``added`` (the group
-        does not change)."""
-        if removed == added:
-            return frozenset(self._subscriber_counts)
-        counts = collections.Counter(self._subscriber_counts)
-        counts.subtract(removed)
-        counts.update(added)
-        return frozenset(topic for topic, count in counts.items() if count > 0)
+    def subscribed_topics_with(self, old: Optional[ConsumerGroupMember], new: ConsumerGroupMember,
+                               resolved: Mapping[str, ResolvedTopicRegex]) -> frozenset[str]:
+        """The subscribed topics once member ``old`` (None: a new one) becomes ``new`` and the regexes
+        resolve to ``resolved`` (the group does not change)."""
+        removed = () if old is None else old.subscribed_topic_names
+        if removed == new.subscribed_topic_names:
+            names = frozenset(self._subscriber_counts)
+        else:
+            counts = collections.Counter(self._subscriber_counts)
+            counts.subtract(removed)
+            counts.update(new.subscribed_topic_names)
+            names = frozenset(topic for topic, count in counts.items() if count > 0)
+        return self._with_regex_topics(names, self.regex_counts_with(old, new), resolved)
+
+    @staticmethod
+    def _with_regex_topics(names: frozenset[str], regex_counts: Mapping[str, int],
+                           resolved: Mapping[str, ResolvedTopicRegex]) -> frozenset[str]:
+        if not regex_counts:
+            return names
+        topics = set(names)
+        for regex in regex_counts:
+            if regex in resolved:
+                topics |= resolved[regex].topics
+        return frozenset(topics)
+
+    @property
+    def regex_counts(self) -> Mapping[str, int]:
+        """regex -> how many members subscribe to it."""
+        return self._regex_counts
+
+    def regex_counts_with(self, old: Optional[ConsumerGroupMember],
+                          new: ConsumerGroupMember) -> Mapping[str, int]:
+        """The regex counts once member ``old`` (None: a new one) becomes ``new``."""
+        old_regex = None if old is None else old.subscribed_topic_regex
+        if old_regex == new.subscribed_topic_regex:
+            return self._regex_counts
+        counts = collections.Counter(self._regex_counts)
+        if old_regex is not None:
+            counts[old_regex] -= 1
+        if new.subscribed_topic_regex is not None:
+            counts[new.subscribed_topic_regex] += 1
+        return +counts
+
+    @property
+    def resolved_regexes(self) -> Mapping[str, ResolvedTopicRegex]:
+        return self._resolved_regexes
+
+    def member_topics(self, member: ConsumerGroupMember,
+                      resolved: Optional[Mapping[str, ResolvedTopicRegex]] = None) -> frozenset[str]:
+        """What ``member`` subscribes to: its topic names plus what its regex resolved to (Kafka's
+        TargetAssignmentBuilder with resolved regular expressions)."""
+        regex = member.subscribed_topic_regex
+        resolution = (self._resolved_regexes if resolved is None else resolved).get(regex or "")
+        if resolution is None:
+            return frozenset(member.subscribed_topic_names)
+        return frozenset(member.subscribed_topic_names) | resolution.topics
 
     def preferred_assignor(self, default: str) -> str:
         """Kafka's preferredServerAssignor: the name most members ask for, else the default."""
@@ -192,7 +246,8 @@ class ConsumerGroup:
                                            tuple(sorted(self.subscription_metadata.items())))
 
     def persisted(self) -> PersistedConsumerGroup:
-        return PersistedConsumerGroup(self.header_record(), dict(self._members), dict(self._target))
+        return PersistedConsumerGroup(self.header_record(), dict(self._members), dict(self._target),
+                                      dict(self._resolved_regexes))
 
     def creation_records(self) -> list[ConsumerGroupRecord]:
         """Kafka's createConsumerGroupRecords: the records that create this group as it is (written when
@@ -234,20 +289,39 @@ class ConsumerGroup:
             return
         self._apply_member(old, member)
         self._emit(ConsumerGroupMemberRecord(self._group_id, member))
+        self._drop_unsubscribed_regex(old)
         self._update_state()
 
-    def remove_member(self, member_id: str) -> ConsumerGroupMember:
+    def remove_member(self, member_id: str, *, keep_regex: bool = False) -> ConsumerGroupMember:
+        """``keep_regex``: the member's successor takes its regex over (a static member's replacement)."""
         old = self._members[member_id]
         self._apply_member(old, None)
         self._target.pop(member_id, None)
         self._emit(ConsumerGroupMemberTombstone(self._group_id, member_id))
+        if not keep_regex:
+            self._drop_unsubscribed_regex(old)
         self._update_state()
         return old
+
+    def set_resolved_regex(self, regex: str, resolved: ResolvedTopicRegex) -> None:
+        """A subscribed regex resolved (again): Kafka's ConsumerGroupRegularExpression record."""
+        if regex not in self._regex_counts:
+            raise GroupInvariantViolation(self._group_id, f"regex {regex!r} resolved with no subscriber")
+        if self._resolved_regexes.get(regex) != resolved:
+            self._resolved_regexes[regex] = resolved
+            self._emit(ConsumerGroupRegularExpressionRecord(self._group_id, regex, resolved))
+
+    def _drop_unsubscribed_regex(self, old: Optional[ConsumerGroupMember]) -> None:
+        """Kafka removes a resolved regex with its last subscriber (a tombstone), KAFKA-17593 [10/N]."""
+        regex = None if old is None else old.subscribed_topic_regex
+        if regex is not None and regex not in self._regex_counts and regex in self._resolved_regexes:
+            del self._resolved_regexes[regex]
+            self._emit(ConsumerGroupRegularExpressionTombstone(self._group_id, regex))
 
     def replace_static_member(self, old_member_id: str, new_member: ConsumerGroupMember) -> None:
         """Kafka's replaceMember: the new incarnation takes the old one's target assignment."""
         target = self._target.get(old_member_id)
-        self.remove_member(old_member_id)
+        self.remove_member(old_member_id, keep_regex=True)
         self.update_member(new_member)
         if target is not None:
             self._target[new_member.member_id] = target
@@ -313,6 +387,9 @@ class ConsumerGroup:
         for member in persisted.members.values():
             self._apply_member(None, member)
         self._target = dict(persisted.target_assignment)
+        # A resolution whose regex no member holds any more is not kept (its tombstone was lost).
+        self._resolved_regexes = {regex: resolved for regex, resolved in persisted.resolved_regexes.items()
+                                  if regex in self._regex_counts}
         self._offsets = dict(offsets)
         self._update_state()
 
@@ -324,6 +401,8 @@ class ConsumerGroup:
                 if self._partition_owner.get(tp, (None,))[0] == old.member_id:
                     del self._partition_owner[tp]
             self._subscriber_counts.subtract(old.subscribed_topic_names)
+            if old.subscribed_topic_regex is not None:
+                self._regex_counts[old.subscribed_topic_regex] -= 1
             if old.server_assignor is not None:
                 self._assignor_counts[old.server_assignor] -= 1
             if old.instance_id is not None and self._static_members.get(old.instance_id) == old.member_id:
@@ -342,6 +421,8 @@ class ConsumerGroup:
                                         f"{holder[0]} still owns it at epoch {holder[1]}")
                 self._partition_owner[tp] = (new.member_id, new.member_epoch)
             self._subscriber_counts.update(new.subscribed_topic_names)
+            if new.subscribed_topic_regex is not None:
+                self._regex_counts[new.subscribed_topic_regex] += 1
             if new.server_assignor is not None:
                 self._assignor_counts[new.server_assignor] += 1
             if new.instance_id is not None:
@@ -351,6 +432,7 @@ class ConsumerGroup:
                 self._classic_protocol_counts.update(new.classic_member_metadata.protocol_names)
             self._members[new.member_id] = new
         self._subscriber_counts = +self._subscriber_counts  # drop topics nobody subscribes any more
+        self._regex_counts = +self._regex_counts
         self._assignor_counts = +self._assignor_counts
         self._classic_protocol_counts = +self._classic_protocol_counts
 
@@ -392,5 +474,7 @@ class ConsumerGroup:
         recount = collections.Counter(name for metadata in classic for name in metadata.protocol_names)
         if len(classic) != self._classic_member_count or +recount != self._classic_protocol_counts:
             raise GroupInvariantViolation(self._group_id, "classic member counts do not match the members")
+        if not self._resolved_regexes.keys() <= self._regex_counts.keys():
+            raise GroupInvariantViolation(self._group_id, "a resolved regex outlived its last subscriber")
         if not self.is_(S.DEAD) and self._derived_state() is not self.state:
             raise GroupInvariantViolation(self._group_id, f"state {self.state.value} is stale")

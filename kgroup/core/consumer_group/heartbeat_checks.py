@@ -72,9 +72,6 @@ def validate_heartbeat_request(req: ConsumerGroupHeartbeatRequest, config: Group
             raise invalid("InstanceId can't be null.")
     elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
         raise invalid("MemberEpoch is invalid.")
-    if req.subscribed_topic_regex:
-        # Kafka 4 reads an empty regex as "no regex" (librdkafka sends one with a topic list).
-        raise invalid("SubscribedTopicRegex is not supported by kgroup's coordinator.")
     assignors = config.consumer_group_assignors
     if req.server_assignor is not None and req.server_assignor not in assignors:
         raise HeartbeatRefused(E.UNSUPPORTED_ASSIGNOR,

@@ -8,6 +8,11 @@ owns it and gives it one context object
 timers that carry their operation, the topic metadata, and the classic group
 under an id (a group id keeps its type).
 
+A member subscribes by topic names, a regex (KIP-848's SubscribedTopicRegex, RE2/J
+syntax: :mod:`kgroup.core.consumer_group.topic_regex`) or both (the union, as
+Kafka's TargetAssignmentBuilder takes it); when the group's regexes are resolved
+is :mod:`kgroup.core.consumer_group.regex_subscriptions`.
+
 A heartbeat is all or nothing, as in Kafka (whose handler builds every record
 first and applies them only when the whole heartbeat succeeded): the request is
 validated, then everything that can still refuse it (the server assignor, a
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import functools
 import uuid
 from typing import AbstractSet, Callable, Iterable, Mapping, Optional
 
@@ -42,6 +48,7 @@ from kgroup.core.consumer_group_messages import (
     ConsumerGroupHeartbeatResponse, DescribedConsumerGroup, DescribedConsumerGroupMember,
 )
 from kgroup.core.consumer_group.records import PersistedConsumerGroup
+from kgroup.core.consumer_group.regex_subscriptions import RegexSubscriptions
 from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import TransitionObserver
@@ -95,6 +102,7 @@ class ConsumerGroupManager:
         self.timers = MemberTimers(config, context, self._fence_if_present, self._member_epoch)
         #: JoinGroup / SyncGroup / Heartbeat / LeaveGroup of classic members in consumer groups.
         self.classic_members = ClassicMemberRequests(self)
+        self._regexes = RegexSubscriptions(config, context)
 
     def new_member_id(self) -> str:
         return self._new_member_id()
@@ -130,6 +138,7 @@ class ConsumerGroupManager:
         """Forget every group (the coordinator resigns; its timer is reset with it)."""
         self._groups.clear()
         self.timers.clear()
+        self._regexes.clear()
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------
 
@@ -230,6 +239,9 @@ class ConsumerGroupManager:
                              else member.server_assignor),
             subscribed_topic_names=(req.subscribed_topic_names if req.subscribed_topic_names is not None
                                     else member.subscribed_topic_names),
+            # An empty regex is "no regex" (the member's converter): how a member drops its regex.
+            subscribed_topic_regex=(req.subscribed_topic_regex if req.subscribed_topic_regex is not None
+                                    else member.subscribed_topic_regex),
             client_id=req.client_id, client_host=req.client_host,
             # A ConsumerGroupHeartbeat member speaks the consumer protocol (Kafka's consumerGroupHeartbeat
             # clears ClassicMemberMetadata).
@@ -237,8 +249,8 @@ class ConsumerGroupManager:
         )
         reconciled = self._update_and_reconcile(group, creation, member, updated, replaced, owned, now_ms)
         self.timers.schedule_session(group.group_id, reconciled, now_ms)
-        full_request = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                                   and owned is not None)
+        subscription_sent = req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None
+        full_request = joining or (req.rebalance_timeout_ms != -1 and subscription_sent and owned is not None)
         assignment = None
         if full_request or reconciled.assigned_partitions != member.assigned_partitions:
             assignment = reconciled.assigned_partitions
@@ -258,12 +270,16 @@ class ConsumerGroupManager:
         changes, so a refusal leaves it untouched."""
         member_id = updated.member_id
         in_group = member.member_id in group.members or replaced is not None
-        bump_group_epoch = not in_group or updated.subscribed_topic_names != member.subscribed_topic_names
+        previous = member if in_group else None
+        invalid_regex = self._regexes.check_new_regex(group, updated)
+        if invalid_regex is not None:
+            raise _Refused(E.INVALID_REGULAR_EXPRESSION, invalid_regex)
+        bump_group_epoch = (not in_group or updated.subscribed_topic_names != member.subscribed_topic_names
+                            or self._regexes.bumps_group_epoch(group, previous, updated))
         # Kafka refreshes the subscription metadata when a subscription changes or its refresh
         # deadline passes; here it is recomputed on every heartbeat, so a topic created, deleted or
         # grown bumps the group epoch at the next heartbeat of any member.
-        metadata = self._metadata_of(group.subscribed_topics_with(
-            member.subscribed_topic_names if in_group else (), updated.subscribed_topic_names))
+        metadata = self._metadata_of(group.subscribed_topics_with(previous, updated, group.resolved_regexes))
         group_epoch = group.group_epoch
         if bump_group_epoch or metadata != group.subscription_metadata:
             group_epoch += 1
@@ -274,8 +290,8 @@ class ConsumerGroupManager:
 
         new_target: Optional[dict[str, frozenset[TopicPartition]]] = None
         if group_epoch > group.assignment_epoch:
-            new_target = self._target_assignment(_members_after(group, updated, replaced), current_target,
-                                                 metadata, group_epoch)
+            new_target = self._target_assignment(group, _members_after(group, updated, replaced),
+                                                 current_target, metadata, group_epoch)
             target_epoch, target = group_epoch, new_target[member_id]
         else:
             target_epoch, target = group.assignment_epoch, current_target(member_id)
@@ -285,6 +301,10 @@ class ConsumerGroupManager:
         except FencedMemberEpoch as fenced:
             # Kafka's CurrentAssignmentBuilder throws: the heartbeat fails and nothing changes.
             raise _Refused(E.FENCED_MEMBER_EPOCH, str(fenced)) from None
+
+        # Kafka decides before the heartbeat's records are applied (the last resolution time still
+        # counts a regex this heartbeat drops).
+        refresh_regexes = self._regexes.refresh_needed(group, previous, updated, now_ms)
 
         # Accepted: from here on the group changes.
         if creation is not None:
@@ -301,6 +321,9 @@ class ConsumerGroupManager:
             check_transition(member_id, updated.state, reconciled.state)  # reported now that it happens
             group.update_member(reconciled)
             self.timers.after_reconciliation(group.group_id, reconciled, now_ms)
+        if refresh_regexes:
+            self._regexes.schedule(group.group_id, now_ms,
+                                   functools.partial(self._refresh_regexes, group.group_id))
         return reconciled
 
     def update_and_reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
@@ -337,6 +360,19 @@ class ConsumerGroupManager:
         for member in group.members.values():
             self.timers.schedule_session(group.group_id, member, now_ms)
 
+    def _refresh_regexes(self, group_id: str, now_ms: int) -> None:
+        """The resolution timer (Kafka's executor task and handleRegularExpressionsResult): the group's
+        regexes resolved and written; the group epoch bumped if a resolution or the subscribed topics'
+        metadata changed, so the next heartbeats compute and hand out the new target."""
+        group = self.group(group_id)
+        if group is None:
+            self._regexes.forget(group_id)
+            return
+        changed = self._regexes.resolve(group, now_ms)
+        metadata = self._subscription_metadata(group)
+        if changed or metadata != group.subscription_metadata:
+            group.set_epochs(group.group_epoch + 1, metadata)
+
     def _metadata_of(self, topics: Iterable[str]) -> dict[str, int]:
         """The partition count of each of ``topics`` that exists (the group's subscription metadata)."""
         metadata = {}
@@ -349,7 +385,7 @@ class ConsumerGroupManager:
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, int]:
         return self._metadata_of(group.subscribed_topics())
 
-    def _target_assignment(self, members: list[ConsumerGroupMember],
+    def _target_assignment(self, group: ConsumerGroup, members: list[ConsumerGroupMember],
                            current_target: Callable[[str], frozenset[TopicPartition]],
                            metadata: Mapping[str, int],
                            group_epoch: int) -> dict[str, frozenset[TopicPartition]]:
@@ -357,13 +393,14 @@ class ConsumerGroupManager:
 
         An assignor that raises refuses the heartbeat with UNKNOWN_SERVER_ERROR
         (GroupMetadataManager.updateTargetAssignment turns PartitionAssignorException into
-        UnknownServerException); nothing has changed yet.
+        UnknownServerException); nothing has changed yet.  A member's subscription is its topic
+        names plus what its regex resolved to.
         """
         assignors = [m.server_assignor for m in members if m.server_assignor is not None]
         name = _preferred(assignors, self.config.consumer_group_assignors[0])
         specs = {
-            m.member_id: AssignmentMember(m.member_id, m.subscribed_topic_names, current_target(m.member_id),
-                                          m.instance_id, m.rack_id)
+            m.member_id: AssignmentMember(m.member_id, group.member_topics(m),
+                                          current_target(m.member_id), m.instance_id, m.rack_id)
             for m in members
         }
         try:

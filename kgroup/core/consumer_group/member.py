@@ -83,6 +83,11 @@ class ClassicMemberMetadata:
         return tuple(p.name for p in self.supported_protocols)
 
 
+def _regex(value: Optional[str]) -> Optional[str]:
+    # Kafka reads an empty SubscribedTopicRegex as "no regex" (isNotEmpty): one spelling of none.
+    return value or None
+
+
 @attrs.frozen
 class ConsumerGroupMember:
     member_id: str
@@ -96,7 +101,8 @@ class ConsumerGroupMember:
     client_id: str = ""
     client_host: str = ""
     subscribed_topic_names: tuple[str, ...] = attrs.field(default=(), converter=_names)
-    subscribed_topic_regex: Optional[str] = None
+    #: KIP-848 regex subscription (RE2/J syntax), resolved by the coordinator; None: none.
+    subscribed_topic_regex: Optional[str] = attrs.field(default=None, converter=_regex)
     server_assignor: Optional[str] = None
     #: Partitions the member may own at its epoch (Kafka's assignedPartitions).
     assigned_partitions: frozenset[TopicPartition] = attrs.field(default=frozenset(), converter=_tps)

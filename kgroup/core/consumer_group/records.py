@@ -2,8 +2,9 @@
 
 After Kafka's ConsumerGroupMetadata / PartitionMetadata / TargetAssignmentMetadata (merged into one
 header), ConsumerGroupMemberMetadata and CurrentMemberAssignment (merged into one member record)
-and ConsumerGroupTargetAssignmentMember.  Offsets and the group tombstone are shared with classic
-groups (:mod:`kgroup.core.coordinator_common.records`); the coordinator replays them all
+and ConsumerGroupTargetAssignmentMember, and ConsumerGroupRegularExpression (a subscribed regex
+and the topics it resolved to, KIP-848's regex subscriptions).  Offsets and the group tombstone are
+shared with classic groups (:mod:`kgroup.core.coordinator_common.records`); the coordinator replays them all
 (:func:`kgroup.core.coordinator.records.replay`).
 """
 from __future__ import annotations
@@ -51,10 +52,36 @@ class ConsumerGroupMemberTombstone:
     member_id: str
 
 
+@attrs.frozen
+class ResolvedTopicRegex:
+    """Kafka's ResolvedRegularExpression: the topics a regex matched, and when it was resolved."""
+
+    topics: frozenset[str]
+    resolved_at_ms: int
+
+
+@attrs.frozen
+class ConsumerGroupRegularExpressionRecord:
+    """Kafka's ConsumerGroupRegularExpression record: a subscribed regex resolved against the topics."""
+
+    group_id: str
+    regex: str
+    resolved: ResolvedTopicRegex
+
+
+@attrs.frozen
+class ConsumerGroupRegularExpressionTombstone:
+    """No member subscribes to ``regex`` any more: its resolution is dropped."""
+
+    group_id: str
+    regex: str
+
+
 #: Every record a consumer group writes.
 ConsumerGroupRecord = Union[
     ConsumerGroupMetadataRecord, ConsumerGroupMemberRecord, ConsumerGroupTargetAssignmentRecord,
-    ConsumerGroupMemberTombstone, OffsetCommitRecord, OffsetTombstone, GroupTombstone,
+    ConsumerGroupMemberTombstone, ConsumerGroupRegularExpressionRecord,
+    ConsumerGroupRegularExpressionTombstone, OffsetCommitRecord, OffsetTombstone, GroupTombstone,
 ]
 
 
@@ -63,3 +90,5 @@ class PersistedConsumerGroup:
     header: ConsumerGroupMetadataRecord
     members: dict[str, ConsumerGroupMember]
     target_assignment: dict[str, frozenset[TopicPartition]]
+    #: Regex -> its resolution (every regex some member subscribes to, once resolved).
+    resolved_regexes: dict[str, ResolvedTopicRegex] = attrs.field(factory=dict)

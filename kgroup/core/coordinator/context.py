@@ -8,10 +8,10 @@ asks about, or releases, an empty group of the other type).  The KIP-848 manager
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Hashable, Mapping, Optional, Sequence
+from typing import TYPE_CHECKING, Hashable, Iterable, Mapping, Optional, Sequence
 
 from kgroup.core.broker import Delivery
-from kgroup.core.consumer_group.context import TopicMetadata, TopicPartitionRacks
+from kgroup.core.consumer_group.context import TopicMetadata, TopicNames, TopicPartitionRacks
 from kgroup.core.consumer_group.group import ConsumerGroup
 from kgroup.core.consumer_group.manager import ConsumerGroupManager
 from kgroup.core.consumer_group.records import PersistedConsumerGroup
@@ -29,13 +29,15 @@ class GroupCoordinatorContext:
     classic: "ClassicGroupManager"
     consumer: ConsumerGroupManager
 
-    def __init__(self, topic_metadata: TopicMetadata, partition_racks: TopicPartitionRacks) -> None:
+    def __init__(self, topic_metadata: TopicMetadata, partition_racks: TopicPartitionRacks,
+                 topic_names: TopicNames) -> None:
         self.timer = CoordinatorTimer()
         #: Responses and records of the current call, handed back by GroupCoordinator's flush.
         self.deliveries: list[Delivery] = []
         self.records: list[Record] = []
         self._topic_metadata = topic_metadata
         self._partition_racks = partition_racks
+        self._topic_names = topic_names
 
     def deliver(self, request_key: Hashable, response: object) -> None:
         self.deliveries.append(Delivery(request_key, response))
@@ -54,6 +56,9 @@ class GroupCoordinatorContext:
 
     def partition_racks(self, topic: str) -> Sequence[frozenset]:
         return self._partition_racks(topic)
+
+    def topic_names(self) -> Iterable[str]:
+        return self._topic_names()
 
     # -- the other group type --------------------------------------------------------
 

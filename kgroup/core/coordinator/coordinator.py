@@ -22,7 +22,7 @@ from typing import Callable, Hashable, Iterable, Mapping, Optional, Sequence, Un
 
 from kgroup.assignors.server_base import ServerAssignor
 from kgroup.core.broker import Delivery
-from kgroup.core.consumer_group.context import TopicMetadata, TopicPartitionRacks
+from kgroup.core.consumer_group.context import TopicMetadata, TopicNames, TopicPartitionRacks
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.manager import ConsumerGroupManager, session_timer_key
 from kgroup.core.consumer_group_messages import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
@@ -61,6 +61,10 @@ def _no_racks(topic: str) -> Sequence[frozenset]:
     return ()
 
 
+def _no_topic_names() -> Iterable[str]:
+    return ()
+
+
 def _uuid_member_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4()}"
 
@@ -71,14 +75,17 @@ class GroupCoordinator:
                  on_transition: Optional[TransitionObserver] = None,
                  topic_metadata: TopicMetadata = _no_topics,
                  server_assignors: Optional[Mapping[str, ServerAssignor]] = None,
-                 partition_racks: TopicPartitionRacks = _no_racks) -> None:
+                 partition_racks: TopicPartitionRacks = _no_racks,
+                 topic_names: TopicNames = _no_topic_names) -> None:
         """``topic_metadata`` maps a topic name to its partition count (None: no such topic); only
         KIP-848 consumer groups need it, because their coordinator computes the assignment.
         ``partition_racks`` maps a topic name to each partition's replica racks, for rack-aware
         server assignors (KIP-881).
+        ``topic_names`` lists the user topics, what a KIP-848 regex subscription is resolved against;
+        both are asked again at every heartbeat (that is how topic changes reach the coordinator).
         ``server_assignors`` are assignor instances by name used before the registry's."""
         self.config = config
-        context = self._context = GroupCoordinatorContext(topic_metadata, partition_racks)
+        context = self._context = GroupCoordinatorContext(topic_metadata, partition_racks, topic_names)
         classic = context.classic = self._classic = ClassicGroupManager(
             config, context, member_id_factory=member_id_factory or _uuid_member_id, observer=on_transition)
         consumer = context.consumer = self._consumer = ConsumerGroupManager(
@@ -220,7 +227,8 @@ class GroupCoordinator:
              on_transition: Optional[TransitionObserver] = None,
              topic_metadata: TopicMetadata = _no_topics,
              server_assignors: Optional[Mapping[str, ServerAssignor]] = None,
-             partition_racks: TopicPartitionRacks = _no_racks) -> "GroupCoordinator":
+             partition_racks: TopicPartitionRacks = _no_racks,
+             topic_names: TopicNames = _no_topic_names) -> "GroupCoordinator":
         """Rebuild from records, e.g. when this coordinator takes over a partition.
 
         Groups are replayed through the same Group methods as live requests (``Group.add``,
@@ -230,7 +238,7 @@ class GroupCoordinator:
         """
         coordinator = cls(config, member_id_factory=member_id_factory, on_transition=on_transition,
                           topic_metadata=topic_metadata, server_assignors=server_assignors,
-                          partition_racks=partition_racks)
+                          partition_racks=partition_racks, topic_names=topic_names)
         view, pending = replay_with_pending(records)
         coordinator._pending.take_over(pending)
         for gid, persisted_cg in view.consumer_groups.items():

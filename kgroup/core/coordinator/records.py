@@ -23,7 +23,8 @@ import attrs
 from kgroup.core.consumer_group.member import ConsumerGroupMember
 from kgroup.core.consumer_group.records import (
     ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord,
-    ConsumerGroupTargetAssignmentRecord, PersistedConsumerGroup,
+    ConsumerGroupRegularExpressionRecord, ConsumerGroupRegularExpressionTombstone,
+    ConsumerGroupTargetAssignmentRecord, PersistedConsumerGroup, ResolvedTopicRegex,
 )
 from kgroup.core.coordinator.pending_offsets import PendingOffsets, PendingView
 from kgroup.core.coordinator_common.records import (
@@ -66,6 +67,7 @@ Record = Union[
     GroupMetadataRecord, MemberMetadataRecord, MemberTombstone, GroupTombstone, OffsetCommitRecord,
     OffsetTombstone, ConsumerGroupMetadataRecord, ConsumerGroupMemberRecord,
     ConsumerGroupTargetAssignmentRecord, ConsumerGroupMemberTombstone, TxnOffsetCommitRecord, TxnMarkerRecord,
+    ConsumerGroupRegularExpressionRecord, ConsumerGroupRegularExpressionTombstone,
 ]
 _RECORD_TYPES = get_args(Record)
 
@@ -110,6 +112,7 @@ def replay_with_pending(records: Iterable[object]) -> tuple[PersistedView, Pendi
     consumer_members: dict[str, dict[str, ConsumerGroupMember]] = {}
     targets: dict[str, dict[str, frozenset[TopicPartition]]] = {}
     pending = PendingOffsets()
+    regexes: dict[str, dict[str, ResolvedTopicRegex]] = {}
     for position, record in enumerate(records):
         if not isinstance(record, _RECORD_TYPES):
             log.warning("skipping record %d of the offsets partition: %s is not a coordinator record",
@@ -128,6 +131,7 @@ def replay_with_pending(records: Iterable[object]) -> tuple[PersistedView, Pendi
             consumer_headers.pop(gid, None)
             consumer_members.pop(gid, None)
             targets.pop(gid, None)
+            regexes.pop(gid, None)
         elif isinstance(record, ConsumerGroupMetadataRecord):
             consumer_headers[gid] = record
             consumer_members.setdefault(gid, {})
@@ -141,6 +145,10 @@ def replay_with_pending(records: Iterable[object]) -> tuple[PersistedView, Pendi
         elif isinstance(record, ConsumerGroupMemberTombstone):
             consumer_members.get(gid, {}).pop(record.member_id, None)
             targets.get(gid, {}).pop(record.member_id, None)
+        elif isinstance(record, ConsumerGroupRegularExpressionRecord):
+            regexes.setdefault(gid, {})[record.regex] = record.resolved
+        elif isinstance(record, ConsumerGroupRegularExpressionTombstone):
+            regexes.get(gid, {}).pop(record.regex, None)
         elif isinstance(record, MemberMetadataRecord):
             members.setdefault(gid, {})[record.member_id] = record
         elif isinstance(record, MemberTombstone):
@@ -162,17 +170,19 @@ def replay_with_pending(records: Iterable[object]) -> tuple[PersistedView, Pendi
             consumer_headers.pop(gid, None)
             consumer_members.pop(gid, None)
             targets.pop(gid, None)
+            regexes.pop(gid, None)
         else:
             raise TypeError(f"not a coordinator record: {record!r}")
     groups = {gid: PersistedGroup(header, members.get(gid, {})) for gid, header in headers.items()}
     # A member or target record of a consumer group whose header was not seen creates the group at
     # epoch 0, as Kafka's GroupMetadataManager.replay does (getOrMaybeCreatePersistedConsumerGroup);
     # a tombstone alone creates nothing, and a classic header keeps the id classic.
-    for gid in [*consumer_members, *targets]:
+    for gid in [*consumer_members, *targets, *regexes]:
         if gid not in consumer_headers and gid not in headers:
             consumer_headers[gid] = ConsumerGroupMetadataRecord(gid, 0, 0, ())
     consumer_groups = {
-        gid: PersistedConsumerGroup(header, consumer_members.get(gid, {}), targets.get(gid, {}))
+        gid: PersistedConsumerGroup(header, consumer_members.get(gid, {}), targets.get(gid, {}),
+                                    regexes.get(gid, {}))
         for gid, header in consumer_headers.items()
     }
     view = PersistedView(groups=groups, offsets=offsets, consumer_groups=consumer_groups,

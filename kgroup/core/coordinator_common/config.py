@@ -64,6 +64,12 @@ class GroupCoordinatorConfig:
     #: CONSUMER_GROUP_MIGRATION_POLICY_DEFAULT) is bidirectional.
     consumer_group_migration_policy: ConsumerGroupMigrationPolicy = attrs.field(
         default=ConsumerGroupMigrationPolicy.BIDIRECTIONAL, converter=_migration_policy)
+    #: How often a group's subscribed regexes are resolved again against the topics (KIP-848 regex
+    #: subscriptions): at the first heartbeat this long after the last resolution.  Kafka's
+    #: GroupMetadataManager.REGEX_BATCH_REFRESH_MIN_INTERVAL_MS (10 s); Kafka also waits for new
+    #: topics in its metadata image or group.consumer.regex.refresh.interval.ms (10 min), kgroup
+    #: rescans at every refresh (docs/guide/consumer-protocol.md).
+    consumer_group_regex_refresh_interval_ms: int = 10_000
 
     def __attrs_post_init__(self) -> None:
         if self.group_min_session_timeout_ms < 0:
@@ -92,6 +98,9 @@ class GroupCoordinatorConfig:
                 f"consumer_group_heartbeat_interval_ms ({self.consumer_group_heartbeat_interval_ms})")
         if self.consumer_group_max_size < 1:
             raise ConfigError(f"consumer_group_max_size must be >= 1, got {self.consumer_group_max_size}")
+        if self.consumer_group_regex_refresh_interval_ms < 0:
+            raise ConfigError("consumer_group_regex_refresh_interval_ms must be >= 0, "
+                              f"got {self.consumer_group_regex_refresh_interval_ms}")
         if not self.consumer_group_assignors:
             raise ConfigError("consumer_group_assignors must name at least one server-side assignor")
         if self.offset_metadata_max_bytes < 0:

@@ -259,7 +259,20 @@ class ConsumerCoordinator:
 
         return block_until(runner, deadline, settled, wake_for_member=True)
 
+    def _server_resolves_pattern(self) -> bool:
+        """KIP-848: a pattern subscription goes to the coordinator as SubscribedTopicRegex (Java's
+        ``subscribe(SubscriptionPattern)``) instead of being matched here against the metadata."""
+        consumer_protocol = getattr(self, "_consumer_protocol", False)  # unset without a group id
+        return consumer_protocol and self._subscription.subscribed_pattern is not None
+
     def _sync_subscription(self) -> None:
+        if self._server_resolves_pattern():
+            pattern = self._subscription.subscribed_pattern.pattern
+            with self._runner.foreground() as member:
+                if member.subscription_pattern != pattern:
+                    member.subscribe_pattern(pattern, self._runner.clock())
+            self._feed_metadata()
+            return
         topics = set(self._subscription.subscription or ())
         with self._runner.foreground() as member:
             if topics != set(member.subscription):
@@ -274,7 +287,7 @@ class ConsumerCoordinator:
     def _handle_metadata_update(self, cluster) -> None:
         # Runs on kafka-python's IO thread: pattern subscriptions follow the
         # topic list, as in kafka-python; the member sees the partition counts.
-        if self._subscription.subscribed_pattern:
+        if self._subscription.subscribed_pattern and not self._server_resolves_pattern():
             topics = [t for t in cluster.topics(self.config["exclude_internal_topics"])
                       if self._subscription.subscribed_pattern.match(t)]
             if set(topics) != self._subscription.subscription:
@@ -351,7 +364,8 @@ class ConsumerCoordinator:
         failure: Optional[BaseException] = None
         if self._member_config is None:
             # KIP-848: the coordinator assigned (no client assignor); incremental, like COOPERATIVE.
-            return self._bridge.assign(event.assignment, notify_empty=True, report_all=False)
+            return self._bridge.assign(event.assignment, notify_empty=True, report_all=False,
+                                       adopt_topics=self._server_resolves_pattern())
         wrapped = kafka_python_assignor(self._member_config.assignors, event.generation.protocol_name)
         if wrapped is not None:
             try:

@@ -43,7 +43,7 @@ class SubscriptionBridge:
         return error
 
     def assign(self, partitions: Iterable, notify_empty: bool = False,
-               report_all: bool = False) -> Optional[BaseException]:
+               report_all: bool = False, adopt_topics: bool = False) -> Optional[BaseException]:
         """The member now owns exactly ``partitions``: apply, then tell the app
         about the ones it did not own before (``report_all``: about all of
         them, as eager rebalances do).  ``notify_empty``: call the listener
@@ -52,7 +52,13 @@ class SubscriptionBridge:
         # A partition of a topic the app unsubscribed meanwhile is dropped:
         # kafka-python refuses it, and the member rejoins for the new topics.
         subscribed = self._subscription.subscription or set()
-        partitions = {tp for tp in to_kafka_partitions(partitions) if tp.topic in subscribed}
+        partitions = set(to_kafka_partitions(partitions))
+        if adopt_topics and not {tp.topic for tp in partitions} <= subscribed:
+            # KIP-848 regex: the coordinator chose the topics; kafka-python's subscription (which
+            # its fetcher and assign_from_subscribed check) takes them on.
+            self._subscription.change_subscription(sorted(subscribed | {tp.topic for tp in partitions}))
+            subscribed = self._subscription.subscription
+        partitions = {tp for tp in partitions if tp.topic in subscribed}
         added = partitions if report_all else partitions - self.owned()
         self._subscription.assign_from_subscribed(sorted(partitions))
         if not added and not notify_empty:

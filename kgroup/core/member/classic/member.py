@@ -16,6 +16,7 @@ the protocol drives is split as Java splits AbstractCoordinator
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 from kgroup.core import messages as m
@@ -30,8 +31,8 @@ from kgroup.core.member.classic.view import MemberView
 from kgroup.core.member.shared.events import NO_GENERATION_VALUE, FatalError, Generation
 from kgroup.core.member.shared.offsets import normalize_offsets
 from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
-from kgroup.errors import KGroupError, ProtocolError
-from kgroup.values import NO_GENERATION, Subscription, TopicPartition
+from kgroup.errors import ConfigError, KGroupError, ProtocolError
+from kgroup.values import INTERNAL_TOPICS, NO_GENERATION, Subscription, TopicPartition
 
 __all__ = ["GroupMember", "NO_GENERATION_VALUE", "Outbound"]
 
@@ -61,6 +62,7 @@ class GroupMember(MemberView):
         """Give up every partition and leave the group (dynamic members)."""
         self._check_open()
         self._subscription = frozenset()
+        self._subscription_pattern = self._pattern = None
         self._stop(not self.config.is_static, "the consumer unsubscribed", now_ms)
 
     def on_app_poll(self, now_ms: int, positions: Optional[Mapping] = None) -> None:
@@ -82,8 +84,33 @@ class GroupMember(MemberView):
         self._rejoin.app_polled(self._events.delivered_count)
         self._maybe_prepare_join(now_ms)
 
+    def subscribe(self, topics: Sequence[str], now_ms: int) -> None:
+        self._pattern = None
+        super().subscribe(topics, now_ms)
+
+    def subscribe_pattern(self, pattern: str, now_ms: int) -> None:
+        """Java's ``subscribe(Pattern)`` with the classic protocol: the member matches ``pattern``
+        against the topics ``update_metadata`` names (whole names, internal topics excluded, as
+        ``ConsumerCoordinator.updatePatternSubscription``) and follows them."""
+        self._check_open()
+        try:
+            compiled = re.compile(pattern)
+        except (re.error, TypeError) as error:
+            raise ConfigError(f"invalid subscription pattern {pattern!r}: {error}") from None
+        self._subscription_pattern, self._pattern = pattern, compiled
+        self._follow_pattern(now_ms)
+
+    def _follow_pattern(self, now_ms: int) -> None:
+        if self._pattern is not None:
+            matched = [t for t in sorted(self._known_topics)
+                       if t not in INTERNAL_TOPICS and self._pattern.fullmatch(t)]
+            if matched:
+                self._subscribe_topics(matched, now_ms)
+
     def update_metadata(self, partitions_per_topic: Mapping[str, int], now_ms: int) -> None:
         """Partition counts of the known topics; the leader rejoins when its group's counts changed."""
+        self._known_topics = frozenset(partitions_per_topic)
+        self._follow_pattern(now_ms)
         if self._leader.update(partitions_per_topic) and self.is_leader and self._fsm.state is _STATE.STABLE:
             self._rejoin.request("partition count of a subscribed topic changed")
 

@@ -9,6 +9,7 @@ protocol that does, so that module reads as the protocol alone.
 """
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 from kgroup.assignors import RebalanceProtocol
@@ -47,6 +48,9 @@ class MemberView(MemberBase[ClassicMemberState]):
         self._joined_topics: frozenset = frozenset()
         #: The last assignment and its generation (an eager member's stickiness hint).
         self._last_assignment: tuple[frozenset, int] = (frozenset(), NO_GENERATION)
+        #: A pattern subscription, compiled, and the topics the metadata named last (what it matches).
+        self._pattern: Optional[re.Pattern[str]] = None
+        self._known_topics: frozenset = frozenset()
 
     @property
     def generation(self) -> Generation:

@@ -29,7 +29,10 @@ incremental heartbeats), ``heartbeat_schedule.py`` (interval, backoff, poll
 timer), ``heartbeat_errors.py`` (the error table), ``reconciliation.py``
 (commit -> revoke -> assign as a table-checked machine), ``committer.py``
 (commits with the member epoch), ``view.py`` (the member's state and what
-an adapter reads), ``member.py`` (the protocol).  What it shares with the classic
+an adapter reads), ``membership.py`` (joining, fencing, leaving, failing),
+``reconciler.py`` (commit -> revoke -> assign -> acknowledge, driven from the
+polls), ``member.py`` (the protocol: subscription, requests, heartbeats); each
+builds on the one before it.  What it shares with the classic
 member (request book, events, commit book, ``MemberBase``, ``CommitterBase``) is in
 ``kgroup/core/member/shared/``.
 """

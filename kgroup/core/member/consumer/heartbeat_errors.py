@@ -64,6 +64,9 @@ def fatal_error(code: ErrorCode, message: str | None, group_id: str, instance_id
     if code is _E.FENCED_INSTANCE_ID:
         return FencedInstanceIdError(
             f"group {group_id}: another member joined with instance id {instance_id!r}{said}", code)
+    if code is _E.INVALID_REGULAR_EXPRESSION:
+        return GroupMemberError(f"group {group_id}: the coordinator refused the subscription regex{said}",
+                                code)
     if code is _E.UNSUPPORTED_VERSION:
         return GroupMemberError(
             f"group {group_id}: the cluster does not support the consumer group protocol (KIP-848); "

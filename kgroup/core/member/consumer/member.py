@@ -29,21 +29,14 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import attrs
 
 from kgroup.core import messages as m
-from kgroup.core.consumer_group_messages import (
-    JOIN_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_MEMBER_EPOCH,
-    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-    ConsumerGroupHeartbeatResponse,
-)
+from kgroup.core.consumer_group_messages import ConsumerGroupHeartbeatResponse
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member.consumer import heartbeat_errors
-from kgroup.core.member.consumer.committer import membership_stamp
 from kgroup.core.member.consumer.config import ConsumerProtocolConfig
 from kgroup.core.member.consumer.heartbeat_errors import HeartbeatReaction
 from kgroup.core.member.consumer.heartbeat_fields import build_heartbeat
-from kgroup.core.member.consumer.local_assignment import NO_ASSIGNMENT
 from kgroup.core.member.consumer.member_id import RandomBytes
-from kgroup.core.member.consumer.reconciliation import ReconcileStep
+from kgroup.core.member.consumer.reconciler import ConsumerAssignmentReconciler
 from kgroup.core.member.consumer.states import (
     CAN_HANDLE_NEW_ASSIGNMENT,
     HEARTBEATS_NOW,
@@ -52,18 +45,10 @@ from kgroup.core.member.consumer.states import (
     SKIPS_HEARTBEAT,
     ConsumerMemberState,
 )
-from kgroup.core.member.consumer.view import ConsumerMemberView
-from kgroup.core.member.shared.events import (
-    NO_GENERATION_VALUE,
-    FatalError,
-    Generation,
-    PartitionsAssigned,
-    PartitionsLost,
-    PartitionsRevoked,
-)
+from kgroup.core.member.shared.events import NO_GENERATION_VALUE, Generation
 from kgroup.core.member.shared.offsets import COORDINATOR_MOVED, normalize_offsets
 from kgroup.core.member.shared.requests import Outbound, RequestKind, Sent
-from kgroup.errors import ConfigError, KGroupError
+from kgroup.errors import ConfigError
 from kgroup.values import TopicPartition
 
 __all__ = ["ConsumerProtocolMember"]
@@ -83,7 +68,7 @@ class HeartbeatSent:
     leaving: bool
 
 
-class ConsumerProtocolMember(ConsumerMemberView):
+class ConsumerProtocolMember(ConsumerAssignmentReconciler):
     """One consumer's membership of one KIP-848 group (see the module docstring)."""
 
     def __init__(self, config: ConsumerProtocolConfig, now_ms: int, random_bytes: RandomBytes) -> None:
@@ -96,10 +81,25 @@ class ConsumerProtocolMember(ConsumerMemberView):
         """Kafka ``onSubscriptionUpdated``: joins on the next poll; in a group, the next heartbeat says it."""
         self._subscription_updated = True
 
+    def subscribe_pattern(self, pattern: str, now_ms: int) -> None:
+        """Subscribe to the topics matching ``pattern``, resolved by the coordinator (KIP-848's
+        SubscribedTopicRegex, Java's ``subscribe(SubscriptionPattern)``): RE2/J syntax, matched against
+        whole topic names; a regex the coordinator refuses fails the member (INVALID_REGULAR_EXPRESSION)."""
+        self._check_open()
+        if not isinstance(pattern, str) or not pattern:
+            raise ConfigError(f"a subscription pattern must be a non-empty string, got {pattern!r}")
+        if self.config.heartbeat_api_version < 1:
+            raise ConfigError("regex subscriptions need ConsumerGroupHeartbeat v1 (heartbeat_api_version=1)")
+        if pattern != self._subscription_pattern or self._subscription:
+            self._subscription_pattern = pattern
+            self._subscription = frozenset()
+            self._subscription_changed()
+
     def unsubscribe(self, now_ms: int) -> None:
         """Release every partition (callbacks) and leave the group."""
         self._check_open()
         self._subscription = frozenset()
+        self._subscription_pattern = None
         self._subscription_updated = False
         self._leave_group()
 
@@ -133,7 +133,7 @@ class ConsumerProtocolMember(ConsumerMemberView):
             if self._subscription_updated:
                 # Kafka ``onConsumerPoll``: a new subscription joins only from a poll.
                 self._subscription_updated = False
-                if self._fsm.state is _S.UNSUBSCRIBED and self._subscription:
+                if self._fsm.state is _S.UNSUBSCRIBED and self._subscribed():
                     self._transition_to_joining()
         self._advance(now_ms)
 
@@ -258,10 +258,10 @@ class ConsumerProtocolMember(ConsumerMemberView):
 
     def _group_managed(self) -> bool:
         """Subscribed, or still in the group (leaving): commits are the member's, not a simple consumer's."""
-        return bool(self._subscription) or self._closing or self._fsm.state not in NOT_IN_GROUP
+        return self._subscribed() or self._closing or self._fsm.state not in NOT_IN_GROUP
 
     def _wants_coordinator(self) -> bool:
-        return (bool(self._subscription) or self._requests.has_queued() or bool(self._commits)
+        return (self._subscribed() or self._requests.has_queued() or bool(self._commits)
                 or self._fsm.state in LEAVING_GROUP)
 
     def _find_coordinator(self, now_ms: int) -> list[Outbound]:
@@ -320,16 +320,14 @@ class ConsumerProtocolMember(ConsumerMemberView):
             return self._schedule.backoff_passed(now_ms)
         return self._schedule.heartbeat_due(now_ms)
 
-    def _leave_epoch(self) -> int:
-        return LEAVE_GROUP_STATIC_MEMBER_EPOCH if self.config.is_static else LEAVE_GROUP_MEMBER_EPOCH
-
     def _send_heartbeat(self, now_ms: int) -> Outbound:
         state = self._fsm.state
         leaving = state is _S.LEAVING
         request = build_heartbeat(
             self.config, self._sent_fields, member_id=self.member_id,
             member_epoch=self._leave_epoch() if leaving else self.member_epoch,
-            subscription=self._subscription, assignment=self._current, full=state is _S.JOINING,
+            subscription=self._subscription, regex=self._subscription_pattern, assignment=self._current,
+            full=state is _S.JOINING,
             incoming=self._incoming())
         self._schedule.sent(now_ms)
         sent = HeartbeatSent(self._membership, leaving)
@@ -410,205 +408,6 @@ class ConsumerProtocolMember(ConsumerMemberView):
                 self._fsm.transition_to(_S.RECONCILING)
         elif state in (_S.RECONCILING, _S.JOINING):
             self._fsm.transition_to(_S.STABLE)
-
-    # -- reconciliation ----------------------------------------------------------------------
-
-    def _advance(self, now_ms: int) -> None:
-        """Move on past the callbacks the application has run (called from ``on_app_poll``)."""
-        state = self._fsm.state
-        released = self._events.delivered_count >= self._release_seq
-        if state is _S.FENCED and released:
-            self._clear_assignment()
-            self._transition_to_joining()
-        elif state is _S.STALE and released and self._stale_may_rejoin:
-            self._stale_may_rejoin = False
-            self._transition_to_joining()
-        elif state is _S.PREPARE_LEAVING and released:
-            self._released_before_leaving()
-        self._advance_reconciliation(now_ms)
-
-    def _advance_reconciliation(self, now_ms: int) -> None:
-        rec = self._reconciliation
-        if not rec.in_progress:
-            if self._fsm.state is _S.RECONCILING:
-                self._start_reconciliation(now_ms)
-            return
-        if self._fsm.state is not _S.RECONCILING or rec.membership != self._membership:
-            rec.finish()  # Kafka ``maybeAbortReconciliation``
-            return
-        delivered = self._events.delivered_count
-        if rec.step is ReconcileStep.COMMITTING and not rec.commit_pending:
-            self._revoke(now_ms)
-        elif rec.step is ReconcileStep.REVOKING and rec.delivered(delivered):
-            self._assign(now_ms)
-        elif rec.step is ReconcileStep.ASSIGNING and rec.delivered(delivered):
-            self._complete_reconciliation(now_ms)
-
-    def _start_reconciliation(self, now_ms: int) -> None:
-        """Kafka ``maybeReconcile``: commit (auto-commit), revoke, assign, acknowledge."""
-        target = self._target
-        if not self._current.is_none and target.partitions == self._current.partitions:
-            # Same partitions under a newer local epoch: nothing to call back, acknowledge it.
-            self._current = target
-            self._fsm.transition_to(_S.ACKNOWLEDGING)
-            return
-        rec = self._reconciliation
-        rec.start(target, self._owned, self._membership)
-        _log.info("group %s: member %s reconciles epoch %d: adds %s, revokes %s", self.config.group_id,
-                  self.member_id, self.member_epoch, sorted(rec.added), sorted(rec.revoked))
-        token = None
-        if self.member_epoch > 0:
-            # Kafka ``maybeAutoCommitSyncBeforeRevocation``: bounded by the rebalance timeout,
-            # which is what the coordinator gives the member to revoke.
-            deadline_ms = now_ms + self.config.rebalance_timeout_ms
-            token = self._commits.auto_commit(self._stamp(), now_ms, deadline_ms, retry_stale_epoch=True)
-        if token is not None:
-            rec.committing(token)
-        else:
-            self._revoke(now_ms)
-
-    def _commit_finished(self, token: int) -> None:
-        # The next on_app_poll moves on (Kafka proceeds whatever the commit's outcome).
-        self._reconciliation.commit_finished(token)
-
-    def _revoke(self, now_ms: int) -> None:
-        rec = self._reconciliation
-        revoked = rec.revoked & self._owned  # Kafka: only partitions still assigned
-        if revoked:
-            self._owned = self._owned - revoked
-            rec.waiting_on(ReconcileStep.REVOKING, self._events.append(PartitionsRevoked(revoked)))
-        else:
-            self._assign(now_ms)
-
-    def _assign(self, now_ms: int) -> None:
-        rec = self._reconciliation
-        self._owned = rec.target.partitions
-        event = PartitionsAssigned(rec.added, self._owned, self.generation, None)
-        rec.waiting_on(ReconcileStep.ASSIGNING, self._events.append(event))
-        if self.config.fetch_committed_on_assignment and rec.added:
-            self._commits.fetch(sorted(rec.added), self.member_id, self.member_epoch, now_ms)
-
-    def _complete_reconciliation(self, now_ms: int) -> None:
-        rec = self._reconciliation
-        self._current = rec.target
-        self._commits.reset_auto_commit_timer(now_ms)
-        rec.finish()
-        self._fsm.transition_to(_S.ACKNOWLEDGING)  # the next heartbeat, at once, acknowledges it
-
-    # -- fencing, leaving, failing ----------------------------------------------------------
-
-    def _stamp(self) -> Generation:
-        return membership_stamp(self._membership, self.member_id, self.member_epoch)
-
-    def _release(self, lost: bool) -> None:
-        """Give up every owned partition (an event the state waits on until the application ran it)."""
-        if not self._owned:
-            self._release_seq = 0
-            return
-        event = PartitionsLost(self._owned) if lost else PartitionsRevoked(self._owned)
-        self._owned = frozenset()
-        self._release_seq = self._events.append(event)
-
-    def _clear_assignment(self) -> None:
-        self._owned = frozenset()
-        self._current = NO_ASSIGNMENT
-        self._target = NO_ASSIGNMENT
-
-    def _transition_to_joining(self) -> None:
-        """Join (again) with epoch 0: a new membership; what was pending for the old one is dropped."""
-        if self._fsm.state is _S.FATAL:
-            return
-        self._membership += 1
-        self.member_epoch = JOIN_GROUP_MEMBER_EPOCH
-        self._fsm.transition_to(_S.JOINING)
-        self._target = NO_ASSIGNMENT
-        self._reconciliation.finish()
-
-    def _transition_to_fenced(self) -> None:
-        """Kafka ``transitionToFenced``: release everything as lost, then rejoin with epoch 0."""
-        state = self._fsm.state
-        if state is _S.PREPARE_LEAVING:
-            # Already leaving: the coordinator dropped the member, so no leave heartbeat either.
-            self._transition_to_sending_leave(due_to_poll_timeout=False)
-        if self._fsm.state is _S.LEAVING:
-            self.member_epoch = self._leave_epoch()
-            self._fsm.transition_to(_S.UNSUBSCRIBED)
-            self._clear_assignment()
-            return
-        if state in NOT_IN_GROUP:
-            return
-        self._fsm.transition_to(_S.FENCED)
-        self.member_epoch = JOIN_GROUP_MEMBER_EPOCH
-        self._reconciliation.finish()
-        self._release(lost=True)
-        if self._release_seq == 0:
-            # Nothing to release (no callback to wait for): rejoin at once, as Kafka does.
-            self._clear_assignment()
-            self._transition_to_joining()
-
-    def _leave_group(self) -> None:
-        """Kafka ``leaveGroup``: PREPARE_LEAVING releases the partitions; LEAVING sends the leave."""
-        state = self._fsm.state
-        if state in NOT_IN_GROUP:
-            if state is _S.FENCED:
-                self._clear_assignment()
-                self._fsm.transition_to(_S.UNSUBSCRIBED)
-            return
-        if state in LEAVING_GROUP:
-            return
-        self._fsm.transition_to(_S.PREPARE_LEAVING)
-        self._reconciliation.finish()
-        # Revoked while the member holds an epoch; lost once the coordinator may have moved them on.
-        self._release(lost=self.member_epoch <= 0)
-        if self._release_seq == 0:
-            self._released_before_leaving()
-
-    def _released_before_leaving(self) -> None:
-        if self._stay_in_group_on_close:
-            self._clear_assignment()
-            self._fsm.transition_to(_S.UNSUBSCRIBED)  # KIP-1092 REMAIN_IN_GROUP: no leave heartbeat
-        else:
-            self._transition_to_sending_leave(due_to_poll_timeout=False)
-
-    def _transition_to_sending_leave(self, due_to_poll_timeout: bool) -> None:
-        """Kafka ``transitionToSendingLeaveGroup``: the next heartbeat carries the leave epoch."""
-        if self._fsm.state in (_S.FATAL, _S.UNSUBSCRIBED):
-            return
-        if due_to_poll_timeout:
-            self._left_on_poll_timeout = True
-            self._fsm.transition_to(_S.PREPARE_LEAVING)
-        self._current = NO_ASSIGNMENT
-        self._fsm.transition_to(_S.LEAVING)
-
-    def _transition_to_stale(self) -> None:
-        """Left on the poll timeout: release as lost; rejoin once the application polls again."""
-        self._fsm.transition_to(_S.STALE)
-        self._reconciliation.finish()
-        self._release(lost=True)
-        self._current = NO_ASSIGNMENT
-        self._target = NO_ASSIGNMENT
-
-    def _left(self, now_ms: int) -> None:
-        self._fsm.transition_to(_S.UNSUBSCRIBED)
-        self._clear_assignment()
-        self._sent_fields.reset()
-        self._schedule.skip_backoff(now_ms)
-        if self._subscription and not self._closing:
-            # Left but still subscribed (an unsubscribe/subscribe pair): join again on the next poll.
-            self._subscription_updated = True
-
-    def _fail(self, error: KGroupError) -> None:
-        """Kafka ``transitionToFatal``: lose what is owned (unless already out of the group)."""
-        previous = self._fsm.state
-        self.last_error = error
-        self._commits.fail_all(error)
-        self._requests.clear()
-        self._reconciliation.finish()
-        self._fsm.transition_to(_S.FATAL)
-        if previous not in (_S.UNSUBSCRIBED, _S.LEAVING, _S.PREPARE_LEAVING) and self._owned:
-            self._events.append(PartitionsLost(self._owned))
-        self._owned = frozenset()
-        self._events.append(FatalError(error))
 
     def __repr__(self) -> str:
         return (f"ConsumerProtocolMember({self.config.group_id!r}, {self.member_id!r}, "

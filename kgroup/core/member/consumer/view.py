@@ -105,5 +105,10 @@ class ConsumerMemberView(MemberBase[ConsumerMemberState]):
         """Stable with nothing left to reconcile."""
         return self._fsm.state is _S.STABLE and not self._reconciliation.in_progress
 
+    def _subscribed(self) -> bool:
+        """Subscribed to topic names or to a regex."""
+        # A pattern alone subscribes: the coordinator resolves it (SubscribedTopicRegex).
+        return bool(self._subscription) or self._subscription_pattern is not None
+
     def _out_of_group(self) -> bool:
         return self._fsm.state in NOT_IN_GROUP

@@ -35,6 +35,8 @@ class MemberBase(Generic[StateT]):
         self._requests = RequestBook(now_ms)
         self._events = EventQueue()
         self._subscription: frozenset = frozenset()
+        #: A pattern subscription (``subscribe_pattern``), None with topic names.
+        self._subscription_pattern: Optional[str] = None
         self._closing = False
         self.last_error: Optional[KGroupError] = None
 
@@ -47,6 +49,10 @@ class MemberBase(Generic[StateT]):
     @property
     def subscription(self) -> frozenset:
         return self._subscription
+
+    @property
+    def subscription_pattern(self) -> Optional[str]:
+        return self._subscription_pattern
 
     @property
     def failed(self) -> bool:
@@ -86,8 +92,15 @@ class MemberBase(Generic[StateT]):
     # -- the application's subscription -----------------------------------------------
 
     def subscribe(self, topics: Sequence[str], now_ms: int) -> None:
-        """Subscribe to ``topics`` (none: unsubscribe); the protocol hears of a change."""
+        """Subscribe to ``topics`` (none: unsubscribe); the protocol hears of a change.  Topic names
+        replace a pattern subscription."""
         self._check_open()
+        if self._subscription_pattern is not None and topics:
+            self._subscription_pattern = None
+            self._subscription = frozenset()  # so the names read as a change
+        self._subscribe_topics(topics, now_ms)
+
+    def _subscribe_topics(self, topics: Sequence[str], now_ms: int) -> None:
         wanted = frozenset(topics)
         if not wanted:
             self.unsubscribe(now_ms)
@@ -97,6 +110,9 @@ class MemberBase(Generic[StateT]):
             self._subscription_changed()
 
     def unsubscribe(self, now_ms: int) -> None:
+        raise NotImplementedError
+
+    def subscribe_pattern(self, pattern: str, now_ms: int) -> None:
         raise NotImplementedError
 
     # -- the protocol's side ------------------------------------------------------------

@@ -113,6 +113,13 @@ class MemberContract(Protocol):
 
     def subscribe(self, topics: Sequence[str], now_ms: int) -> None: ...
 
+    @property
+    def subscription_pattern(self) -> Optional[str]: ...
+
+    def subscribe_pattern(self, pattern: str, now_ms: int) -> None:
+        """Subscribe to the topics matching ``pattern``: matched by the classic member against the
+        metadata it is given, sent to the coordinator by the KIP-848 member (SubscribedTopicRegex)."""
+
     def unsubscribe(self, now_ms: int) -> None: ...
 
     def update_metadata(self, partitions_per_topic: Mapping[str, int], now_ms: int) -> None: ...
