@@ -43,10 +43,10 @@ def bootstrap(request) -> Iterator[str]:
         yield server.bootstrap_servers
 
 
-def _topic(bootstrap: str, prefix: str, partitions: int = 1) -> str:
+def _topic(bootstrap: str, prefix: str, partitions: int = 1, replication_factor: int = 1) -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=STEP_S)
+    futures = admin.create_topics([NewTopic(name, partitions, replication_factor)], operation_timeout=STEP_S)
     futures[name].result(timeout=STEP_S)
     return name
 
