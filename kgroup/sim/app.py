@@ -94,6 +94,8 @@ class ConsumerApp:
         self.output_partitions = output_partitions
         #: The payloads of the batch fetched last poll, by partition (exactly-once mode only).
         self.batch_values: Dict[TopicPartition, List[str]] = {}
+        #: The consumer's (generation, member id, instance id) when the last poll returned its batch.
+        self.batch_group_metadata: Tuple[int, str, Optional[str]] = (-1, "", None)
         #: The batch whose transaction is in progress.
         self.txn_batch: List[Tuple[TopicPartition, int, int]] = []
         self.instance_id = instance_id
@@ -177,7 +179,7 @@ class ConsumerApp:
                 return True
             self.txn_batch = batch
             producer.begin(self.member, [(tp, first, self.batch_values[tp]) for tp, first, _end in batch],
-                           self.output_partitions, now)
+                           self.output_partitions, self.batch_group_metadata, now)
         outcome = producer.poll(now)
         if outcome is None:
             return False
@@ -284,6 +286,8 @@ class ConsumerApp:
         if not assignment:
             return 0
         generation = member.generation
+        if self.data is not None:
+            self.batch_group_metadata = (generation.generation_id, generation.member_id, self.instance_id)
         room = self.profile.max_records
         positions, awaiting, topics = self.positions, self.awaiting, self.cluster.topics
         for tp in sorted(assignment):

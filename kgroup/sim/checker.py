@@ -82,7 +82,8 @@ from kgroup.sim.history import (
 )
 from kgroup.values import TopicPartition
 
-__all__ = ["CHECKS", "EOS_CHECKS", "STICKY_ASSIGNORS", "check_exactly_once", "Overlap", "OwnershipChecker", "Violation", "check_history",
+__all__ = ["CHECKS", "EOS_CHECKS", "STICKY_ASSIGNORS", "check_exactly_once", "Overlap", "OwnershipChecker",
+           "Violation", "check_history",
            "check_sticky_moves", "coverage", "last_acknowledged"]
 
 CHECKS = ("same-generation-owners", "eager-owns-during-rebalance", "offset-went-back",
@@ -390,6 +391,10 @@ def check_lost_writes(history: History, final_logs: Dict[TopicPartition, Sequenc
     processed: Dict[TopicPartition, List[Tuple[int, int]]] = {}
     for event in history.of(Processed):
         processed.setdefault(event.partition, []).append((event.first_offset, event.end_offset))
+    # Exactly-once mode: a record whose output is committed was processed, whether or not its
+    # application lived to learn its transaction committed.
+    for seen in history.of(OutputObserved):
+        processed.setdefault(seen.source, []).append((seen.source_offset, seen.source_offset + 1))
     out: List[Violation] = []
     for tp, ranges in processed.items():
         ranges.sort()

@@ -1,4 +1,5 @@
-"""Exactly-once consume-transform-produce in the simulator (issue 26, ``SimConfig(processing="transactional")``).
+"""Exactly-once consume-transform-produce in the simulator (issue 26,
+``SimConfig(processing="transactional")``).
 
 Three pieces:
 
@@ -8,7 +9,8 @@ Three pieces:
   ``GroupHosting.write_txn_marker`` for ``__consumer_offsets`` and to
   :class:`~kgroup.sim.txn_data.TransactionalData` for the data partitions.
 - :class:`TransactionalProducer`: the client side of one transaction per batch, as a Kafka
-  application with ``transactional.id`` runs it (``KafkaProducer.beginTransaction`` ... ``commitTransaction``):
+  application with ``transactional.id`` runs it (``KafkaProducer.beginTransaction`` ...
+  ``commitTransaction``):
   FindCoordinator (TRANSACTION) and InitProducerId once, then AddPartitionsToTxn, the output
   records, AddOffsetsToTxn, TxnOffsetCommit with the consumer's group metadata captured when the
   offsets are sent (KIP-447: generation, member id, instance id; retries carry the same), the
@@ -33,8 +35,8 @@ from kgroup.core.cluster.transaction_hosting import TransactionHosting
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import MemberContract
 from kgroup.sim.history import (
-    GroupOffsetObserved, History, OutputAppended, OutputObserved, TxnAborted, TxnBegun, TxnCommitted, TxnEnding,
-    TxnOffsetsAnswered, TxnOffsetsSent,
+    GroupOffsetObserved, History, OutputAppended, OutputObserved, TxnAborted, TxnBegun, TxnCommitted,
+    TxnEnding, TxnOffsetsAnswered, TxnOffsetsSent,
 )
 from kgroup.sim.txn_data import TransactionalData, TransactionalRecord
 from kgroup.values import TopicPartition
@@ -111,8 +113,8 @@ class TransactionalProducer:
         self.offsets: Dict[TopicPartition, int] = {}
         self.outputs: Dict[int, List[TransactionalRecord]] = {}
         self.appended: Dict[int, Tuple[int, int]] = {}
-        #: The consumer's group metadata the offsets were first sent with (None: not yet sent).
-        self.group_metadata: Optional[Tuple[int, str, Optional[str]]] = None
+        #: The consumer's group metadata the offsets are sent with.
+        self.group_metadata: Tuple[int, str, Optional[str]] = (-1, "", None)
         self.commit_requested = False
         self.abort_recorded = False
         self.resume_phase = ""
@@ -128,8 +130,11 @@ class TransactionalProducer:
         return self.txn is not None
 
     def begin(self, member: MemberContract, inputs: Sequence[Tuple[TopicPartition, int, Sequence[str]]],
-              partitions: int, now_ms: int) -> None:
-        """Start the transaction of one batch: ``inputs`` holds (partition, first offset, payloads)."""
+              partitions: int, group_metadata: Tuple[int, str, Optional[str]], now_ms: int) -> None:
+        """Start the transaction of one batch: ``inputs`` holds (partition, first offset, payloads);
+        ``group_metadata`` is the consumer's (generation, member id, instance id) when the poll
+        returned the batch: what ``consumer.groupMetadata()`` gives the application until its next
+        poll, and what the TxnOffsetCommit carries (KIP-447)."""
         self.transactions += 1
         self.txn = f"{self.label_prefix}.{self.transactions}"
         self.member = member
@@ -138,7 +143,7 @@ class TransactionalProducer:
         self.appended = {}
         self.commit_requested = False
         self.abort_recorded = False
-        self.group_metadata = None
+        self.group_metadata = group_metadata
         self.outcome = None
         self.deadline_ms = now_ms + self.transaction_timeout_ms
         for tp, first, payloads in inputs:
@@ -209,11 +214,7 @@ class TransactionalProducer:
     def _send_offsets(self, now_ms: int) -> None:
         member = self.member
         assert member is not None
-        if self.group_metadata is None:
-            # Captured once (KafkaProducer.sendOffsetsToTransaction(offsets, consumer.groupMetadata())):
-            # a retry carries the same, so a rebalance meanwhile fences it.
-            self.group_metadata = (member.generation.generation_id, member.generation.member_id,
-                                   member.config.group_instance_id)
+        # A retry carries the same group metadata: a rebalance since the poll fences it.
         generation, member_id, instance_id = self.group_metadata
         for tp, offset in sorted(self.offsets.items()):
             self.history.record(TxnOffsetsSent(now_ms, self.member_name, self._label(), member_id, generation,
@@ -276,7 +277,8 @@ class TransactionalProducer:
 
     def _fenced(self, now_ms: int, error: str) -> None:
         """Another epoch owns the id: drop this producer; the transaction's fate is the coordinator's."""
-        self.producer_id, self.producer_epoch, self.coordinator = tx.NO_PRODUCER_ID, tx.NO_PRODUCER_EPOCH, None
+        self.producer_id, self.producer_epoch = tx.NO_PRODUCER_ID, tx.NO_PRODUCER_EPOCH
+        self.coordinator = None
         if not self.commit_requested and not self.abort_recorded:
             self.abort_recorded = True
             self.history.record(TxnAborted(now_ms, self.member_name, self._label(), error))

@@ -13,9 +13,10 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Type,
 from kgroup.values import TopicPartition
 
 __all__ = ["Appended", "CommitAnswered", "CommitSent", "CoordinatorMoved", "FaultApplied", "Fetched",
-           "GroupOffsetObserved", "History", "MemberFailed", "MemberStopped", "OutputAppended", "OutputObserved",
-           "OwnershipChanged", "Processed", "Resumed", "Transition", "TxnAborted", "TxnCoordinatorMoved", "TxnBegun", "TxnCommitted",
-           "TxnEnding", "TxnOffsetsAnswered", "TxnOffsetsSent"]
+           "GroupOffsetObserved", "History", "MemberFailed", "MemberStopped", "OutputAppended",
+           "OutputObserved", "OwnershipChanged", "Processed", "Resumed", "Transition", "TxnAborted",
+           "TxnBegun", "TxnCommitted", "TxnCoordinatorMoved", "TxnEnding", "TxnOffsetsAnswered",
+           "TxnOffsetsSent"]
 
 E = TypeVar("E")
 

@@ -146,7 +146,8 @@ class SimConfig:
             raise ConfigError(f"assignor {self.assignor!r} is not one of {', '.join(names)} (group_protocol "
                               f"{self.group_protocol!r})")
         if self.processing not in PROCESSING_MODES:
-            raise ConfigError(f"processing must be one of {', '.join(PROCESSING_MODES)}, got {self.processing!r}")
+            raise ConfigError(f"processing must be one of {', '.join(PROCESSING_MODES)}, "
+                              f"got {self.processing!r}")
         self.fault_plan()  # refuses an unknown extra fault kind now, not when a run draws its schedule
 
     @property
@@ -215,6 +216,8 @@ class Verdict:
 
     def describe(self) -> str:
         protocol = " (KIP-848)" if self.config.consumer_protocol else ""
+        if self.config.transactional:
+            protocol += " exactly-once"
         lines = [f"seed {self.seed}: {self.config.members} members, {self.config.partitions} partitions, "
                  f"{self.assignor}{protocol}{' static' if self.config.static else ''}, "
                  f"{len(self.schedule.faults)} faults, "
@@ -512,7 +515,8 @@ class _Simulation:
             self._check_failover_kept_commits(now_ms)
         transactions = self.transactions
         if transactions is not None and len(transactions.failovers) > self._txn_failovers_seen:
-            slots = {transactions.partition_for(self.transactional_id_of(name)) for name in self.member_slots()}
+            slots = {transactions.partition_for(self.transactional_id_of(name))
+                     for name in self.member_slots()}
             for old, new, slot, at_ms in transactions.failovers[self._txn_failovers_seen:]:
                 if slot in slots and old is not None:
                     self.history.record(TxnCoordinatorMoved(at_ms, old, new))
