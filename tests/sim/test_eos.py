@@ -3,6 +3,10 @@ offsets sent to the transaction with the consumer's group metadata (KIP-447), th
 data (markers, LSO, read_committed) and the checks Jepsen's Kafka workload makes of it."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from kgroup.core.error_codes import ErrorCode as E
@@ -228,3 +232,25 @@ def test_simulate_and_campaign_take_eos(capsys):
     assert main(["campaign", "--eos", "--seeds", "2", "--workers", "1", *quick]) == 0
     out = capsys.readouterr().out
     assert "--eos" in out and "txn committed" in out
+
+
+# -- determinism --------------------------------------------------------------------------------------
+
+def test_an_eos_run_is_the_same_with_the_plain_scheduler_and_any_hash_seed(monkeypatch):
+    """The event scheduler wakes an application blocked in its transaction when its producer's answer is
+    on its way (the plain scheduler asks every application at every instant): the same run, digest
+    for digest; and set iteration order (PYTHONHASHSEED) changes nothing."""
+    from kgroup.io.inprocess import InProcessHub
+    from kgroup.sim import simulator
+    from kgroup.testing.scheduler import Scheduler
+
+    config = SimConfig(processing="transactional", members=3, partitions=6, duration_ms=6_000, max_faults=4)
+    event_digest = run(4, config).digest()
+    script = ("from kgroup.sim import SimConfig, run; print(run(4, SimConfig(processing='transactional', "
+              "members=3, partitions=6, duration_ms=6_000, max_faults=4)).digest())")
+    digests = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": str(h)}).stdout.strip() for h in (0, 1)}
+    assert digests == {event_digest}
+    monkeypatch.setattr(simulator, "EventScheduler", Scheduler)
+    monkeypatch.setattr(InProcessHub, "get_timer", lambda hub: hub.backend.get_timer())
+    assert run(4, config).digest() == event_digest
