@@ -82,7 +82,8 @@ def _sim_config(args: argparse.Namespace):
                      group_protocol=getattr(args, "group_protocol", "classic"), commit_mode=args.commit,
                      processing_ms_per_record=args.processing_ms,
                      duration_ms=args.duration_ms, faults=getattr(args, "faults", "mixed"),
-                     max_faults=args.max_faults)
+                     max_faults=args.max_faults,
+                     processing="transactional" if getattr(args, "eos", False) else "plain")
 
 
 def _print_failure(verdict, config, shrink_it: bool) -> None:
@@ -373,6 +374,10 @@ def _sim_arguments(parser: argparse.ArgumentParser, group: bool = True) -> None:
                         help="at most this many faults a seed; 0: none (default %(default)s)")
     if group:
         parser.add_argument("--no-shrink", action="store_true", help="do not shrink a failing schedule")
+        parser.add_argument("--eos", action="store_true",
+                            help="exactly-once consume-transform-produce: each batch in a transaction with "
+                                 "its offsets (KIP-98, KIP-447), checked by the exactly-once checks "
+                                 "(docs/simulator.md); --commit is then ignored")
 
 
 def _parser() -> argparse.ArgumentParser:

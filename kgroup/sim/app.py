@@ -41,6 +41,8 @@ from kgroup.io.runner import MemberRunner
 from kgroup.sim.history import (
     Appended, CommitAnswered, CommitSent, Fetched, History, Processed, Resumed,
 )
+from kgroup.sim.eos import COMMITTED, TransactionalProducer
+from kgroup.sim.txn_data import TransactionalData
 from kgroup.values import TopicPartition
 
 __all__ = ["AppProfile", "COMMIT_MODES", "ConsumerApp", "Producer", "RETRIED", "draw_profile"]
@@ -81,8 +83,21 @@ class ConsumerApp:
     def __init__(self, name: str, instance_id: Optional[str], member: MemberContract,
                  profile: AppProfile,
                  cluster: ClusterStateMachine, history: History, now_ms: int,
-                 reachable=lambda member, broker: True, on_failed=lambda name: None) -> None:
+                 reachable=lambda member, broker: True, on_failed=lambda name: None,
+                 producer: Optional[TransactionalProducer] = None,
+                 data: Optional[TransactionalData] = None, output_partitions: int = 0) -> None:
         self.name = name
+        #: Exactly-once mode (kgroup.sim.eos): each batch is processed in one transaction of this
+        #: producer, read_committed from ``data``, its outputs spread over ``output_partitions``.
+        self.producer = producer
+        self.data = data
+        self.output_partitions = output_partitions
+        #: The payloads of the batch fetched last poll, by partition (exactly-once mode only).
+        self.batch_values: Dict[TopicPartition, List[str]] = {}
+        #: The consumer's (generation, member id, instance id) when the last poll returned its batch.
+        self.batch_group_metadata: Tuple[int, str, Optional[str]] = (-1, "", None)
+        #: The batch whose transaction is in progress.
+        self.txn_batch: List[Tuple[TopicPartition, int, int]] = []
         self.instance_id = instance_id
         self.member = member
         self.profile = profile
@@ -107,6 +122,12 @@ class ConsumerApp:
     # -- the scheduler's timed component: the application's poll loop ---------------------------
 
     def get_timer(self) -> Optional[int]:
+        producer = self.producer
+        if producer is not None and producer.busy:
+            # Blocked in the transaction (as KafkaProducer.commitTransaction blocks the loop): woken
+            # when an answer arrives (the simulator marks the member dirty then) or a retry is due.
+            wake = producer.next_wakeup_ms()
+            return None if wake is None else max(wake, self.paused_until_ms)
         if self.sync_token is not None:
             # A loop blocked in a synchronous commit (as kafka-python's commit_sync, which polls the
             # network until the answer) wakes when the member has news for it: the commit's answer,
@@ -119,7 +140,11 @@ class ConsumerApp:
         """One pass of the application's poll loop (the steps of the module doc)."""
         member = self.member
         self.last_poll_ms = now
-        self._finish_batch(now)
+        if self.producer is not None:
+            if not self._transact(now):
+                return  # still in the transaction
+        else:
+            self._finish_batch(now)
         self._take_events(now)
         if member.failed or member.closed:
             if member.failed and not self.failure_reported:
@@ -141,6 +166,48 @@ class ConsumerApp:
 
     # -- steps ------------------------------------------------------------------------------------
 
+    def _transact(self, now: int) -> bool:
+        """Exactly-once mode: the batch fetched last poll is processed in one transaction; False while
+        it is in progress (the loop stays blocked)."""
+        producer = self.producer
+        assert producer is not None
+        if not producer.busy:
+            batch = [(tp, first, end) for tp, first, end in self.batch
+                     if self.positions.get(tp) == first and tp not in self.awaiting]
+            self.batch = []
+            if not batch or self.member.failed or self.member.closed:
+                return True
+            self.txn_batch = batch
+            producer.begin(self.member, [(tp, first, self.batch_values[tp]) for tp, first, _end in batch],
+                           self.output_partitions, self.batch_group_metadata, now)
+        outcome = producer.poll(now)
+        if outcome is None:
+            return False
+        generation = self.member.generation
+        if outcome == COMMITTED:
+            for tp, first, end in self.txn_batch:
+                if self.positions.get(tp) == first and tp not in self.awaiting:
+                    self.positions[tp] = end
+                    self.history.record(Processed(now, self.name, generation.member_id,
+                                                  generation.generation_id, tp, first, end))
+        else:
+            self._rewind(now)
+        self.txn_batch = []
+        return True
+
+    def _rewind(self, now: int) -> None:
+        """After an aborted (or undecided) transaction: start again from the committed offsets
+        (OffsetFetch with require_stable waits out a transaction still being decided)."""
+        member = self.member
+        if member.failed or member.closed:
+            return
+        partitions = sorted(member.assignment)
+        for tp in partitions:
+            self.positions.pop(tp, None)
+            self.awaiting.add(tp)
+        if partitions:
+            member.fetch_committed(partitions, now)
+
     def committable(self) -> Dict[TopicPartition, int]:
         return {tp: p for tp, p in self.positions.items() if tp not in self.awaiting}
 
@@ -161,13 +228,19 @@ class ConsumerApp:
                 self.awaiting.update(event.partitions)
             elif isinstance(event, PartitionsRevoked):
                 revoked = {tp: p for tp, p in self.committable().items() if tp in event.partitions}
-                if revoked and not member.failed:
+                # Exactly-once: what was processed is committed with its transaction already.
+                if revoked and not member.failed and self.producer is None:
                     self.commit(revoked, now, sync=True)
                 self._forget(event.partitions)
             elif isinstance(event, PartitionsLost):
                 self._forget(event.partitions)
             elif isinstance(event, CommittedFetched) and event.error is None:
                 self._resume(event, now)
+            elif isinstance(event, CommittedFetched) and self.producer is not None:
+                # A rewind's fetch failed: ask again for what still waits.
+                waiting = sorted(self.awaiting & member.assignment)
+                if waiting and not (member.failed or member.closed):
+                    member.fetch_committed(waiting, now)
             elif isinstance(event, CommitCompleted) and event.token == self.sync_token:
                 self.sync_token = None
 
@@ -188,6 +261,8 @@ class ConsumerApp:
 
     def _maybe_commit(self, now: int) -> None:
         profile = self.profile
+        if self.producer is not None:
+            return  # exactly-once: offsets go with each transaction
         if profile.commit_mode == "auto" or self.batches_since_commit < profile.commit_every_batches:
             return
         positions = self.committable()
@@ -211,6 +286,8 @@ class ConsumerApp:
         if not assignment:
             return 0
         generation = member.generation
+        if self.data is not None:
+            self.batch_group_metadata = (generation.generation_id, generation.member_id, self.instance_id)
         room = self.profile.max_records
         positions, awaiting, topics = self.positions, self.awaiting, self.cluster.topics
         for tp in sorted(assignment):
@@ -226,12 +303,18 @@ class ConsumerApp:
             leader = partition.leader
             if leader is None or not self.reachable(self.name, leader):
                 continue
-            hw = partition.logs[leader].hw
+            log = partition.logs[leader]
+            hw = log.hw
+            if self.data is not None:
+                # read_committed: up to the last stable offset (the input has no transactions of its own).
+                hw = min(hw, self.data.last_stable_offset(tp.topic, tp.partition) or 0)
             end = hw if hw < position + room else position + room
             if end <= position:
                 continue
             room -= end - position
             self.batch.append((tp, position, end))
+            if self.data is not None:
+                self.batch_values[tp] = [e.payload for e in log.entries[position:end]]
             self.history.record(Fetched(now, self.name, generation.member_id, generation.generation_id,
                                         tp, position, end))
         return self.profile.max_records - room

@@ -232,7 +232,8 @@ class CampaignSummary:
         if self.config is not None:
             config = self.config
             lines.append(f"shape: --members {config.members} --partitions {config.partitions} --duration-ms "
-                         f"{config.duration_ms} --max-faults {config.max_faults} (kgroup simulate --seed N "
+                         f"{config.duration_ms} --max-faults {config.max_faults}"
+                         f"{' --eos' if config.transactional else ''} (kgroup simulate --seed N "
                          f"takes the same flags to replay a seed)")
         lines.append("coverage: " + ", ".join(f"{k} {v}" for k, v in sorted(self.coverage.items())))
         return "\n".join(lines)

@@ -53,6 +53,19 @@ with the live group's final assignment):
 
 The simulator adds ``not-settled``, ``unbalanced`` and ``static-bounce-rebalanced``
 (they need the live group, see :mod:`kgroup.sim.simulator`).
+
+In exactly-once mode (:mod:`kgroup.sim.eos`; :data:`EOS_CHECKS`, :func:`check_exactly_once`), the checks
+Jepsen's Kafka workload makes of transactions, over what a read_committed reader of the output
+observed (``OutputObserved``) and the group's committed offsets as OffsetFetch served them
+(``GroupOffsetObserved``), once every transaction is decided:
+
+- ``aborted-read``: the reader returned an output record of a transaction its application never
+  asked to commit (it aborted it, was fenced or crashed first: such a transaction can only abort);
+- ``duplicate-output``: an input record's output appears more than once among committed outputs;
+- ``offsets-outside-transaction``: the group's offset moved to a value no transaction asked to commit
+  carried (a plain commit, or an aborted transaction's offsets), or pointed past an input record
+  whose output was never committed, or (at the end) an input record's output is committed while
+  the group's offset is not past it: offsets and outputs commit together or not at all.
 """
 from __future__ import annotations
 
@@ -63,17 +76,21 @@ import attrs
 from kgroup.assignors import RebalanceProtocol
 from kgroup.core.member import ClassicMemberState
 from kgroup.sim.history import (
-    CommitAnswered, CommitSent, CoordinatorMoved, FaultApplied, History, MemberFailed, OwnershipChanged,
-    Processed, Resumed, Transition,
+    CommitAnswered, CommitSent, CoordinatorMoved, FaultApplied, GroupOffsetObserved, History, MemberFailed,
+    OutputObserved, OwnershipChanged, Processed, Resumed, Transition, TxnAborted, TxnCommitted,
+    TxnCoordinatorMoved, TxnEnding, TxnOffsetsAnswered, TxnOffsetsSent,
 )
 from kgroup.values import TopicPartition
 
-__all__ = ["CHECKS", "STICKY_ASSIGNORS", "Overlap", "OwnershipChecker", "Violation", "check_history",
+__all__ = ["CHECKS", "EOS_CHECKS", "STICKY_ASSIGNORS", "check_exactly_once", "Overlap", "OwnershipChecker",
+           "Violation", "check_history",
            "check_sticky_moves", "coverage", "last_acknowledged"]
 
 CHECKS = ("same-generation-owners", "eager-owns-during-rebalance", "offset-went-back",
           "stale-generation-commit", "acknowledged-commit-lost", "duplicate", "poll-skip", "lost-write",
           "not-settled", "unbalanced", "static-bounce-rebalanced", "needless-move")
+#: The exactly-once mode's checks (:func:`check_exactly_once`).
+EOS_CHECKS = ("aborted-read", "duplicate-output", "offsets-outside-transaction")
 #: The assignors that promise stickiness (``needless-move`` judges only these).
 STICKY_ASSIGNORS = ("sticky", "cooperative-sticky")
 
@@ -334,7 +351,7 @@ def check_resumes(history: History) -> List[Violation]:
         kind = type(event)
         if kind is CommitAnswered and event.error == "NONE":
             acknowledged.setdefault(event.partition, []).append((event.at_ms, event.offset))
-        elif kind is CommitSent:
+        elif kind is CommitSent or kind is TxnOffsetsSent:
             committed_any.setdefault(event.partition, set()).add(event.offset)
         elif kind is Resumed:
             floor = max((offset for at_ms, offset in acknowledged.get(event.partition, ())
@@ -374,6 +391,10 @@ def check_lost_writes(history: History, final_logs: Dict[TopicPartition, Sequenc
     processed: Dict[TopicPartition, List[Tuple[int, int]]] = {}
     for event in history.of(Processed):
         processed.setdefault(event.partition, []).append((event.first_offset, event.end_offset))
+    # Exactly-once mode: a record whose output is committed was processed, whether or not its
+    # application lived to learn its transaction committed.
+    for seen in history.of(OutputObserved):
+        processed.setdefault(seen.source, []).append((seen.source_offset, seen.source_offset + 1))
     out: List[Violation] = []
     for tp, ranges in processed.items():
         ranges.sort()
@@ -389,6 +410,65 @@ def check_lost_writes(history: History, final_logs: Dict[TopicPartition, Sequenc
                 out.append(Violation("lost-write", 0,
                                      f"{tp}: records {first}..{end - 1} (e.g. {records[first]!r}) were never "
                                      f"processed, though later records up to {reached - 1} were"))
+    return out
+
+
+def check_exactly_once(history: History, final_committed: Dict[TopicPartition, int]) -> List[Violation]:
+    """The exactly-once checks (module doc); ``final_committed``: the group's offsets once every
+    transaction is decided."""
+    asked_to_commit = {e.txn for e in history.of(TxnEnding) if e.commit}
+    aborted_because = {e.txn: e.reason for e in history.of(TxnAborted)}
+    out: List[Violation] = []
+    outputs: Dict[Tuple[TopicPartition, int], List[OutputObserved]] = {}
+    for seen in history.of(OutputObserved):
+        if seen.txn not in asked_to_commit:
+            why = aborted_because.get(seen.txn, "its application stopped before asking")
+            out.append(Violation("aborted-read", seen.at_ms,
+                                 f"read_committed returned {seen.partition}@{seen.offset} (the output of "
+                                 f"{seen.source}@{seen.source_offset}) of {seen.txn}, which was never asked "
+                                 f"to commit ({why})"))
+        outputs.setdefault((seen.source, seen.source_offset), []).append(seen)
+    for (source, offset), seen_all in sorted(outputs.items()):
+        if len(seen_all) > 1:
+            out.append(Violation("duplicate-output", seen_all[1].at_ms,
+                                 f"{source}@{offset} has {len(seen_all)} committed outputs: "
+                                 + ", ".join(f"{s.partition}@{s.offset} ({s.txn})" for s in seen_all)))
+    # Offsets each transaction asked to commit carried, per input partition.
+    carried: Dict[TopicPartition, Set[int]] = {}
+    for sent in history.of(TxnOffsetsSent):
+        if sent.txn in asked_to_commit:
+            carried.setdefault(sent.partition, set()).add(sent.offset)
+    with_output: Dict[TopicPartition, Set[int]] = {}
+    for source, offset in outputs:
+        with_output.setdefault(source, set()).add(offset)
+
+    #: Per input partition, the first offset without a committed output.
+    first_without: Dict[TopicPartition, int] = {}
+    for tp, done in with_output.items():
+        first = 0
+        while first in done:
+            first += 1
+        first_without[tp] = first
+
+    for observed in history.of(GroupOffsetObserved):
+        tp, offset = observed.partition, observed.offset
+        if offset > 0 and offset not in carried.get(tp, ()):
+            out.append(Violation("offsets-outside-transaction", observed.at_ms,
+                                 f"the group's offset of {tp} moved to {offset}, which no transaction asked "
+                                 "to commit carried (a plain commit, or an aborted transaction's)"))
+            continue
+        missing = first_without.get(tp, 0)
+        if missing < offset:
+            out.append(Violation("offsets-outside-transaction", observed.at_ms,
+                                 f"the group's offset of {tp} is {offset}, past {tp}@{missing} whose output "
+                                 "was never committed"))
+    for tp, done in sorted(with_output.items()):
+        committed = final_committed.get(tp, 0)
+        beyond = sorted(o for o in done if o >= committed)
+        if beyond:
+            out.append(Violation("offsets-outside-transaction", 0,
+                                 f"{tp}@{beyond[0]}'s output is committed ({len(beyond)} such), but the "
+                                 f"group's offset stayed at {committed}"))
     return out
 
 
@@ -502,5 +582,13 @@ def coverage(history: History, overlaps: Sequence[Overlap]) -> Dict[str, int]:
             count("fault " + event.fault.split()[0])
         elif kind is MemberFailed:
             count("member failed, restarted")
+        elif kind is TxnCoordinatorMoved:
+            count("txn coordinator moved")
+        elif kind is TxnCommitted:
+            count("txn committed")
+        elif kind is TxnAborted:
+            count("txn aborted")
+        elif kind is TxnOffsetsAnswered and event.error in _FENCED_COMMIT:
+            count("txn offsets fenced (KIP-447)")
     count("classic overlaps", len(overlaps))
     return counts

@@ -13,8 +13,10 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Type,
 from kgroup.values import TopicPartition
 
 __all__ = ["Appended", "CommitAnswered", "CommitSent", "CoordinatorMoved", "FaultApplied", "Fetched",
-           "History", "MemberFailed", "MemberStopped", "OwnershipChanged", "Processed", "Resumed",
-           "Transition"]
+           "GroupOffsetObserved", "History", "MemberFailed", "MemberStopped", "OutputAppended",
+           "OutputObserved", "OwnershipChanged", "Processed", "Resumed", "Transition", "TxnAborted",
+           "TxnBegun", "TxnCommitted", "TxnCoordinatorMoved", "TxnEnding", "TxnOffsetsAnswered",
+           "TxnOffsetsSent"]
 
 E = TypeVar("E")
 
@@ -200,6 +202,144 @@ class _CoordinatorMoved(NamedTuple):
 
 
 class CoordinatorMoved(_Event, _CoordinatorMoved):
+    __slots__ = ()
+
+
+# -- exactly-once mode (kgroup.sim.eos): one application's transactions, and what a read_committed
+# reader of the output saw.  ``txn`` labels a transaction: ``<member>.<incarnation>.<n>``.
+
+class _TxnBegun(NamedTuple):
+    at_ms: int
+    member: str
+    txn: str
+    producer_id: int
+    producer_epoch: int
+
+
+class TxnBegun(_Event, _TxnBegun):
+    """The application began a transaction for one batch (its producer id and epoch known)."""
+
+    __slots__ = ()
+
+
+class _OutputAppended(NamedTuple):
+    at_ms: int
+    member: str
+    txn: str
+    partition: TopicPartition
+    offset: int
+    source: TopicPartition
+    source_offset: int
+
+
+class OutputAppended(_Event, _OutputAppended):
+    """An output record of ``txn`` (made from input ``source``@``source_offset``) the leader appended."""
+
+    __slots__ = ()
+
+
+class _TxnOffsetsSent(NamedTuple):
+    at_ms: int
+    member: str
+    txn: str
+    member_id: str
+    generation: int
+    partition: TopicPartition
+    offset: int
+
+
+class TxnOffsetsSent(_Event, _TxnOffsetsSent):
+    """A TxnOffsetCommit of ``txn`` left the producer (one per partition), with the consumer's group
+    metadata (KIP-447)."""
+
+    __slots__ = ()
+
+
+class _TxnOffsetsAnswered(NamedTuple):
+    at_ms: int
+    member: str
+    txn: str
+    error: str
+
+
+class TxnOffsetsAnswered(_Event, _TxnOffsetsAnswered):
+    __slots__ = ()
+
+
+class _TxnEnding(NamedTuple):
+    at_ms: int
+    member: str
+    txn: str
+    commit: bool
+
+
+class TxnEnding(_Event, _TxnEnding):
+    """The application asked for EndTxn: commit (once, then retried until answered) or abort."""
+
+    __slots__ = ()
+
+
+class _TxnCommitted(NamedTuple):
+    at_ms: int
+    member: str
+    txn: str
+
+
+class TxnCommitted(_Event, _TxnCommitted):
+    """EndTxn(commit) was answered NONE."""
+
+    __slots__ = ()
+
+
+class _TxnAborted(NamedTuple):
+    at_ms: int
+    member: str
+    txn: str
+    reason: str
+
+
+class TxnAborted(_Event, _TxnAborted):
+    """The application gave the transaction up before asking to commit it (refused, fenced, timed out)."""
+
+    __slots__ = ()
+
+
+class _OutputObserved(NamedTuple):
+    at_ms: int
+    partition: TopicPartition
+    offset: int
+    txn: str
+    source: TopicPartition
+    source_offset: int
+
+
+class OutputObserved(_Event, _OutputObserved):
+    """A read_committed reader of the output topic returned this record."""
+
+    __slots__ = ()
+
+
+class _GroupOffsetObserved(NamedTuple):
+    at_ms: int
+    partition: TopicPartition
+    offset: int
+
+
+class GroupOffsetObserved(_Event, _GroupOffsetObserved):
+    """The group's committed offset of an input partition, as OffsetFetch served it, changed."""
+
+    __slots__ = ()
+
+
+class _TxnCoordinatorMoved(NamedTuple):
+    at_ms: int
+    old_broker: Optional[int]
+    new_broker: Optional[int]
+
+
+class TxnCoordinatorMoved(_Event, _TxnCoordinatorMoved):
+    """The transaction coordinator of an application's transactional id moved (its broker failed)."""
+
     __slots__ = ()
 
 

@@ -39,13 +39,18 @@ from kgroup.core.member.consumer import (
 from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse
 from kgroup.errors import ConfigError
 from kgroup.io.runner import MemberRunner
+from kgroup.core.cluster.transaction_hosting import TransactionHosting, TransactionHostingConfig
+from kgroup.core.transaction import TransactionCoordinatorConfig, TransactionState
 from kgroup.sim.app import ConsumerApp, Producer, draw_profile
 from kgroup.sim.checker import (
-    Overlap, OwnershipChecker, Violation, check_history, check_sticky_moves, coverage, last_acknowledged,
+    Overlap, OwnershipChecker, Violation, check_exactly_once, check_history, check_sticky_moves, coverage,
+    last_acknowledged,
 )
+from kgroup.sim.eos import OutputReader, TransactionalBackend, TransactionalProducer
 from kgroup.sim.history import (
-    CoordinatorMoved, FaultApplied, History, MemberFailed, MemberStopped, Transition,
+    CoordinatorMoved, FaultApplied, History, MemberFailed, MemberStopped, Transition, TxnCoordinatorMoved,
 )
+from kgroup.sim.txn_data import TransactionalData
 from kgroup.sim.network import SimNetwork, NetworkConfig
 from kgroup.sim.schedule import Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.io.clock import MockClock, autojump
@@ -53,13 +58,23 @@ from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.testing.scheduler import EventScheduler
 from kgroup.values import TopicPartition
 
-__all__ = ["ASSIGNORS", "ASSIGNOR_MIXES", "CAMPAIGN_SHAPE", "GROUP_PROTOCOLS", "SERVER_ASSIGNORS",
-           "SimConfig", "Verdict", "run", "run_seed"]
+__all__ = ["ASSIGNORS", "ASSIGNOR_MIXES", "CAMPAIGN_SHAPE", "GROUP_PROTOCOLS", "PROCESSING_MODES",
+           "SERVER_ASSIGNORS", "SimConfig", "Verdict", "run", "run_seed"]
 
 GROUP = "sim"
 TOPIC = "events"
 #: The second topic a ``resubscribe`` fault adds to a member's subscription.
 AUX_TOPIC = "audit"
+#: Exactly-once mode: where the applications write one output record per input record.
+OUTPUT_TOPIC = "results"
+#: ``plain``: applications commit offsets as their profile says; ``transactional``: each batch is
+#: processed in a transaction with its offsets (kgroup.sim.eos).
+PROCESSING_MODES = ("plain", "transactional")
+#: Exactly-once mode: the records one poll returns at most (Kafka's max.poll.records default).
+EOS_MAX_RECORDS = 500
+#: Exactly-once mode: how long the sim's transaction coordinators wait between two sweeps for
+#: transactions past their timeout (Kafka's 10 s default is longer than a campaign run's faults).
+TXN_TIMEOUT_SWEEP_MS = 1_000
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 #: The coordinator's assignors of the consumer protocol (KIP-848), named by ``group_remote_assignor``.
 SERVER_ASSIGNORS = ("uniform", "range")
@@ -115,6 +130,8 @@ class SimConfig:
     network: NetworkConfig = NetworkConfig()
     #: Fault kinds drawn only on request (``freeze``), drawn besides the others (docs/simulator.md).
     extra_faults: Tuple[str, ...] = ()
+    #: One of :data:`PROCESSING_MODES`.
+    processing: str = "plain"
 
     def __attrs_post_init__(self) -> None:
         for name, minimum in (("members", 1), ("partitions", 1), ("brokers", 1), ("duration_ms", 1),
@@ -128,11 +145,18 @@ class SimConfig:
         if self.assignor != "any" and self.assignor not in names:
             raise ConfigError(f"assignor {self.assignor!r} is not one of {', '.join(names)} (group_protocol "
                               f"{self.group_protocol!r})")
+        if self.processing not in PROCESSING_MODES:
+            raise ConfigError(f"processing must be one of {', '.join(PROCESSING_MODES)}, "
+                              f"got {self.processing!r}")
         self.fault_plan()  # refuses an unknown extra fault kind now, not when a run draws its schedule
 
     @property
     def consumer_protocol(self) -> bool:
         return self.group_protocol == CONSUMER
+
+    @property
+    def transactional(self) -> bool:
+        return self.processing == "transactional"
 
     def coordinator_config(self) -> GroupCoordinatorConfig:
         """Short timeouts for both protocols: a classic member sends its own session timeout, a
@@ -192,6 +216,8 @@ class Verdict:
 
     def describe(self) -> str:
         protocol = " (KIP-848)" if self.config.consumer_protocol else ""
+        if self.config.transactional:
+            protocol += " exactly-once"
         lines = [f"seed {self.seed}: {self.config.members} members, {self.config.partitions} partitions, "
                  f"{self.assignor}{protocol}{' static' if self.config.static else ''}, "
                  f"{len(self.schedule.faults)} faults, "
@@ -207,6 +233,11 @@ class Verdict:
 #: The state machines whose transitions the history records (coverage), by their state type.
 _MACHINE_KINDS = {ClassicMemberState: "member", GroupState: "group", ConsumerMemberState: "member",
                   ConsumerGroupState: "group", CoordinatorMemberState: "coordinator member"}
+
+
+#: Transaction states with nothing left to write.
+_DECIDED = (TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT,
+            TransactionState.DEAD)
 
 
 def _broker_key(node_id: Optional[int]) -> int:
@@ -265,6 +296,33 @@ class _Simulation:
         self._incarnations: Dict[str, int] = {}
         #: Members whose application exited on a fatal error and waits for its supervisor's restart.
         self.restarting: set = set()
+        #: Exactly-once mode (None otherwise): transactional data, transaction coordinators, the reader.
+        self.data: Optional[TransactionalData] = None
+        self.transactions: Optional[TransactionHosting] = None
+        self.reader: Optional[OutputReader] = None
+        self._txn_incarnations: Dict[str, int] = {}
+        self._txn_failovers_seen = 0
+        #: A planted bug for the checker's tests: applications commit offsets outside their transactions.
+        self.offsets_outside_transaction = False
+        if config.transactional:
+            self._host_transactions()
+
+    def _host_transactions(self) -> None:
+        """The transaction coordinators on ``__transaction_state`` beside the group coordinators, as the
+        wire server hosts them (kgroup/server/transactions.py), and the output topic."""
+        self.kafka.create_topic(OUTPUT_TOPIC, self.config.partitions)
+        self.data = TransactionalData(self.cluster)
+        self.transactions = TransactionHosting(self.cluster, TransactionHostingConfig(
+            transaction_state_partitions=3, load_time_ms=100, coordinator=TransactionCoordinatorConfig(
+                abort_timed_out_transaction_cleanup_interval_ms=TXN_TIMEOUT_SWEEP_MS)),
+            self.clock(), offsets_writer=self.kafka.hosting, data_writer=self.data)
+        self.kafka.hub.backend = TransactionalBackend(self.kafka.hosting, self.transactions)
+        self.reader = OutputReader(self.data, OUTPUT_TOPIC, self.history, self.committed_offsets)
+        self.scheduler.add_timers(self.reader)
+
+    def transactional_id_of(self, name: str) -> str:
+        """The same across the application's restarts: its new producer fences the old one."""
+        return f"tx-{name}"
 
     # -- members --------------------------------------------------------------------------------
 
@@ -272,6 +330,10 @@ class _Simulation:
         config, now = self.config, self.clock()
         profile = draw_profile(random.Random(f"app-{self.seed}-{name}"), config.commit_mode,
                                config.processing_ms_per_record)
+        if config.transactional:
+            # No auto-commit either; a transaction costs a few round trips of acks=all writes, so each
+            # takes up to Kafka's max.poll.records (500) to keep up with the producers.
+            profile = attrs.evolve(profile, commit_mode="transactional", max_records=EOS_MAX_RECORDS)
         member: MemberContract
         if config.consumer_protocol:
             incarnation = self._incarnations[name] = self._incarnations.get(name, 0) + 1
@@ -295,14 +357,31 @@ class _Simulation:
                 now)
         member.subscribe([TOPIC], now)
         member.update_metadata(self.kafka.partitions_per_topic(), now)
+        producer = self._transactional_producer(name) if config.transactional else None
         app = ConsumerApp(name, member.config.group_instance_id, member, profile, self.cluster, self.history,
-                          now, reachable=self._reachable, on_failed=self._member_failed)
+                          now, reachable=self._reachable, on_failed=self._member_failed, producer=producer,
+                          data=self.data, output_partitions=config.partitions)
         transport = self.network.transport(name, self.kafka.transport(name), self.clock, _broker_key,
                                            observer=app)
         app.runner = MemberRunner(member, transport, self.clock)
         self.apps[name] = app
-        self.scheduler.add_member(name, app.runner, app)
+        driven = self.scheduler.add_member(name, app.runner, app)
+        if producer is not None:
+            # An answer to the producer wakes the application's loop blocked in its transaction.
+            producer.transport.on_completion_scheduled = lambda due_ms: setattr(driven, "dirty", True)
         return app
+
+    def _transactional_producer(self, name: str) -> TransactionalProducer:
+        incarnation = self._txn_incarnations[name] = self._txn_incarnations.get(name, 0) + 1
+        # The producer's connections share its process's network: the member's links and faults.
+        transport = self.network.transport(f"{name}.producer", self.kafka.transport(f"{name}-producer"),
+                                           self.clock, _broker_key)
+        transport.member = name
+        assert self.data is not None
+        return TransactionalProducer(
+            name, self.transactional_id_of(name), GROUP, OUTPUT_TOPIC, transport, self.data, self.history,
+            f"{name}.{incarnation}", self._reachable, transaction_timeout_ms=self.config.max_poll_interval_ms,
+            offsets_outside_transaction=self.offsets_outside_transaction)
 
     def assignors_of(self, name: str) -> Tuple[str, ...]:
         """The member's assignor list: the group's assignor, or its place in a mix (``m<i>`` the i-th
@@ -345,9 +424,11 @@ class _Simulation:
         self.scheduler.remove_member(name)
         self.ownership.forget(name)
         runner = app.runner
+        if app.producer is not None:
+            app.producer.transport.close()
         if clean:
             # The application closes its consumer: the member commits (auto), revokes and leaves.
-            app.member.close(self.clock(), positions=app.committable())
+            app.member.close(self.clock(), positions=None if app.producer is not None else app.committable())
             # The application runs the revocation callbacks its member waits on before leaving (the
             # KIP-848 member does; the classic one leaves regardless and ignores a poll while closing).
 
@@ -432,6 +513,34 @@ class _Simulation:
             self._failovers_seen = len(failovers)
         if self._acknowledged_at_move is not None and self.kafka.hosting.coordinator_for(GROUP) is not None:
             self._check_failover_kept_commits(now_ms)
+        transactions = self.transactions
+        if transactions is not None and len(transactions.failovers) > self._txn_failovers_seen:
+            slots = {transactions.partition_for(self.transactional_id_of(name))
+                     for name in self.member_slots()}
+            for old, new, slot, at_ms in transactions.failovers[self._txn_failovers_seen:]:
+                if slot in slots and old is not None:
+                    self.history.record(TxnCoordinatorMoved(at_ms, old, new))
+            self._txn_failovers_seen = len(transactions.failovers)
+
+    def member_slots(self) -> List[str]:
+        return sorted(self._txn_incarnations)
+
+    def transactions_decided(self) -> bool:
+        """No application is in a transaction and its coordinator has none open or being completed."""
+        transactions = self.transactions
+        if transactions is None:
+            return True
+        if any(app.producer is not None and app.producer.busy for app in self.apps.values()):
+            return False
+        for name in self.member_slots():
+            transactional_id = self.transactional_id_of(name)
+            coordinator = transactions.coordinator_for(transactional_id)
+            if coordinator is None:
+                return False
+            metadata = coordinator.transaction(transactional_id)
+            if metadata is not None and metadata.state not in _DECIDED:
+                return False
+        return True
 
     def _check_failover_kept_commits(self, now_ms: int) -> None:
         """The new coordinator, once loaded, serves every commit acknowledged before the move."""
@@ -543,6 +652,19 @@ class _Simulation:
                 logs[TopicPartition(TOPIC, partition.index)] = [e.payload for e in log.entries[:log.hw]]
         return logs
 
+    def finish_transactions(self) -> None:
+        """Exactly-once mode, at the end: wait (bounded) until every transaction is decided and its
+        markers written, then read the output and the offsets one last time."""
+        deadline = self.clock() + self.config.settle_bound_ms
+        while not self.transactions_decided() and self.clock() < deadline:
+            self.scheduler.run_until_ms(self.clock() + 50)
+        if not self.transactions_decided():
+            self.violations.append(Violation(
+                "not-settled", self.clock(),
+                f"transactions still open {self.config.settle_bound_ms} ms after the catch-up"))
+        assert self.reader is not None
+        self.reader.read(self.clock())
+
     def generations(self) -> set:
         return {a.member.generation.generation_id for a in self.apps.values()}
 
@@ -550,6 +672,8 @@ class _Simulation:
         for app in self.apps.values():
             if app.runner is not None:
                 app.runner.transport.close()
+            if app.producer is not None:
+                app.producer.transport.close()
         self.kafka.close()
 
 
@@ -589,9 +713,14 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
                 "static-bounce-rebalanced", sim.clock(),
                 f"static members bounced within the session timeout, yet the group rebalanced: "
                 f"generation {sorted(before)} -> {sorted(sim.generations())}"))
+        if sim.reader is not None:
+            sim.finish_transactions()
         sim.ownership.close(sim.clock())
+        final_committed = sim.committed_offsets()
         violations = sim.ownership.violations[:20] + sim.violations + check_history(
-            sim.history, sim.committed_offsets(), sim.final_logs())
+            sim.history, final_committed, sim.final_logs())
+        if sim.reader is not None:
+            violations += check_exactly_once(sim.history, final_committed)
         return Verdict(seed, config, sim.assignor, schedule, tuple(violations), tuple(sim.ownership.overlaps),
                        coverage(sim.history, sim.ownership.overlaps), sim.history, sim.clock())
     finally:
