@@ -40,6 +40,7 @@ from kgroup.core.consumer_group.member_timers import (
     MemberTimers, classic_join_timer_key, classic_sync_timer_key, rebalance_timer_key, session_timer_key,
 )
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
+from kgroup.core.consumer_group.subscription_changes import subscribed_topics_with
 from kgroup.core.consumer_group.target_assignment import TargetAssignmentBuilder, members_after
 from kgroup.core.consumer_group_messages import (
     JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -225,7 +226,7 @@ class ConsumerGroupManager:
         # Kafka refreshes the subscription metadata when a subscription changes or its refresh
         # deadline passes; here it is recomputed on every heartbeat, so a topic created, deleted or
         # grown bumps the group epoch at the next heartbeat of any member.
-        metadata = self._metadata_of(group.subscribed_topics_with(previous, updated, group.resolved_regexes))
+        metadata = self._metadata_of(subscribed_topics_with(group, previous, updated, group.resolved_regexes))
         group_epoch = group.group_epoch
         if bump_group_epoch or metadata != group.subscription_metadata:
             group_epoch += 1
