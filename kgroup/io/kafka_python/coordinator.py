@@ -5,7 +5,9 @@ The member runs through kgroup's ``MemberRunner`` over a
 ``KafkaPythonTransport`` that shares the consumer's network client, and a
 ``HeartbeatThread`` keeps it alive between polls.  Rebalance events are
 turned into ``SubscriptionState`` changes and listener callbacks on the
-polling thread only (inside ``poll`` / ``close``).
+polling thread only (inside ``poll`` / ``close``): the listener contract is
+``kgroup.io.kafka_python.rebalance_callbacks``, what the member learns of the
+subscription and the metadata ``kgroup.io.kafka_python.metadata_feed``.
 
 Every kgroup error that leaves this class - raised from a method kafka-python
 calls, or handed to a commit future or callback - is first turned into its
