@@ -16,12 +16,14 @@ import collections
 import enum
 from typing import Callable, Mapping, Optional
 
+from kgroup.core.consumer_group.group_invariants import check_consumer_group_invariants
 from kgroup.core.consumer_group.member import ConsumerGroupMember, MemberState
 from kgroup.core.consumer_group.records import (
     ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord, ConsumerGroupRecord,
     ConsumerGroupRegularExpressionRecord, ConsumerGroupRegularExpressionTombstone,
     ConsumerGroupTargetAssignmentRecord, PersistedConsumerGroup, ResolvedTopicRegex,
 )
+from kgroup.core.consumer_group.subscription_changes import topics_with_regexes
 from kgroup.core.coordinator_common.errors import GroupInvariantViolation
 from kgroup.core.coordinator_common.records import GroupTombstone, OffsetCommitRecord, OffsetTombstone
 from kgroup.core.error_codes import ErrorCode
@@ -174,52 +176,20 @@ class ConsumerGroup:
                    for tp in self.target_of(member.member_id))
 
     def subscribed_topics(self) -> frozenset[str]:
-        """Topics some member subscribes to, by name or through a resolved regex."""
-        return self._with_regex_topics(frozenset(self._subscriber_counts), self._regex_counts,
-                                       self._resolved_regexes)
+        """Topics some member subscribes to, by name or through a resolved regex (what one member's
+        change would make of them: :mod:`.subscription_changes`)."""
+        return topics_with_regexes(frozenset(self._subscriber_counts), self._regex_counts,
+                                   self._resolved_regexes)
 
-    def subscribed_topics_with(self, old: Optional[ConsumerGroupMember], new: ConsumerGroupMember,
-                               resolved: Mapping[str, ResolvedTopicRegex]) -> frozenset[str]:
-        """The subscribed topics once member ``old`` (None: a new one) becomes ``new`` and the regexes
-        resolve to ``resolved`` (the group does not change)."""
-        removed = () if old is None else old.subscribed_topic_names
-        if removed == new.subscribed_topic_names:
-            names = frozenset(self._subscriber_counts)
-        else:
-            counts = collections.Counter(self._subscriber_counts)
-            counts.subtract(removed)
-            counts.update(new.subscribed_topic_names)
-            names = frozenset(topic for topic, count in counts.items() if count > 0)
-        return self._with_regex_topics(names, self.regex_counts_with(old, new), resolved)
-
-    @staticmethod
-    def _with_regex_topics(names: frozenset[str], regex_counts: Mapping[str, int],
-                           resolved: Mapping[str, ResolvedTopicRegex]) -> frozenset[str]:
-        if not regex_counts:
-            return names
-        topics = set(names)
-        for regex in regex_counts:
-            if regex in resolved:
-                topics |= resolved[regex].topics
-        return frozenset(topics)
+    @property
+    def topic_subscriber_counts(self) -> Mapping[str, int]:
+        """topic -> how many members subscribe to it by name."""
+        return self._subscriber_counts
 
     @property
     def regex_counts(self) -> Mapping[str, int]:
         """regex -> how many members subscribe to it."""
         return self._regex_counts
-
-    def regex_counts_with(self, old: Optional[ConsumerGroupMember],
-                          new: ConsumerGroupMember) -> Mapping[str, int]:
-        """The regex counts once member ``old`` (None: a new one) becomes ``new``."""
-        old_regex = None if old is None else old.subscribed_topic_regex
-        if old_regex == new.subscribed_topic_regex:
-            return self._regex_counts
-        counts = collections.Counter(self._regex_counts)
-        if old_regex is not None:
-            counts[old_regex] -= 1
-        if new.subscribed_topic_regex is not None:
-            counts[new.subscribed_topic_regex] += 1
-        return +counts
 
     @property
     def resolved_regexes(self) -> Mapping[str, ResolvedTopicRegex]:
@@ -454,27 +424,6 @@ class ConsumerGroup:
             self._machine.transition_to(target)
 
     def assert_invariants(self) -> None:
-        """Partition epochs match the members, and no partition has two owners; O(partitions)."""
-        seen: dict[TopicPartition, str] = {}
-        for member in self._members.values():
-            for tp in member.owned():
-                if tp in seen:
-                    raise GroupInvariantViolation(
-                        self._group_id, f"{tp} owned by both {seen[tp]} and {member.member_id}")
-                seen[tp] = member.member_id
-                if self._partition_owner.get(tp) != (member.member_id, member.member_epoch):
-                    raise GroupInvariantViolation(self._group_id, f"partition epoch of {tp} is stale")
-        if len(seen) != len(self._partition_owner):
-            raise GroupInvariantViolation(self._group_id, "a partition epoch outlived its owner")
-        for instance_id, member_id in self._static_members.items():
-            if self._members.get(member_id) is None or self._members[member_id].instance_id != instance_id:
-                raise GroupInvariantViolation(self._group_id,
-                                              f"static member {instance_id} maps to a stranger")
-        classic = [m.classic_member_metadata for m in self._members.values() if m.classic_member_metadata]
-        recount = collections.Counter(name for metadata in classic for name in metadata.protocol_names)
-        if len(classic) != self._classic_member_count or +recount != self._classic_protocol_counts:
-            raise GroupInvariantViolation(self._group_id, "classic member counts do not match the members")
-        if not self._resolved_regexes.keys() <= self._regex_counts.keys():
-            raise GroupInvariantViolation(self._group_id, "a resolved regex outlived its last subscriber")
-        if not self.is_(S.DEAD) and self._derived_state() is not self.state:
-            raise GroupInvariantViolation(self._group_id, f"state {self.state.value} is stale")
+        """Recount what the counters and maps cache (:mod:`.group_invariants`); O(partitions), for tests."""
+        derived = None if self.is_(S.DEAD) else self._derived_state()
+        check_consumer_group_invariants(self, self._partition_owner, self._classic_protocol_counts, derived)

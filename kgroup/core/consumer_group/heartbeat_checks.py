@@ -1,12 +1,16 @@
 """The checks a ConsumerGroupHeartbeat passes before it may change anything (split from the manager).
 
-Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid and throwIfConsumerGroupMemberEpochIsInvalid;
-a failed check raises :class:`HeartbeatRefused` with the code and message of the answer.
+Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid, throwIfConsumerGroupMemberEpochIsInvalid and
+getOrMaybeSubscribeDynamic/StaticConsumerGroupMember (which member a heartbeat is for); a failed check
+raises :class:`HeartbeatRefused` with the code and message of the answer.
 """
 from __future__ import annotations
 
 from typing import AbstractSet, Optional
 
+import attrs
+
+from kgroup.core.consumer_group.group import ConsumerGroup
 from kgroup.core.consumer_group.member import ConsumerGroupMember
 from kgroup.core.consumer_group_messages import (
     JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -16,7 +20,7 @@ from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.values import TopicPartition
 
-__all__ = ["HeartbeatRefused", "validate_heartbeat_request", "check_member_epoch"]
+__all__ = ["HeartbeatRefused", "validate_heartbeat_request", "check_member_epoch", "heartbeat_member"]
 
 E = ErrorCode
 #: The characters Java's String.trim() removes from both ends.
@@ -95,3 +99,44 @@ def check_member_epoch(member: ConsumerGroupMember, received: int,
         # of the current assignment is accepted.
         if received != member.previous_member_epoch or not _is_subset(owned, member.assigned_partitions):
             raise fenced("smaller")
+
+
+def heartbeat_member(group: ConsumerGroup, req: ConsumerGroupHeartbeatRequest, member_id: str,
+                     owned: Optional[AbstractSet[TopicPartition]],
+                     ) -> tuple[ConsumerGroupMember, Optional[str]]:
+    """Kafka's getOrMaybeSubscribeDynamicConsumerGroupMember / ...StaticConsumerGroupMember: the member
+    a heartbeat that is not a leave is for (a new one when it joins), and the member id of the static
+    member it replaces, if any.  The group does not change."""
+    joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+    instance_id = req.instance_id
+    if instance_id is None:
+        member = group.members.get(member_id)
+        if member is None:
+            if not joining:
+                raise HeartbeatRefused(E.UNKNOWN_MEMBER_ID,
+                                       f"Member {member_id} is not a member of group {req.group_id}.")
+            member = ConsumerGroupMember(member_id)
+        check_member_epoch(member, req.member_epoch, owned)
+        return member, None
+    existing = group.static_member(instance_id)
+    if joining:
+        if existing is None:
+            return ConsumerGroupMember(member_id), None
+        # A classic static member may be replaced at once by one of the consumer protocol
+        # (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember, online upgrade).
+        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol:
+            raise HeartbeatRefused(E.UNRELEASED_INSTANCE_ID,
+                                   f"Static member {member_id} with instance id {instance_id} cannot "
+                                   "join the group because the instance id is owned by "
+                                   f"{existing.member_id} member.")
+        # The new incarnation keeps the old one's assignment and rejoins at epoch 0.
+        replacement = attrs.evolve(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        return replacement, existing.member_id
+    if existing is None:
+        raise HeartbeatRefused(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise HeartbeatRefused(E.FENCED_INSTANCE_ID,
+                               f"Static member {member_id} with instance id {instance_id} was fenced by "
+                               f"member {existing.member_id}.")
+    check_member_epoch(existing, req.member_epoch, owned)
+    return existing, None

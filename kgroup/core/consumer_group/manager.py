@@ -21,7 +21,6 @@ does the group change.  An error answer never leaves half a change behind.
 """
 from __future__ import annotations
 
-import collections
 import enum
 import functools
 import uuid
@@ -29,23 +28,24 @@ from typing import AbstractSet, Callable, Iterable, Mapping, Optional
 
 import attrs
 
-from kgroup.assignors import get_server_assignor
-from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
+from kgroup.assignors.server_base import ServerAssignor
 from kgroup.core.consumer_group.classic_members import ClassicMemberRequests, ClassicRequestRefused
 from kgroup.core.consumer_group.context import ConsumerGroupContext, GroupConversionRefused
+from kgroup.core.consumer_group.describe import describe_consumer_groups
 from kgroup.core.consumer_group.heartbeat_checks import HeartbeatRefused as _Refused
-from kgroup.core.consumer_group.heartbeat_checks import check_member_epoch, validate_heartbeat_request
+from kgroup.core.consumer_group.heartbeat_checks import heartbeat_member, validate_heartbeat_request
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.consumer_group.member import ConsumerGroupMember, check_transition
 from kgroup.core.consumer_group.member_timers import (
     MemberTimers, classic_join_timer_key, classic_sync_timer_key, rebalance_timer_key, session_timer_key,
 )
 from kgroup.core.consumer_group.reconciliation import FencedMemberEpoch, reconcile
+from kgroup.core.consumer_group.subscription_changes import subscribed_topics_with
+from kgroup.core.consumer_group.target_assignment import TargetAssignmentBuilder, members_after
 from kgroup.core.consumer_group_messages import (
-    JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH, MEMBER_TYPE_CLASSIC,
-    MEMBER_TYPE_CONSUMER,
+    JOIN_GROUP_MEMBER_EPOCH, LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse, DescribedConsumerGroup, DescribedConsumerGroupMember,
+    ConsumerGroupHeartbeatResponse,
 )
 from kgroup.core.consumer_group.records import PersistedConsumerGroup
 from kgroup.core.consumer_group.regex_subscriptions import RegexSubscriptions
@@ -69,23 +69,6 @@ class _Creation(enum.Enum):
     UPGRADE = "upgrade"
 
 
-def _members_after(group: ConsumerGroup, updated: ConsumerGroupMember,
-                   replaced: Optional[str]) -> list[ConsumerGroupMember]:
-    """The group's members once ``updated`` is stored (replacing static member ``replaced``), in the order
-    the group will hold them: a member whose value changes moves to the end, as the group's dict does."""
-    if group.members.get(updated.member_id) == updated:
-        return list(group.members.values())
-    return [m for m in group.members.values() if m.member_id not in (updated.member_id, replaced)] + [updated]
-
-
-def _preferred(assignor_names: list[str], default: str) -> str:
-    """Kafka's preferredServerAssignor over these names (ConsumerGroup.preferred_assignor's rule)."""
-    if not assignor_names:
-        return default
-    counts = collections.Counter(assignor_names)
-    return max(sorted(counts), key=lambda name: counts[name])
-
-
 class ConsumerGroupManager:
     def __init__(self, config: GroupCoordinatorConfig, context: ConsumerGroupContext, *,
                  observer: Optional[TransitionObserver] = None,
@@ -97,8 +80,7 @@ class ConsumerGroupManager:
         self._groups: dict[str, ConsumerGroup] = {}
         self._observer = observer
         self._new_member_id = member_id_factory or (lambda: str(uuid.uuid4()))
-        #: Assignor instances by name that take precedence over the registry (tests' prepared assignors).
-        self._server_assignors: Mapping[str, ServerAssignor] = server_assignors or {}
+        self._target_assignments = TargetAssignmentBuilder(config, context, server_assignors or {})
         self.timers = MemberTimers(config, context, self._fence_if_present, self._member_epoch)
         #: JoinGroup / SyncGroup / Heartbeat / LeaveGroup of classic members in consumer groups.
         self.classic_members = ClassicMemberRequests(self)
@@ -190,43 +172,8 @@ class ConsumerGroupManager:
         if len(group.members) >= self.config.consumer_group_max_size and member_id not in group.members:
             raise _Refused(E.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
                                                      f"{self.config.consumer_group_max_size} members.")
-        replaced: Optional[str] = None
+        member, replaced = heartbeat_member(group, req, member_id, owned)
         instance_id = req.instance_id
-        if instance_id is None:
-            member = group.members.get(member_id)
-            if member is None:
-                if not joining:
-                    raise _Refused(E.UNKNOWN_MEMBER_ID,
-                                   f"Member {member_id} is not a member of group {req.group_id}.")
-                member = ConsumerGroupMember(member_id)
-            check_member_epoch(member, req.member_epoch, owned)
-        else:
-            existing = group.static_member(instance_id)
-            if joining:
-                if existing is None:
-                    member = ConsumerGroupMember(member_id)
-                else:
-                    # A classic static member may be replaced at once by one of the consumer protocol
-                    # (Kafka's getOrMaybeSubscribeStaticConsumerGroupMember, online upgrade).
-                    if (existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH
-                            and not existing.uses_classic_protocol):
-                        raise _Refused(E.UNRELEASED_INSTANCE_ID,
-                                       f"Static member {member_id} with instance id {instance_id} cannot "
-                                       "join the group because the instance id is owned by "
-                                       f"{existing.member_id} member.")
-                    # The new incarnation keeps the old one's assignment and rejoins at epoch 0.
-                    member = attrs.evolve(existing, member_id=member_id, member_epoch=0,
-                                          previous_member_epoch=0)
-                    replaced = existing.member_id
-            else:
-                if existing is None:
-                    raise _Refused(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-                if existing.member_id != member_id:
-                    raise _Refused(E.FENCED_INSTANCE_ID,
-                                   f"Static member {member_id} with instance id {instance_id} was fenced by "
-                                   f"member {existing.member_id}.")
-                member = existing
-                check_member_epoch(member, req.member_epoch, owned)
 
         # Everything that can still refuse the heartbeat runs on the unchanged group.
         updated = attrs.evolve(
@@ -279,7 +226,7 @@ class ConsumerGroupManager:
         # Kafka refreshes the subscription metadata when a subscription changes or its refresh
         # deadline passes; here it is recomputed on every heartbeat, so a topic created, deleted or
         # grown bumps the group epoch at the next heartbeat of any member.
-        metadata = self._metadata_of(group.subscribed_topics_with(previous, updated, group.resolved_regexes))
+        metadata = self._metadata_of(subscribed_topics_with(group, previous, updated, group.resolved_regexes))
         group_epoch = group.group_epoch
         if bump_group_epoch or metadata != group.subscription_metadata:
             group_epoch += 1
@@ -290,8 +237,8 @@ class ConsumerGroupManager:
 
         new_target: Optional[dict[str, frozenset[TopicPartition]]] = None
         if group_epoch > group.assignment_epoch:
-            new_target = self._target_assignment(group, _members_after(group, updated, replaced),
-                                                 current_target, metadata, group_epoch)
+            new_target = self._target_assignments.build(group, members_after(group, updated, replaced),
+                                                        current_target, metadata, group_epoch)
             target_epoch, target = group_epoch, new_target[member_id]
         else:
             target_epoch, target = group.assignment_epoch, current_target(member_id)
@@ -385,37 +332,6 @@ class ConsumerGroupManager:
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, int]:
         return self._metadata_of(group.subscribed_topics())
 
-    def _target_assignment(self, group: ConsumerGroup, members: list[ConsumerGroupMember],
-                           current_target: Callable[[str], frozenset[TopicPartition]],
-                           metadata: Mapping[str, int],
-                           group_epoch: int) -> dict[str, frozenset[TopicPartition]]:
-        """Kafka's TargetAssignmentBuilder: the assignor maps ``members``' subscriptions to the new target.
-
-        An assignor that raises refuses the heartbeat with UNKNOWN_SERVER_ERROR
-        (GroupMetadataManager.updateTargetAssignment turns PartitionAssignorException into
-        UnknownServerException); nothing has changed yet.  A member's subscription is its topic
-        names plus what its regex resolved to.
-        """
-        assignors = [m.server_assignor for m in members if m.server_assignor is not None]
-        name = _preferred(assignors, self.config.consumer_group_assignors[0])
-        specs = {
-            m.member_id: AssignmentMember(m.member_id, group.member_topics(m),
-                                          current_target(m.member_id), m.instance_id, m.rack_id)
-            for m in members
-        }
-        try:
-            assignor = self._server_assignors.get(name) or get_server_assignor(name)
-            if assignor.uses_partition_racks:
-                # Looked up only for an assignor that reads them: a million partitions' racks cost.
-                racks = {topic: self._context.partition_racks(topic) for topic in metadata}
-                result = assignor.assign(specs, metadata, partition_racks=racks)  # type: ignore[call-arg]
-            else:
-                result = assignor.assign(specs, metadata)
-        except Exception as error:  # any assignor failure, as Kafka's PartitionAssignorException
-            raise _Refused(E.UNKNOWN_SERVER_ERROR, f"Failed to compute a new target assignment for epoch "
-                                                   f"{group_epoch}: {error}") from error
-        return {mid: result.get(mid, frozenset()) for mid in specs}
-
     # -- leaving and fencing -------------------------------------------------------------
 
     def _leave(self, req: ConsumerGroupHeartbeatRequest, now_ms: int) -> ConsumerGroupHeartbeatResponse:
@@ -496,24 +412,5 @@ class ConsumerGroupManager:
     # -- ConsumerGroupDescribe -----------------------------------------------------------
 
     def describe(self, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
-        return ConsumerGroupDescribeResponse(tuple(self._describe_one(gid) for gid in req.group_ids))
-
-    def _describe_one(self, group_id: str) -> DescribedConsumerGroup:
-        if not group_id:
-            return DescribedConsumerGroup(E.INVALID_GROUP_ID, group_id, "Group id can't be empty.")
-        try:
-            group = self._existing_group(group_id)
-        except _Refused as refused:
-            return DescribedConsumerGroup(refused.code, group_id, refused.message, group_state="Dead")
-        members = tuple(
-            DescribedConsumerGroupMember(
-                m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
-                m.subscribed_topic_names, m.subscribed_topic_regex, m.assigned_partitions,
-                group.target_of(m.member_id),
-                # KIP-1099: which protocol the member speaks (Kafka's asConsumerGroupDescribeMember).
-                MEMBER_TYPE_CLASSIC if m.uses_classic_protocol else MEMBER_TYPE_CONSUMER)
-            for m in group.members.values())
-        return DescribedConsumerGroup(
-            E.NONE, group_id, group_state=group.state.value, group_epoch=group.group_epoch,
-            assignment_epoch=group.assignment_epoch,
-            assignor_name=group.preferred_assignor(self.config.consumer_group_assignors[0]), members=members)
+        """:mod:`.describe`: a described group, or the error of an id that is no consumer group."""
+        return describe_consumer_groups(req, self._existing_group, self.config.consumer_group_assignors[0])

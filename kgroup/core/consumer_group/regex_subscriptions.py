@@ -28,6 +28,7 @@ from kgroup.core.consumer_group.context import ConsumerGroupContext
 from kgroup.core.consumer_group.group import ConsumerGroup
 from kgroup.core.consumer_group.member import ConsumerGroupMember
 from kgroup.core.consumer_group.records import ResolvedTopicRegex
+from kgroup.core.consumer_group.subscription_changes import regex_counts_with
 from kgroup.core.consumer_group.topic_regex import compile_topic_regex, resolve_topic_regexes
 from kgroup.core.coordinator_common.config import GroupCoordinatorConfig
 
@@ -76,7 +77,7 @@ class RegexSubscriptions:
     def refresh_needed(self, group: ConsumerGroup, old: Optional[ConsumerGroupMember],
                        new: ConsumerGroupMember, now_ms: int) -> bool:
         """Kafka's conditions to resolve the group's regexes after this heartbeat."""
-        if not group.regex_counts_with(old, new):
+        if not regex_counts_with(group, old, new):
             return False  # 0. no regex in the group
         if group.group_id in self._scheduled:
             return False  # 1. a resolution is already on its way

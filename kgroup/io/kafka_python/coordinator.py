@@ -5,7 +5,9 @@ The member runs through kgroup's ``MemberRunner`` over a
 ``KafkaPythonTransport`` that shares the consumer's network client, and a
 ``HeartbeatThread`` keeps it alive between polls.  Rebalance events are
 turned into ``SubscriptionState`` changes and listener callbacks on the
-polling thread only (inside ``poll`` / ``close``).
+polling thread only (inside ``poll`` / ``close``): the listener contract is
+``kgroup.io.kafka_python.rebalance_callbacks``, what the member learns of the
+subscription and the metadata ``kgroup.io.kafka_python.metadata_feed``.
 
 Every kgroup error that leaves this class - raised from a method kafka-python
 calls, or handed to a commit future or callback - is first turned into its
@@ -17,7 +19,6 @@ from __future__ import annotations
 import collections
 import copy
 import functools
-import logging
 import os
 from typing import Any, ClassVar, Optional
 
@@ -28,7 +29,6 @@ from kafka.structs import MemberState as KMemberState
 from kafka.structs import OffsetAndMetadata as KOffsetAndMetadata
 from kafka.util import WeakMethod
 
-from kgroup.assignors import RebalanceProtocol
 from kgroup.core.member import (
     ClassicMemberState,
     CommitCompleted,
@@ -51,15 +51,15 @@ from kgroup.core.member.consumer import (
 from kgroup.errors import KGroupError, MemberClosedError
 from kgroup.io.heartbeat_thread import HeartbeatThread
 from kgroup.io.kafka_python.errors import to_kafka_error
+from kgroup.io.kafka_python.metadata_feed import MetadataFeed
 from kgroup.io.kafka_python.offsets import to_commits
 from kgroup.io.kafka_python.partitions import to_kafka_partition
-from kgroup.io.kafka_python.strategies import kafka_python_assignor, resolve_assignors
+from kgroup.io.kafka_python.rebalance_callbacks import RebalanceCallbacks
+from kgroup.io.kafka_python.strategies import resolve_assignors
 from kgroup.io.kafka_python.subscription import SubscriptionBridge
 from kgroup.io.kafka_python.transport import KafkaPythonTransport
 from kgroup.io.clock import monotonic_ms
 from kgroup.io.runner import MemberRunner, block_until
-
-log = logging.getLogger(__name__)
 
 _REBALANCING = (ClassicMemberState.PREPARING_REBALANCE, ClassicMemberState.COMPLETING_REBALANCE)
 #: KIP-848 has no global barrier: a member keeps consuming what it owns while it reconciles, so
@@ -153,7 +153,6 @@ class ConsumerCoordinator:
         self._cluster = client.cluster
         self._net = client._manager._net
         self._subscription = subscription
-        self._bridge = SubscriptionBridge(subscription, self._net)
         self.completed_offset_commits: collections.deque = collections.deque()
         self._pending_commits: dict[int, tuple] = {}
         self._results: dict[int, object] = {}
@@ -162,18 +161,21 @@ class ConsumerCoordinator:
         self._member: Optional[MemberContract] = None
         if self.config["group_id"] is None:
             return
-        #: A revocation (or loss) reached the app since the last assignment (eager listener contract).
-        self._revocation_delivered = False
         self._consumer_protocol = parse_group_protocol(self.config["group_protocol"]) == CONSUMER
         if self._consumer_protocol:
-            self._member_config: Optional[MemberConfig] = None
+            classic_config: Optional[MemberConfig] = None
             self._member = ConsumerProtocolMember(consumer_protocol_config(self.config), monotonic_ms(),
                                                   random_bytes=os.urandom)
         else:
-            self._member_config = member_config(self.config, self._cluster)
-            self._member = GroupMember(self._member_config, monotonic_ms())
+            classic_config = member_config(self.config, self._cluster)
+            self._member = GroupMember(classic_config, monotonic_ms())
         transport = KafkaPythonTransport(client, request_timeout_ms=self.config["request_timeout_ms"])
         self._runner = MemberRunner(self._member, transport)
+        self._metadata = MetadataFeed(subscription, self._cluster, self._runner,
+                                      consumer_protocol=self._consumer_protocol,
+                                      exclude_internal_topics=self.config["exclude_internal_topics"])
+        self._callbacks = RebalanceCallbacks(SubscriptionBridge(subscription, self._net), classic_config,
+                                             self._metadata.server_resolves_pattern)
         self._heartbeat = HeartbeatThread(self._runner, name=f"kgroup-heartbeat-{self.config['group_id']}")
         self._heartbeat.start()
         self._cluster.add_listener(WeakMethod(self._handle_metadata_update))
@@ -232,7 +234,7 @@ class ConsumerCoordinator:
         if not self._subscription.partitions_auto_assigned():
             return True
         runner = self._runner
-        self._sync_subscription()
+        self._metadata.sync_subscription()
         deadline = None if timeout_ms is None else runner.clock() + max(0, int(timeout_ms))
 
         def settled() -> bool:
@@ -259,62 +261,8 @@ class ConsumerCoordinator:
 
         return block_until(runner, deadline, settled, wake_for_member=True)
 
-    def _server_resolves_pattern(self) -> bool:
-        """KIP-848: a pattern subscription goes to the coordinator as SubscribedTopicRegex (Java's
-        ``subscribe(SubscriptionPattern)``) instead of being matched here against the metadata."""
-        consumer_protocol = getattr(self, "_consumer_protocol", False)  # unset without a group id
-        return consumer_protocol and self._subscription.subscribed_pattern is not None
-
-    def _sync_subscription(self) -> None:
-        if self._server_resolves_pattern():
-            pattern = self._subscription.subscribed_pattern.pattern
-            with self._runner.foreground() as member:
-                if member.subscription_pattern != pattern:
-                    member.subscribe_pattern(pattern, self._runner.clock())
-            self._feed_metadata()
-            return
-        topics = set(self._subscription.subscription or ())
-        with self._runner.foreground() as member:
-            if topics != set(member.subscription):
-                member.subscribe(sorted(topics), self._runner.clock())
-            wanted = set(member.metadata_topics()) | topics
-        if not wanted.issubset(self._subscription.group_subscription()):
-            self._subscription.group_subscribe(wanted)
-            self._cluster.set_topics(self._subscription.group_subscription())
-            self._cluster.request_update()
-        self._feed_metadata()
-
     def _handle_metadata_update(self, cluster) -> None:
-        # Runs on kafka-python's IO thread: pattern subscriptions follow the
-        # topic list, as in kafka-python; the member sees the partition counts.
-        if self._subscription.subscribed_pattern and not self._server_resolves_pattern():
-            topics = [t for t in cluster.topics(self.config["exclude_internal_topics"])
-                      if self._subscription.subscribed_pattern.match(t)]
-            if set(topics) != self._subscription.subscription:
-                self._subscription.change_subscription(topics)
-                self._cluster.set_topics(self._subscription.group_subscription())
-        if not self._closed:
-            self._feed_metadata()
-
-    def _feed_metadata(self) -> None:
-        counts = {}
-        unknown = False
-        for topic in self._subscription.group_subscription():
-            partitions = self._cluster.partitions_for_topic(topic)
-            if partitions:
-                counts[topic] = len(partitions)
-            else:
-                unknown = True
-        if unknown and not self._closed and not self._cluster.need_update:
-            # A subscribed topic the metadata does not know yet (just created, not yet on the broker
-            # that answered): ask again after retry.backoff.ms, as Java's consumer keeps asking while
-            # a topic is unknown.  kafka-python clears its update flag with any answer, even one to a
-            # request sent before set_topics() added the topic; a leader that assigned without the
-            # topic then waited for metadata.max.age.ms (5 min), its group Stable with nothing
-            # assigned (seen on Apache Kafka 4.4.0, 3 nodes, the topic created just before).
-            self._cluster.request_update()
-        with self._runner.foreground() as member:
-            member.update_metadata(counts, self._runner.clock())
+        self._metadata.on_cluster_update(cluster)  # a cluster listener: kafka-python's IO thread
 
     def _positions(self) -> dict:
         return {tp: oam.offset for tp, oam in self._subscription.all_consumed_offsets().items()}
@@ -324,14 +272,10 @@ class ConsumerCoordinator:
         error = None
         for event in events:
             failure = None
-            if isinstance(event, PartitionsRevoked):
-                self._revocation_delivered = True
-                failure = self._bridge.revoke(event.partitions)
-            elif isinstance(event, PartitionsLost):
-                self._revocation_delivered = True
-                failure = self._bridge.revoke(event.partitions, lost=True)
+            if isinstance(event, (PartitionsRevoked, PartitionsLost)):
+                failure = self._callbacks.revoked(event)
             elif isinstance(event, PartitionsAssigned):
-                failure = self._assigned(event)
+                failure = self._callbacks.assigned(event)
             elif isinstance(event, CommittedFetched):
                 self._results[event.token] = event
                 self._seek_committed(event)
@@ -346,41 +290,6 @@ class ConsumerCoordinator:
                     error = Errors.KafkaError("User rebalance callback throws an error")
                     error.__cause__ = failure
         return error
-
-    def _assigned(self, event: PartitionsAssigned) -> Optional[BaseException]:
-        """A rebalance completed: the assignor's ``on_assignment``, then the listener.
-
-        Listener contract (kafka-python 3.0 ``ConsumerCoordinator._on_join_prepare`` /
-        ``_on_join_complete``; Java ``ConsumerCoordinator.onJoinPrepare`` /
-        ``onJoinComplete``): EAGER calls ``on_partitions_revoked`` and then
-        ``on_partitions_assigned`` (the whole assignment) once per rebalance,
-        even with nothing to revoke or nothing assigned - unless the old
-        partitions were lost, which ``on_partitions_lost`` reported.  The
-        member emits no event for an empty revocation, so it is delivered
-        here, just before the assignment.  COOPERATIVE calls
-        ``on_partitions_revoked`` only for partitions taken away and
-        ``on_partitions_assigned`` with the added ones, even if none (Java).
-        """
-        failure: Optional[BaseException] = None
-        if self._member_config is None:
-            # KIP-848: the coordinator assigned (no client assignor); incremental, like COOPERATIVE.
-            return self._bridge.assign(event.assignment, notify_empty=True, report_all=False,
-                                       adopt_topics=self._server_resolves_pattern())
-        wrapped = kafka_python_assignor(self._member_config.assignors, event.generation.protocol_name)
-        if wrapped is not None:
-            try:
-                wrapped.on_assignment(sorted(event.assignment), event.user_data,
-                                      event.generation.generation_id)
-            except Exception as exc:  # the app's assignor: raised from poll() like a listener's error
-                log.exception("assignor %s failed in on_assignment", wrapped.name)
-                failure = exc
-        eager = self._member_config.protocol is RebalanceProtocol.EAGER
-        if eager and not self._revocation_delivered:
-            revoke_failure = self._bridge.revoke_nothing()
-            failure = failure or revoke_failure
-        self._revocation_delivered = False
-        assign_failure = self._bridge.assign(event.assignment, notify_empty=True, report_all=eager)
-        return failure or assign_failure  # the first one, as Java's firstException
 
     def _seek_committed(self, event: CommittedFetched) -> None:
         if event.error is not None:
@@ -500,7 +409,7 @@ class ConsumerCoordinator:
             member.unsubscribe(self._runner.clock())
             events = member.take_events()
         self._dispatch(events)
-        self._revocation_delivered = False  # a later subscription starts a new rebalance
+        self._callbacks.left()
         if self._consumer_protocol:
             with self._runner.foreground() as member:
                 # The revocation callbacks ran: the KIP-848 leave heartbeat may go now (Java's
@@ -513,7 +422,7 @@ class ConsumerCoordinator:
         if self._closed or self._member is None:
             self._closed = True
             return
-        self._closed = True
+        self._closed = self._metadata.closed = True
         self._cluster.remove_listener(WeakMethod(self._handle_metadata_update))
         runner = self._runner
         timeout_ms = self.config["request_timeout_ms"] if timeout_ms is None else timeout_ms
