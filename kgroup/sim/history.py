@@ -13,8 +13,8 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Type,
 from kgroup.values import TopicPartition
 
 __all__ = ["Appended", "CommitAnswered", "CommitSent", "CoordinatorMoved", "FaultApplied", "Fetched",
-           "History", "MemberFailed", "MemberStopped", "OwnershipChanged", "Processed", "Resumed",
-           "Transition"]
+           "GroupTypeChanged", "History", "MemberFailed", "MemberStopped", "OwnershipChanged", "Processed",
+           "Resumed", "RollingRestartStep", "Transition"]
 
 E = TypeVar("E")
 
@@ -200,6 +200,35 @@ class _CoordinatorMoved(NamedTuple):
 
 
 class CoordinatorMoved(_Event, _CoordinatorMoved):
+    __slots__ = ()
+
+
+class _GroupTypeChanged(NamedTuple):
+    at_ms: int
+    group: str
+    #: ``classic``, ``consumer`` or ``none`` (no group yet, or it was deleted).
+    old: str
+    new: str
+
+
+class GroupTypeChanged(_Event, _GroupTypeChanged):
+    """The coordinator's group became a group of another type (online migration, KIP-848); recorded only
+    by runs with a rolling restart into the other protocol."""
+
+    __slots__ = ()
+
+
+class _RollingRestartStep(NamedTuple):
+    at_ms: int
+    member: str
+    #: The protocol of the member's new process.
+    protocol: str
+    #: ``restart`` (its consumer closed now, the new process starts within the session timeout) or
+    #: ``switch while down`` (it was down already: its pending restart starts the new version).
+    action: str
+
+
+class RollingRestartStep(_Event, _RollingRestartStep):
     __slots__ = ()
 
 
