@@ -7,6 +7,8 @@
   no running member owned it ("gaps where nobody consumed"); ``unowned_partition_seconds`` is the
   same in seconds;
 - ``records_processed_twice``: records processed more than once (each extra time counts);
+- ``group_types``: the coordinator's group types in the order the run saw them (``classic``,
+  ``consumer``), recorded only by a run that migrates between the protocols (otherwise empty);
 - ``recovery_ms``: for each fault (not its healing half), the time from the fault until the group
   was Stable again, if the group became unstable before the next fault (0 if it never did; the
   fault is left out if it never became Stable again).  *Stable*: at least one member runs and
@@ -20,7 +22,9 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import attrs
 
-from kgroup.sim.history import Appended, FaultApplied, History, MemberStopped, OwnershipChanged, Processed
+from kgroup.sim.history import (
+    Appended, FaultApplied, GroupTypeChanged, History, MemberStopped, OwnershipChanged, Processed,
+)
 from kgroup.values import TopicPartition
 
 __all__ = ["Interval", "RunMetrics", "member_states", "ownership_intervals", "percentile", "run_metrics",
@@ -46,6 +50,12 @@ class RunMetrics:
     recovery_ms: Tuple[int, ...]
     faults: int
     end_ms: int
+    group_types: Tuple[str, ...] = ()
+
+    @property
+    def final_group_type(self) -> str:
+        """The group type the run ended with (``""``: not recorded)."""
+        return self.group_types[-1] if self.group_types else ""
 
     @property
     def unowned_partition_seconds(self) -> float:
@@ -208,7 +218,8 @@ def run_metrics(history: History, end_ms: Optional[int] = None) -> RunMetrics:
     faults = sum(not e.fault.startswith("heal ") for e in history.of(FaultApplied))
     return RunMetrics(rebalances=len(generations), unowned_partition_ms=_unowned_ms(history, end),
                       records_processed_twice=_processed_twice(history),
-                      recovery_ms=_recoveries(history, end), faults=faults, end_ms=end)
+                      recovery_ms=_recoveries(history, end), faults=faults, end_ms=end,
+                      group_types=tuple(e.new for e in history.of(GroupTypeChanged)))
 
 
 def percentile(values: Sequence[float], q: float) -> Optional[float]:
