@@ -33,8 +33,9 @@ from kgroup.sim.metrics import percentile
 from kgroup.sim.schedule import Schedule, generate_schedule
 from kgroup.sim.simulator import ASSIGNORS, SimConfig
 
-__all__ = ["ALL_SCENARIOS", "MIGRATION_SCENARIOS", "SCENARIOS", "Comparison", "ComparisonScenario", "Variant", "VariantSummary", "default_variants",
-           "jobs", "migration_variants", "run_comparison", "scenario_schedule", "summarise", "variant_config", "write_report"]
+__all__ = ["ALL_SCENARIOS", "MIGRATION_SCENARIOS", "SCENARIOS", "Comparison", "ComparisonScenario", "Variant",
+           "VariantSummary", "default_variants", "jobs", "migration_variants", "run_comparison",
+           "scenario_schedule", "summarise", "variant_config", "write_report"]
 
 #: The assignors of the eager protocol; cooperative-sticky is the cooperative one (KIP-429).
 EAGER_ASSIGNORS = ("range", "roundrobin", "sticky")
@@ -388,7 +389,8 @@ def _plot(comparison: Comparison, scenario: ComparisonScenario, path: str) -> No
             axis.set_xticks(range(len(labels)))
         for axis in axes:
             axis.set_xticklabels(labels, fontsize=7)
-        legend = ("purple the upgrade to KIP-848, brown the downgrade, rr: rolling restart keeping the protocol"
+        legend = ("purple the upgrade to KIP-848, brown the downgrade, rr: a rolling restart keeping the "
+                  "protocol"
                   if scenario.variants else "hatched static")
         figure.suptitle(f"scenario {scenario.name}: {len(comparison.seeds)} seeds; blue eager, green "
                         f"cooperative, orange KIP-848, {legend}", fontsize=10)

@@ -141,4 +141,3 @@ class _StepEvent:
 
     def __repr__(self) -> str:
         return f"<rolling restart of {self.step.member} at {self.step.at_ms} ms>"
-

@@ -44,8 +44,8 @@ from kgroup.sim.checker import (
     Overlap, OwnershipChecker, Violation, check_history, check_sticky_moves, coverage, last_acknowledged,
 )
 from kgroup.sim.history import (
-    CoordinatorMoved, FaultApplied, GroupTypeChanged, History, MemberFailed, MemberStopped, RollingRestartStep,
-    Transition,
+    CoordinatorMoved, FaultApplied, GroupTypeChanged, History, MemberFailed, MemberStopped,
+    RollingRestartStep, Transition,
 )
 from kgroup.sim.network import SimNetwork, NetworkConfig
 from kgroup.sim.rollout import RollingRestart, draw_rolling_restart
@@ -358,12 +358,14 @@ class _Simulation:
             member = ConsumerProtocolMember(ConsumerProtocolConfig(
                 group_id=GROUP, group_instance_id=self.instance_id_of(name), client_id=name,
                 max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
-                group_remote_assignor=self.assignor_for(protocol), enable_auto_commit=profile.commit_mode == "auto",
+                group_remote_assignor=self.assignor_for(protocol),
+                enable_auto_commit=profile.commit_mode == "auto",
                 auto_commit_interval_ms=profile.auto_commit_interval_ms, fetch_committed_on_assignment=True),
                 now, random_bytes=ids.randbytes)
         else:
             member = GroupMember(MemberConfig(
-                group_id=GROUP, assignors=self.assignors_of(name, self.assignor_for(protocol)), client_id=name,
+                group_id=GROUP, assignors=self.assignors_of(name, self.assignor_for(protocol)),
+                client_id=name,
                 group_instance_id=self.instance_id_of(name),
                 session_timeout_ms=config.session_timeout_ms,
                 heartbeat_interval_ms=config.heartbeat_interval_ms,
