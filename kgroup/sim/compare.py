@@ -317,12 +317,13 @@ def _migration_expectations(comparison: Comparison, scenario: ComparisonScenario
     def unowned(variant: Variant) -> float:
         summary = summarise(variant.name, runs[variant])
         return summary.per_seed(summary.unowned_partition_seconds)
-    a, low, high = unowned(upgrade), unowned(kip848), unowned(source)
-    # Mid-way the group is a consumer group with classic members: each restarted member moves to the
-    # cheaper protocol, so the whole rollout should cost between the two protocols' own rolling restarts.
-    out.append((f"{scenario.name}: the upgrade ({upgrade.name}) leaves partitions unowned between the same "
-                f"rolling restart of a KIP-848 group and of the {source.protocol} group it started from "
-                f"({low:.2f} <= {a:.2f} <= {high:.2f} partition-seconds a seed)", low <= a <= high))
+    a, kip848_unowned, source_unowned = unowned(upgrade), unowned(kip848), unowned(source)
+    # Each restarted member moves to the protocol without a group-wide barrier: the rollout should cost no
+    # more than the same rolling restart of the group it started from (the KIP-848 group's for scale).
+    out.append((f"{scenario.name}: the upgrade ({upgrade.name}) leaves partitions unowned for no longer than "
+                f"the same rolling restart of the {source.protocol} group it started from ({a:.2f} against "
+                f"{source_unowned:.2f} partition-seconds a seed; a KIP-848 group: {kip848_unowned:.2f})",
+                a <= source_unowned))
     return out
 
 
@@ -418,7 +419,8 @@ def report_markdown(comparison: Comparison, command: str, notes: str = "") -> st
              "coordinator's group settings, as Kafka does."
              + (" The migration scenarios' rolling restart (which member when, how long it is down) is drawn "
                 "from the seed's own stream, the same for every variant: docs/simulator.md, *Migrating "
-                "between the protocols*." if any(s.variants for s in comparison.scenarios) else ""), "",
+                "between the protocols*; there, *recovery* also counts each restart of a member "
+                "(time to Stable after it)." if any(s.variants for s in comparison.scenarios) else ""), "",
              "Columns: *unowned partition-s*: summed over partitions, the time nobody owned one (so nobody "
              "consumed it); *processed twice*: records processed more than once; *rebalances*: generations "
              "formed, the first included (KIP-848: group epochs members reached, each a new target "

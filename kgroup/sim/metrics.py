@@ -9,10 +9,10 @@
 - ``records_processed_twice``: records processed more than once (each extra time counts);
 - ``group_types``: the coordinator's group types in the order the run saw them (``classic``,
   ``consumer``), recorded only by a run that migrates between the protocols (otherwise empty);
-- ``recovery_ms``: for each fault (not its healing half), the time from the fault until the group
-  was Stable again, if the group became unstable before the next fault (0 if it never did; the
-  fault is left out if it never became Stable again).  *Stable*: at least one member runs and
-  every running member is Stable in one generation.
+- ``recovery_ms``: for each fault (not its healing half) and each step of a rolling restart, the time
+  from it until the group was Stable again, if the group became unstable before the next fault or
+  step (0 if it never did; left out if it never became Stable again).  *Stable*: at least one member
+  runs and every running member is Stable in one generation.
 
 :func:`ownership_intervals` and :func:`member_states` are what the timelines draw.
 """
@@ -24,6 +24,7 @@ import attrs
 
 from kgroup.sim.history import (
     Appended, FaultApplied, GroupTypeChanged, History, MemberStopped, OwnershipChanged, Processed,
+    RollingRestartStep,
 )
 from kgroup.values import TopicPartition
 
@@ -160,7 +161,10 @@ def stable_intervals(history: History, end_ms: Optional[int] = None) -> List[Tup
 
 
 def _recoveries(history: History, end: int) -> Tuple[int, ...]:
-    faults = [e.at_ms for e in history.of(FaultApplied) if not e.fault.startswith("heal ")]
+    # A rolling restart's steps disrupt the group as faults do: each is a start of its own (otherwise
+    # the rollout's rebalances would be charged to whichever fault came before them).
+    faults = sorted([e.at_ms for e in history.of(FaultApplied) if not e.fault.startswith("heal ")]
+                    + [e.at_ms for e in history.of(RollingRestartStep)])
     stable = stable_intervals(history, end)
     out: List[int] = []
     for index, at_ms in enumerate(faults):

@@ -185,3 +185,23 @@ def test_a_conversion_during_a_cooperative_rebalance_is_caught_by_the_checker():
     assert {"same-generation-owners", "offset-went-back"} <= verdict.checks_failed()
     assert [new for _old, new in _group_types(verdict.history)] == [
         "consumer", "classic", "consumer", "classic"]
+
+
+def test_a_rolling_restart_step_starts_a_recovery_of_its_own():
+    """Seed 19 (the issue's shape): a lossy link at 2.4 s never unsettles the group; the rolling restart
+    from 21.7 s does.  Charged to the fault, that was a 20 s recovery; each step is a start of its own."""
+    tp = TopicPartition("events", 0)
+    history = History()
+    for event in [OwnershipChanged(100, "m0", "a", 1, "STABLE", frozenset({tp}), True),
+                  FaultApplied(1_000, "lossy b2>m0 for 500 ms value 10"),
+                  RollingRestartStep(5_000, "m0", "consumer", "restart"),
+                  MemberStopped(5_000, "m0", True),
+                  OwnershipChanged(5_300, "m0", "b", 0, "JOINING", frozenset(), False),
+                  OwnershipChanged(5_800, "m0", "b", 2, "STABLE", frozenset({tp}), False)]:
+        history.record(event)
+    assert run_metrics(history, 10_000).recovery_ms == (0, 800)
+    without_step = History()
+    for event in history.events:
+        if type(event) is not RollingRestartStep:
+            without_step.record(event)
+    assert run_metrics(without_step, 10_000).recovery_ms == (4_800,)  # what it was charged before
