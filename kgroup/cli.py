@@ -288,8 +288,10 @@ def _compare(args: argparse.Namespace) -> int:
     command = "kgroup compare " + shlex.join(_in_report_folder(args.argv, args.out))
     path = write_report(comparison, args.out, command, notes)
     result = comparison.result
+    # The migration scenarios bring their own variants.
+    counts = "/".join(str(n) for n in dict.fromkeys(len(comparison.variants_of(s.name)) for s in scenarios))
     print(f"{len(result.outcomes)} runs ({len(comparison.seeds)} seeds x {len(scenarios)} scenario(s) x "
-          f"{len(comparison.variants)} variants) in {result.elapsed_s:.1f} s on {result.workers} process(es)")
+          f"{counts} variants) in {result.elapsed_s:.1f} s on {result.workers} process(es)")
     print(f"report: {path}")
     failed = comparison.failed()
     for scenario, variant, outcome in failed[:args.show]:

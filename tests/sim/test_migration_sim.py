@@ -205,3 +205,25 @@ def test_a_rolling_restart_step_starts_a_recovery_of_its_own():
         if type(event) is not RollingRestartStep:
             without_step.record(event)
     assert run_metrics(without_step, 10_000).recovery_ms == (4_800,)  # what it was charged before
+
+
+def test_kgroup_compare_runs_a_migration_scenario(tmp_path, capsys):
+    from kgroup.cli import main
+    out = tmp_path / "report"
+    tiny = ["--members", "3", "--partitions", "4", "--duration-ms", "5000", "--max-faults", "3"]
+    assert main(["compare", "--seeds", "1", "--workers", "1", "--scenarios", "migration-eager",
+                 "--out", str(out), *tiny]) == 0
+    text = (out / "README.md").read_text()
+    assert "## Scenario `migration-eager`" in text
+    assert "| range -> uniform (KIP-848): upgrade | 1 | 0 |" in text
+    assert (out / "migration-eager.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+    assert "5 runs (1 seeds x 1 scenario(s) x 5 variants)" in capsys.readouterr().out
+
+
+def test_a_migration_replays_exactly():
+    """The classic members that join a consumer group get their ids from the coordinator's factory (the
+    simulator's counter), not from uuid4: a seed's migration simulates the same thing every time."""
+    config = attrs.evolve(DOWNGRADE, faults="none")
+    first = run(0, config)
+    assert any(e.member_id.startswith("consumer-") for e in first.history.of(OwnershipChanged))
+    assert run(0, config).digest() == first.digest()
