@@ -269,10 +269,10 @@ def _terminal_columns() -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from kgroup.sim.campaign import CampaignInterrupted
-    from kgroup.sim.compare import SCENARIOS, run_comparison, write_report
+    from kgroup.sim.compare import ALL_SCENARIOS, run_comparison, write_report
 
     base = _sim_config(args)
-    scenarios = [s for s in SCENARIOS if s.name in args.scenarios]
+    scenarios = [s for s in ALL_SCENARIOS if s.name in args.scenarios]
     notes = ""
     if args.notes:
         with open(args.notes, encoding="utf-8") as file:
@@ -289,8 +289,10 @@ def _compare(args: argparse.Namespace) -> int:
     command = "kgroup compare " + shlex.join(_in_report_folder(args.argv, args.out))
     path = write_report(comparison, args.out, command, notes)
     result = comparison.result
+    # The migration scenarios bring their own variants.
+    counts = "/".join(str(n) for n in dict.fromkeys(len(comparison.variants_of(s.name)) for s in scenarios))
     print(f"{len(result.outcomes)} runs ({len(comparison.seeds)} seeds x {len(scenarios)} scenario(s) x "
-          f"{len(comparison.variants)} variants) in {result.elapsed_s:.1f} s on {result.workers} process(es)")
+          f"{counts} variants) in {result.elapsed_s:.1f} s on {result.workers} process(es)")
     print(f"report: {path}")
     failed = comparison.failed()
     for scenario, variant, outcome in failed[:args.show]:
@@ -324,10 +326,10 @@ def _in_report_folder(argv: List[str], out: str) -> List[str]:
 
 
 def _scenario_names(text: str) -> List[str]:
-    from kgroup.sim.compare import SCENARIOS
+    from kgroup.sim.compare import ALL_SCENARIOS
 
     names = [n.strip() for n in text.split(",") if n.strip()]
-    known = [s.name for s in SCENARIOS]
+    known = [s.name for s in ALL_SCENARIOS]
     unknown = [n for n in names if n not in known]
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown scenario(s) {unknown}; known: {', '.join(known)}")
@@ -426,7 +428,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Runs every variant (range, roundrobin, sticky: eager; cooperative-sticky: cooperative; "
                     "uniform: the consumer protocol of KIP-848; each with dynamic and with static members) "
                     "through the very same fault schedule of each seed, per scenario (mixed: every fault "
-                    "kind; bounces: rolling restarts within the session timeout), and writes OUT/README.md "
+                    "kind; bounces: rolling restarts within the session timeout; on request migration-eager "
+                    "and migration-cooperative: every member restarted once, upgrading a range or "
+                    "cooperative-sticky group online to KIP-848 and downgrading back, against the same "
+                    "rolling restart keeping each protocol), and writes OUT/README.md "
                     "(tables: partition-seconds without an "
                     "owner, records processed twice, rebalances, p50/p99 time to Stable after a fault, "
                     "violations) and one PNG per scenario.  Exit code 1 when any run violates an "
@@ -435,7 +440,8 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--out", default="kgroup-compare", metavar="DIR", type=_output_folder,
                          help="where README.md and the plots go (default ./kgroup-compare)")
     compare.add_argument("--scenarios", type=_scenario_names, default=["mixed", "bounces"],
-                         help="comma-separated: mixed, bounces (default both)")
+                         help="comma-separated: mixed, bounces, migration-eager, migration-cooperative "
+                              "(default mixed,bounces)")
     compare.add_argument("--notes", metavar="FILE", type=_existing_file,
                          help="markdown appended to the report under Notes")
     compare.add_argument("--show", type=non_negative_int, default=5,

@@ -289,9 +289,26 @@ def check_commit_generations(history: History) -> List[Violation]:
             produced_in.setdefault((event.member_id, event.partition, event.position), set()).add(
                 event.generation)
     owner_in = _owners_by_generation(history)
+    # Generation numbers restart when a group is created anew: an empty classic group that a
+    # consumer-protocol member joins is replaced by a new consumer group at epoch 1 (Kafka's
+    # GroupMetadataManager deletes it), and the reverse.  So whom else owned the partition in a later
+    # generation counts only from when the member itself began to own it in the generation it made the
+    # offsets in: an owner of the same number before that belongs to an earlier group.
+    owners_since: Dict[Tuple[TopicPartition, int], List[Tuple[int, str]]] = {}
+    began: Dict[Tuple[str, TopicPartition, int], int] = {}
+    for change in history.of(OwnershipChanged):
+        if change.generation >= 0:
+            for tp in change.owned:
+                owners_since.setdefault((tp, change.generation), []).append((change.at_ms, change.member_id))
+                began.setdefault((change.member_id, tp, change.generation), change.at_ms)
+
+    def first_owner(tp: TopicPartition, generation: int, since_ms: int, default: str) -> str:
+        return next((owner for at_ms, owner in owners_since.get((tp, generation), ()) if at_ms >= since_ms),
+                    default)
 
     def kept(member_id: str, tp: TopicPartition, made_in: int, generation: int) -> bool:
-        return made_in < generation and all(owner_in.get((tp, g), member_id) == member_id
+        since_ms = began.get((member_id, tp, made_in), 0)
+        return made_in < generation and all(first_owner(tp, g, since_ms, member_id) == member_id
                                             for g in range(made_in + 1, generation + 1))
 
     out: List[Violation] = []

@@ -2,7 +2,10 @@
 
 The variants: each classic assignor (range, roundrobin, sticky: eager; cooperative-sticky: KIP-429) and
 the consumer protocol of KIP-848 with the coordinator's ``uniform`` assignor, each with dynamic and
-with static members.
+with static members.  The migration scenarios (issue 27) bring their own variants: a rolling restart of
+every member (:mod:`kgroup.sim.rollout`) that keeps an eager, a cooperative or a KIP-848 group on its
+protocol, against the same rolling restart upgrading the classic group online to the consumer protocol
+(and downgrading a KIP-848 group back), on the same fault schedules and the same restart plan.
 
 For every seed of a *scenario* one schedule is drawn, once, from the seed's fault stream with a plan
 that does not depend on the variant (members, partitions, brokers and timeouts are the base config's;
@@ -30,28 +33,12 @@ from kgroup.sim.metrics import percentile
 from kgroup.sim.schedule import Schedule, generate_schedule
 from kgroup.sim.simulator import ASSIGNORS, SimConfig
 
-__all__ = ["SCENARIOS", "Comparison", "ComparisonScenario", "Variant", "VariantSummary", "default_variants",
-           "jobs", "run_comparison", "scenario_schedule", "summarise", "variant_config", "write_report"]
+__all__ = ["ALL_SCENARIOS", "MIGRATION_SCENARIOS", "SCENARIOS", "Comparison", "ComparisonScenario", "Variant",
+           "VariantSummary", "default_variants", "jobs", "migration_variants", "run_comparison",
+           "scenario_schedule", "summarise", "variant_config", "write_report"]
 
 #: The assignors of the eager protocol; cooperative-sticky is the cooperative one (KIP-429).
 EAGER_ASSIGNORS = ("range", "roundrobin", "sticky")
-
-
-@attrs.frozen
-class ComparisonScenario:
-    name: str
-    #: The fault plan's mode (:class:`~kgroup.sim.schedule.FaultPlan`): ``mixed`` or ``static-bounce``.
-    faults: str
-    description: str
-
-
-SCENARIOS = (
-    ComparisonScenario("mixed", "mixed",
-                       "every fault kind (members, brokers, network, partitions), 1 to max-faults a seed"),
-    ComparisonScenario(
-        "bounces", "static-bounce",
-        "rolling restarts only: 1 to 3 member restarts, each back within half the session timeout"),
-)
 
 
 @attrs.frozen
@@ -60,18 +47,78 @@ class Variant:
     static: bool
     #: ``classic`` or ``consumer`` (KIP-848: ``assignor`` names the coordinator's assignor).
     group_protocol: str = CLASSIC
+    #: A rolling restart of every member into this protocol (``""``: none; see :mod:`kgroup.sim.rollout`).
+    rolling_restart_to: str = ""
+    #: The restarted members' assignor when the rolling restart changes the protocol.
+    restart_assignor: str = ""
+
+    @property
+    def migrates(self) -> bool:
+        return bool(self.rolling_restart_to) and self.rolling_restart_to != self.group_protocol
 
     @property
     def name(self) -> str:
         kip848 = " (KIP-848)" if self.group_protocol == CONSUMER else ""
-        return f"{self.assignor}{kip848} {'static' if self.static else 'dynamic'}"
+        if self.migrates:
+            target = f"{self.restart_assignor}{' (KIP-848)' if self.rolling_restart_to == CONSUMER else ''}"
+            return f"{self.assignor}{kip848} -> {target}: {self.protocol}"
+        restart = ", rolling restart" if self.rolling_restart_to else ""
+        return f"{self.assignor}{kip848} {'static' if self.static else 'dynamic'}{restart}"
 
     @property
     def protocol(self) -> str:
-        """``eager``, ``cooperative`` (KIP-429) or ``KIP-848``."""
+        """``eager``, ``cooperative`` (KIP-429), ``KIP-848``, or a migration: ``upgrade`` (classic to
+        consumer) or ``downgrade``."""
+        if self.migrates:
+            return "upgrade" if self.rolling_restart_to == CONSUMER else "downgrade"
         if self.group_protocol == CONSUMER:
             return "KIP-848"
         return "eager" if self.assignor in EAGER_ASSIGNORS else "cooperative"
+
+
+def migration_variants(classic_assignor: str) -> Tuple[Variant, ...]:
+    """Dynamic members, every variant under the same rolling restart: range (eager), cooperative-sticky
+    and KIP-848 (``uniform``) groups that stay on their protocol, the online upgrade of a
+    ``classic_assignor`` group to KIP-848 and the downgrade of a KIP-848 group to ``classic_assignor``."""
+    return (Variant("range", False, CLASSIC, CLASSIC), Variant("cooperative-sticky", False, CLASSIC, CLASSIC),
+            Variant("uniform", False, CONSUMER, CONSUMER),
+            Variant(classic_assignor, False, CLASSIC, CONSUMER, "uniform"),
+            Variant("uniform", False, CONSUMER, CLASSIC, classic_assignor))
+
+
+@attrs.frozen
+class ComparisonScenario:
+    name: str
+    #: The fault plan's mode (:class:`~kgroup.sim.schedule.FaultPlan`): ``mixed`` or ``static-bounce``.
+    faults: str
+    description: str
+    #: The scenario's own variants (the migration scenarios); empty: the comparison's.
+    variants: Tuple[Variant, ...] = ()
+
+
+_ROLLING = ("every member restarted once, one at a time (its consumer closed, back within half the session "
+            "timeout, the next one 1-3 s later), during mixed faults")
+SCENARIOS = (
+    ComparisonScenario("mixed", "mixed",
+                       "every fault kind (members, brokers, network, partitions), 1 to max-faults a seed"),
+    ComparisonScenario(
+        "bounces", "static-bounce",
+        "rolling restarts only: 1 to 3 member restarts, each back within half the session timeout"),
+)
+#: Issue 27's "should we migrate?": run on request (``--scenarios migration-eager,migration-cooperative``).
+MIGRATION_SCENARIOS = (
+    ComparisonScenario(
+        "migration-eager", "mixed",
+        f"{_ROLLING}: range (eager) upgraded online to KIP-848, and KIP-848 downgraded to range, against "
+        "the same rolling restart keeping each protocol", migration_variants("range")),
+    ComparisonScenario(
+        "migration-cooperative", "mixed",
+        f"{_ROLLING}: cooperative-sticky upgraded online to KIP-848, and KIP-848 downgraded to "
+        "cooperative-sticky, against the same rolling restart keeping each protocol",
+        migration_variants("cooperative-sticky")),
+)
+#: Every scenario ``kgroup compare --scenarios`` knows; it runs :data:`SCENARIOS` unless told otherwise.
+ALL_SCENARIOS = SCENARIOS + MIGRATION_SCENARIOS
 
 
 def default_variants() -> Tuple[Variant, ...]:
@@ -93,7 +140,8 @@ def variant_config(base: SimConfig, scenario: ComparisonScenario, variant: Varia
     # variants; a dynamic variant replays the same bounces as plain restarts.
     faults = scenario.faults if variant.static or scenario.faults != "static-bounce" else "mixed"
     return attrs.evolve(base, assignor=variant.assignor, static=variant.static, faults=faults,
-                        group_protocol=variant.group_protocol)
+                        group_protocol=variant.group_protocol, rolling_restart_to=variant.rolling_restart_to,
+                        rolling_restart_assignor=variant.restart_assignor if variant.migrates else "")
 
 
 def jobs(seeds: Iterable[int], scenarios: Sequence[ComparisonScenario], variants: Sequence[Variant],
@@ -103,7 +151,7 @@ def jobs(seeds: Iterable[int], scenarios: Sequence[ComparisonScenario], variants
         for seed in seeds:
             schedule = scenario_schedule(seed, scenario, base)
             out += [(scenario, variant, (schedule, variant_config(base, scenario, variant)))
-                    for variant in variants]
+                    for variant in scenario.variants or variants]
     return out
 
 
@@ -148,15 +196,21 @@ class Comparison:
     variants: Tuple[Variant, ...]
     result: CampaignResult
 
+    def variants_of(self, scenario: str) -> Tuple[Variant, ...]:
+        return tuple(self.outcomes[scenario])
+
     def summaries(self, scenario: str) -> List[VariantSummary]:
-        return [summarise(v.name, self.outcomes[scenario][v]) for v in self.variants]
+        return [summarise(v.name, self.outcomes[scenario][v]) for v in self.variants_of(scenario)]
 
     def pooled(self, scenario: str) -> List[VariantSummary]:
-        """Eager against cooperative (dynamic members), dynamic against static (every assignor)."""
+        """Eager against cooperative (dynamic members), dynamic against static (every assignor); none for a
+        scenario with its own variants (each is one configuration already)."""
         runs = self.outcomes[scenario]
+        if any(s.variants for s in self.scenarios if s.name == scenario):
+            return []
 
         def union(keep: Callable[[Variant], bool]) -> List[SeedOutcome]:
-            return [o for v in self.variants if keep(v) for o in runs[v]]
+            return [o for v in self.variants_of(scenario) if keep(v) for o in runs[v]]
 
         groups = [("eager, dynamic", lambda v: v.protocol == "eager" and not v.static),
                   ("cooperative, dynamic", lambda v: v.protocol == "cooperative" and not v.static),
@@ -182,7 +236,7 @@ def run_comparison(seeds: Iterable[int], base: SimConfig = SimConfig(),
     planned = jobs(seeds, scenarios, variants, base)
     result = run_jobs([job for _s, _v, job in planned], workers, progress)
     outcomes: Dict[str, Dict[Variant, List[SeedOutcome]]] = {
-        s.name: {v: [] for v in variants} for s in scenarios}
+        s.name: {v: [] for v in s.variants or variants} for s in scenarios}
     for (scenario, variant, _job), outcome in zip(planned, result.outcomes):
         outcomes[scenario.name][variant].append(outcome)
     frozen = {s: {v: tuple(runs) for v, runs in by_variant.items()} for s, by_variant in outcomes.items()}
@@ -211,6 +265,9 @@ def expectations(comparison: Comparison) -> List[Tuple[str, bool]]:
     """What the protocols promise, as ``(statement with the numbers, whether it held)``."""
     out: List[Tuple[str, bool]] = []
     for scenario in comparison.scenarios:
+        if scenario.variants:
+            out += _migration_expectations(comparison, scenario)
+            continue
         pooled = {s.label: s for s in comparison.pooled(scenario.name)}
         dynamic, static = pooled.get("dynamic, every assignor"), pooled.get("static, every assignor")
         if scenario.faults == "static-bounce" and dynamic and static:
@@ -233,9 +290,70 @@ def expectations(comparison: Comparison) -> List[Tuple[str, bool]]:
     return out
 
 
+def _classic_protocol(assignor: str) -> str:
+    return "eager" if assignor in EAGER_ASSIGNORS else "cooperative"
+
+
+def _migration_expectations(comparison: Comparison, scenario: ComparisonScenario) -> List[Tuple[str, bool]]:
+    """Each migration converted the group in every seed, and how the upgrade's disruption compares with the
+    same rolling restart of the group it started from and of a KIP-848 group."""
+    out: List[Tuple[str, bool]] = []
+    runs = comparison.outcomes[scenario.name]
+    by_protocol = {v.protocol: v for v in runs}
+    for variant, outcomes in runs.items():
+        if not variant.migrates:
+            continue
+        ended = sum(o.metrics.final_group_type == variant.rolling_restart_to for o in outcomes)
+        out.append((f"{scenario.name}: {variant.name} ended as a {variant.rolling_restart_to} group in every "
+                    f"seed ({ended} of {len(outcomes)})", ended == len(outcomes)))
+    upgrade = next((v for v in runs if v.protocol == "upgrade"), None)
+    if upgrade is None:
+        return out
+    source = by_protocol.get(_classic_protocol(upgrade.assignor))
+    kip848 = by_protocol.get("KIP-848")
+    if source is None or kip848 is None:
+        return out
+
+    def unowned(variant: Variant) -> float:
+        summary = summarise(variant.name, runs[variant])
+        return summary.per_seed(summary.unowned_partition_seconds)
+    a, kip848_unowned, source_unowned = unowned(upgrade), unowned(kip848), unowned(source)
+    # Each restarted member moves to the protocol without a group-wide barrier: the rollout should cost no
+    # more than the same rolling restart of the group it started from (the KIP-848 group's for scale).
+    out.append((f"{scenario.name}: the upgrade ({upgrade.name}) leaves partitions unowned for no longer than "
+                f"the same rolling restart of the {source.protocol} group it started from ({a:.2f} against "
+                f"{source_unowned:.2f} partition-seconds a seed; a KIP-848 group: {kip848_unowned:.2f})",
+                a <= source_unowned))
+    return out
+
+
+def conversions_table(comparison: Comparison, scenario: str) -> List[str]:
+    """Per migrating variant: how many seeds ended with which group type, and conversions a seed."""
+    lines = ["| migration | seeds | ended consumer | ended classic | conversions / seed |",
+             "|---|---:|---:|---:|---:|"]
+    for variant, outcomes in comparison.outcomes[scenario].items():
+        if not variant.migrates:
+            continue
+        types = [o.metrics.group_types for o in outcomes]
+        conversions = sum(max(0, len(t) - 1) for t in types)
+        lines.append(f"| {variant.name} | {len(outcomes)} | {sum(t[-1:] == (CONSUMER,) for t in types)} "
+                     f"| {sum(t[-1:] == (CLASSIC,) for t in types)} "
+                     f"| {conversions / len(outcomes) if outcomes else 0:.2f} |")
+    return lines
+
+
 _SHORT = {"range": "range", "roundrobin": "rr", "sticky": "sticky", "cooperative-sticky": "coop",
           "uniform": "848 unif"}
-_COLOURS = {"eager": "#1f77b4", "cooperative": "#2ca02c", "KIP-848": "#ff7f0e"}
+_COLOURS = {"eager": "#1f77b4", "cooperative": "#2ca02c", "KIP-848": "#ff7f0e", "upgrade": "#9467bd",
+            "downgrade": "#8c564b"}
+
+
+def _plot_label(variant: Variant) -> str:
+    short = _SHORT.get(variant.assignor, variant.assignor)
+    if variant.migrates:
+        return f"{short}\n-> {_SHORT.get(variant.restart_assignor, variant.restart_assignor)}"
+    restart = " rr" if variant.rolling_restart_to else ""
+    return f"{short}\n{'static' if variant.static else 'dyn'}{restart}"
 
 
 def _plot(comparison: Comparison, scenario: ComparisonScenario, path: str) -> None:
@@ -243,8 +361,8 @@ def _plot(comparison: Comparison, scenario: ComparisonScenario, path: str) -> No
 
     plt = pyplot()
     summaries = comparison.summaries(scenario.name)
-    variants = comparison.variants
-    labels = [f"{_SHORT.get(v.assignor, v.assignor)}\n{'static' if v.static else 'dyn'}" for v in variants]
+    variants = comparison.variants_of(scenario.name)
+    labels = [_plot_label(v) for v in variants]
     colours = [_COLOURS[v.protocol] for v in variants]
     hatches = ["//" if v.static else "" for v in variants]
     panels = [("unowned partition-seconds a seed (mean)",
@@ -272,8 +390,11 @@ def _plot(comparison: Comparison, scenario: ComparisonScenario, path: str) -> No
             axis.set_xticks(range(len(labels)))
         for axis in axes:
             axis.set_xticklabels(labels, fontsize=7)
+        legend = ("purple the upgrade to KIP-848, brown the downgrade, rr: a rolling restart keeping the "
+                  "protocol"
+                  if scenario.variants else "hatched static")
         figure.suptitle(f"scenario {scenario.name}: {len(comparison.seeds)} seeds; blue eager, green "
-                        "cooperative, orange KIP-848, hatched static", fontsize=10)
+                        f"cooperative, orange KIP-848, {legend}", fontsize=10)
         figure.tight_layout()
         figure.savefig(path, dpi=72)
     finally:
@@ -295,7 +416,11 @@ def report_markdown(comparison: Comparison, command: str, notes: str = "") -> st
              "replays the very same schedule of each seed (and the same application, producer and network "
              "streams): see docs/simulator.md, *Comparing configurations*.  The KIP-848 variants "
              "(group.protocol=consumer) take the same session timeout and heartbeat interval from the "
-             "coordinator's group settings, as Kafka does.", "",
+             "coordinator's group settings, as Kafka does."
+             + (" The migration scenarios' rolling restart (which member when, how long it is down) is drawn "
+                "from the seed's own stream, the same for every variant: docs/simulator.md, *Migrating "
+                "between the protocols*; there, *recovery* also counts each restart of a member "
+                "(time to Stable after it)." if any(s.variants for s in comparison.scenarios) else ""), "",
              "Columns: *unowned partition-s*: summed over partitions, the time nobody owned one (so nobody "
              "consumed it); *processed twice*: records processed more than once; *rebalances*: generations "
              "formed, the first included (KIP-848: group epochs members reached, each a new target "
@@ -305,7 +430,12 @@ def report_markdown(comparison: Comparison, command: str, notes: str = "") -> st
     for scenario in comparison.scenarios:
         lines += [f"## Scenario `{scenario.name}`: {scenario.description}", ""]
         lines += _table(comparison.summaries(scenario.name), "variant") + [""]
-        lines += _table(comparison.pooled(scenario.name), "pooled") + [""]
+        pooled = comparison.pooled(scenario.name)
+        if pooled:
+            lines += _table(pooled, "pooled") + [""]
+        if scenario.variants:
+            lines += ["The coordinator's group type (classic or consumer) as the runs saw it change:", ""]
+            lines += conversions_table(comparison, scenario.name) + [""]
         lines += [f"![{scenario.name}]({scenario.name}.png)", ""]
     lines += ["## What the protocols promise, against these numbers", ""]
     lines += [f"- {'holds' if held else 'DOES NOT HOLD'}: {text}" for text, held in expectations(comparison)]

@@ -13,10 +13,10 @@ from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Tuple, Type,
 from kgroup.values import TopicPartition
 
 __all__ = ["Appended", "CommitAnswered", "CommitSent", "CoordinatorMoved", "FaultApplied", "Fetched",
-           "GroupOffsetObserved", "History", "MemberFailed", "MemberStopped", "OutputAppended",
-           "OutputObserved", "OwnershipChanged", "Processed", "Resumed", "Transition", "TxnAborted",
-           "TxnBegun", "TxnCommitted", "TxnCoordinatorMoved", "TxnEnding", "TxnOffsetsAnswered",
-           "TxnOffsetsSent"]
+           "GroupOffsetObserved", "GroupTypeChanged", "History", "MemberFailed", "MemberStopped",
+           "OutputAppended", "OutputObserved", "OwnershipChanged", "Processed", "Resumed",
+           "RollingRestartStep", "Transition", "TxnAborted", "TxnBegun", "TxnCommitted",
+           "TxnCoordinatorMoved", "TxnEnding", "TxnOffsetsAnswered", "TxnOffsetsSent"]
 
 E = TypeVar("E")
 
@@ -340,6 +340,33 @@ class _TxnCoordinatorMoved(NamedTuple):
 class TxnCoordinatorMoved(_Event, _TxnCoordinatorMoved):
     """The transaction coordinator of an application's transactional id moved (its broker failed)."""
 
+
+class _GroupTypeChanged(NamedTuple):
+    at_ms: int
+    group: str
+    #: ``classic``, ``consumer`` or ``none`` (no group yet, or it was deleted).
+    old: str
+    new: str
+
+
+class GroupTypeChanged(_Event, _GroupTypeChanged):
+    """The coordinator's group became a group of another type (online migration, KIP-848); recorded only
+    by runs with a rolling restart into the other protocol."""
+
+    __slots__ = ()
+
+
+class _RollingRestartStep(NamedTuple):
+    at_ms: int
+    member: str
+    #: The protocol of the member's new process.
+    protocol: str
+    #: ``restart`` (its consumer closed now, the new process starts within the session timeout) or
+    #: ``switch while down`` (it was down already: its pending restart starts the new version).
+    action: str
+
+
+class RollingRestartStep(_Event, _RollingRestartStep):
     __slots__ = ()
 
 

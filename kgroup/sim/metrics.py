@@ -7,10 +7,12 @@
   no running member owned it ("gaps where nobody consumed"); ``unowned_partition_seconds`` is the
   same in seconds;
 - ``records_processed_twice``: records processed more than once (each extra time counts);
-- ``recovery_ms``: for each fault (not its healing half), the time from the fault until the group
-  was Stable again, if the group became unstable before the next fault (0 if it never did; the
-  fault is left out if it never became Stable again).  *Stable*: at least one member runs and
-  every running member is Stable in one generation.
+- ``group_types``: the coordinator's group types in the order the run saw them (``classic``,
+  ``consumer``), recorded only by a run that migrates between the protocols (otherwise empty);
+- ``recovery_ms``: for each fault (not its healing half) and each step of a rolling restart, the time
+  from it until the group was Stable again, if the group became unstable before the next fault or
+  step (0 if it never did; left out if it never became Stable again).  *Stable*: at least one member
+  runs and every running member is Stable in one generation.
 
 :func:`ownership_intervals` and :func:`member_states` are what the timelines draw.
 """
@@ -20,7 +22,10 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import attrs
 
-from kgroup.sim.history import Appended, FaultApplied, History, MemberStopped, OwnershipChanged, Processed
+from kgroup.sim.history import (
+    Appended, FaultApplied, GroupTypeChanged, History, MemberStopped, OwnershipChanged, Processed,
+    RollingRestartStep,
+)
 from kgroup.values import TopicPartition
 
 __all__ = ["Interval", "RunMetrics", "member_states", "ownership_intervals", "percentile", "run_metrics",
@@ -46,6 +51,12 @@ class RunMetrics:
     recovery_ms: Tuple[int, ...]
     faults: int
     end_ms: int
+    group_types: Tuple[str, ...] = ()
+
+    @property
+    def final_group_type(self) -> str:
+        """The group type the run ended with (``""``: not recorded)."""
+        return self.group_types[-1] if self.group_types else ""
 
     @property
     def unowned_partition_seconds(self) -> float:
@@ -150,7 +161,10 @@ def stable_intervals(history: History, end_ms: Optional[int] = None) -> List[Tup
 
 
 def _recoveries(history: History, end: int) -> Tuple[int, ...]:
-    faults = [e.at_ms for e in history.of(FaultApplied) if not e.fault.startswith("heal ")]
+    # A rolling restart's steps disrupt the group as faults do: each is a start of its own (otherwise
+    # the rollout's rebalances would be charged to whichever fault came before them).
+    faults = sorted([e.at_ms for e in history.of(FaultApplied) if not e.fault.startswith("heal ")]
+                    + [e.at_ms for e in history.of(RollingRestartStep)])
     stable = stable_intervals(history, end)
     out: List[int] = []
     for index, at_ms in enumerate(faults):
@@ -208,7 +222,8 @@ def run_metrics(history: History, end_ms: Optional[int] = None) -> RunMetrics:
     faults = sum(not e.fault.startswith("heal ") for e in history.of(FaultApplied))
     return RunMetrics(rebalances=len(generations), unowned_partition_ms=_unowned_ms(history, end),
                       records_processed_twice=_processed_twice(history),
-                      recovery_ms=_recoveries(history, end), faults=faults, end_ms=end)
+                      recovery_ms=_recoveries(history, end), faults=faults, end_ms=end,
+                      group_types=tuple(e.new for e in history.of(GroupTypeChanged)))
 
 
 def percentile(values: Sequence[float], q: float) -> Optional[float]:

@@ -48,10 +48,12 @@ from kgroup.sim.checker import (
 )
 from kgroup.sim.eos import OutputReader, TransactionalBackend, TransactionalProducer
 from kgroup.sim.history import (
-    CoordinatorMoved, FaultApplied, History, MemberFailed, MemberStopped, Transition, TxnCoordinatorMoved,
+    CoordinatorMoved, FaultApplied, GroupTypeChanged, History, MemberFailed, MemberStopped,
+    RollingRestartStep, Transition, TxnCoordinatorMoved,
 )
 from kgroup.sim.txn_data import TransactionalData
 from kgroup.sim.network import SimNetwork, NetworkConfig
+from kgroup.sim.rollout import RollingRestart, draw_rolling_restart
 from kgroup.sim.schedule import Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.io.clock import MockClock, autojump
 from kgroup.testing.in_memory_kafka import InMemoryKafka
@@ -132,6 +134,13 @@ class SimConfig:
     extra_faults: Tuple[str, ...] = ()
     #: One of :data:`PROCESSING_MODES`.
     processing: str = "plain"
+    #: A rolling restart (:mod:`kgroup.sim.rollout`): every member restarts once, one by one, into this
+    #: group protocol; ``""``: none.  The group's own protocol is a plain redeploy; the other one is the
+    #: online migration (KIP-848: ``consumer`` upgrades a classic group, ``classic`` downgrades).
+    rolling_restart_to: str = ""
+    #: The restarted members' assignor when the protocol changes: a server assignor for ``consumer``
+    #: (default ``uniform``), a classic one for ``classic`` (required).
+    rolling_restart_assignor: str = ""
 
     def __attrs_post_init__(self) -> None:
         for name, minimum in (("members", 1), ("partitions", 1), ("brokers", 1), ("duration_ms", 1),
@@ -149,6 +158,46 @@ class SimConfig:
             raise ConfigError(f"processing must be one of {', '.join(PROCESSING_MODES)}, "
                               f"got {self.processing!r}")
         self.fault_plan()  # refuses an unknown extra fault kind now, not when a run draws its schedule
+        self._check_rolling_restart()
+
+    def _check_rolling_restart(self) -> None:
+        if not self.rolling_restart_to:
+            if self.rolling_restart_assignor:
+                raise ConfigError("rolling_restart_assignor needs rolling_restart_to")
+            return
+        if self.rolling_restart_to not in GROUP_PROTOCOLS:
+            raise ConfigError(f"rolling_restart_to must be one of {', '.join(GROUP_PROTOCOLS)} (or empty), "
+                              f"got {self.rolling_restart_to!r}")
+        if self.static or self.faults == "static-bounce":
+            # A static classic member does not leave on close; its consumer-protocol successor would be
+            # refused UNRELEASED_INSTANCE_ID until the session expired: not the rollout simulated here.
+            raise ConfigError("a rolling restart is simulated with dynamic members only")
+        if self.migrates:
+            names = SERVER_ASSIGNORS if self.rolling_restart_to == CONSUMER else ASSIGNORS
+            if self.target_assignor not in names:
+                raise ConfigError(f"rolling_restart_assignor {self.rolling_restart_assignor!r} is not one of "
+                                  f"{', '.join(names)} (rolling_restart_to {self.rolling_restart_to!r})")
+        elif self.rolling_restart_assignor:
+            raise ConfigError("rolling_restart_assignor is for a rolling restart into the other protocol")
+
+    @property
+    def migrates(self) -> bool:
+        """Whether the rolling restart moves the group to the other protocol (online migration)."""
+        return bool(self.rolling_restart_to) and self.rolling_restart_to != self.group_protocol
+
+    @property
+    def final_protocol(self) -> str:
+        """The protocol every member speaks once the rolling restart (if any) is over."""
+        return self.rolling_restart_to or self.group_protocol
+
+    @property
+    def target_assignor(self) -> str:
+        """The assignor of the members a migration restarts (the group's own without one)."""
+        if not self.migrates:
+            return self.assignor
+        if self.rolling_restart_to == CONSUMER:
+            return self.rolling_restart_assignor or "uniform"
+        return self.rolling_restart_assignor
 
     @property
     def consumer_protocol(self) -> bool:
@@ -218,6 +267,9 @@ class Verdict:
         protocol = " (KIP-848)" if self.config.consumer_protocol else ""
         if self.config.transactional:
             protocol += " exactly-once"
+        if self.config.rolling_restart_to:
+            protocol += (f", rolling restart into {self.config.rolling_restart_to} "
+                         f"({self.config.target_assignor if self.config.migrates else 'same protocol'})")
         lines = [f"seed {self.seed}: {self.config.members} members, {self.config.partitions} partitions, "
                  f"{self.assignor}{protocol}{' static' if self.config.static else ''}, "
                  f"{len(self.schedule.faults)} faults, "
@@ -306,6 +358,16 @@ class _Simulation:
         self.offsets_outside_transaction = False
         if config.transactional:
             self._host_transactions()
+        #: The group protocol of each member's current (or next) process; a rolling restart changes it.
+        self.protocols: Dict[str, str] = {}
+        self.rollout: Optional[RollingRestart] = None
+        if config.rolling_restart_to:
+            steps = draw_rolling_restart(seed, config.member_names(), config.fault_plan().window_ms,
+                                         config.session_timeout_ms)
+            self.rollout = RollingRestart(seed, steps, config.rolling_restart_to, config.session_timeout_ms,
+                                          self, self.protocols, self._record_restart_step)
+        #: The coordinator's group type last seen (recorded only by a migration).
+        self._group_type = "none"
 
     def _host_transactions(self) -> None:
         """The transaction coordinators on ``__transaction_state`` beside the group coordinators, as the
@@ -324,6 +386,21 @@ class _Simulation:
         """The same across the application's restarts: its new producer fences the old one."""
         return f"tx-{name}"
 
+    def _record_restart_step(self, now_ms: int, name: str, action: str) -> None:
+        self.history.record(RollingRestartStep(now_ms, name, self.protocols[name], action))
+
+    def assignor_for(self, protocol: str) -> str:
+        """The assignor of a member speaking ``protocol``: the group's, or the migration's target one."""
+        return self.assignor if protocol == self.config.group_protocol else self.config.target_assignor
+
+    def protocol_of(self, name: str) -> str:
+        """The protocol ``name``'s next process speaks: its own so far; for a member never started, the
+        new protocol once a rolling restart has begun (it deploys the new version)."""
+        if name in self.protocols:
+            return self.protocols[name]
+        started = self.rollout is not None and self.rollout.started
+        return self.config.final_protocol if started else self.config.group_protocol
+
     # -- members --------------------------------------------------------------------------------
 
     def start(self, name: str) -> ConsumerApp:
@@ -335,19 +412,22 @@ class _Simulation:
             # takes up to Kafka's max.poll.records (500) to keep up with the producers.
             profile = attrs.evolve(profile, commit_mode="transactional", max_records=EOS_MAX_RECORDS)
         member: MemberContract
-        if config.consumer_protocol:
+        protocol = self.protocols[name] = self.protocol_of(name)
+        if protocol == CONSUMER:
             incarnation = self._incarnations[name] = self._incarnations.get(name, 0) + 1
             # KIP-1082: the process makes its member id; from its own stream, so a seed replays.
             ids = random.Random(f"member-id-{self.seed}-{name}-{incarnation}")
             member = ConsumerProtocolMember(ConsumerProtocolConfig(
                 group_id=GROUP, group_instance_id=self.instance_id_of(name), client_id=name,
                 max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
-                group_remote_assignor=self.assignor, enable_auto_commit=profile.commit_mode == "auto",
+                group_remote_assignor=self.assignor_for(protocol),
+                enable_auto_commit=profile.commit_mode == "auto",
                 auto_commit_interval_ms=profile.auto_commit_interval_ms, fetch_committed_on_assignment=True),
                 now, random_bytes=ids.randbytes)
         else:
             member = GroupMember(MemberConfig(
-                group_id=GROUP, assignors=self.assignors_of(name), client_id=name,
+                group_id=GROUP, assignors=self.assignors_of(name, self.assignor_for(protocol)),
+                client_id=name,
                 group_instance_id=self.instance_id_of(name),
                 session_timeout_ms=config.session_timeout_ms,
                 heartbeat_interval_ms=config.heartbeat_interval_ms,
@@ -383,12 +463,13 @@ class _Simulation:
             f"{name}.{incarnation}", self._reachable, transaction_timeout_ms=self.config.max_poll_interval_ms,
             offsets_outside_transaction=self.offsets_outside_transaction)
 
-    def assignors_of(self, name: str) -> Tuple[str, ...]:
-        """The member's assignor list: the group's assignor, or its place in a mix (``m<i>`` the i-th
-        member, ``j<i>`` the i-th joiner after them, round the mix)."""
-        mix = ASSIGNOR_MIXES.get(self.assignor)
+    def assignors_of(self, name: str, assignor: Optional[str] = None) -> Tuple[str, ...]:
+        """The member's assignor list: ``assignor`` (default the group's), or its place in a mix (``m<i>``
+        the i-th member, ``j<i>`` the i-th joiner after them, round the mix)."""
+        assignor = self.assignor if assignor is None else assignor
+        mix = ASSIGNOR_MIXES.get(assignor)
         if mix is None:
-            return (self.assignor,)
+            return (assignor,)
         index = int(name[1:]) + (self.config.members if name.startswith("j") else 0)
         return mix[index % len(mix)]
 
@@ -522,6 +603,9 @@ class _Simulation:
                     self.history.record(TxnCoordinatorMoved(at_ms, old, new))
             self._txn_failovers_seen = len(transactions.failovers)
 
+        if self.config.migrates:
+            self._observe_group_type(now_ms)
+
     def member_slots(self) -> List[str]:
         return sorted(self._txn_incarnations)
 
@@ -541,6 +625,24 @@ class _Simulation:
             if metadata is not None and metadata.state not in _DECIDED:
                 return False
         return True
+
+    def _observe_group_type(self, now_ms: int) -> None:
+        """Record the coordinator's group type when it changes (read directly: a hub query would count as
+        a change of the hub).  No coordinator (a failover loading) is no change."""
+        coordinator = self.kafka.hosting.coordinator_for(GROUP)
+        if coordinator is None:
+            return
+        consumer_group = coordinator.consumer_group(GROUP)
+        classic_state = coordinator.group_state(GROUP)
+        if consumer_group is not None and consumer_group.state is not ConsumerGroupState.DEAD:
+            group_type = CONSUMER
+        elif classic_state is not None and classic_state is not GroupState.DEAD:
+            group_type = CLASSIC
+        else:
+            return
+        if group_type != self._group_type:
+            self.history.record(GroupTypeChanged(now_ms, GROUP, self._group_type, group_type))
+            self._group_type = group_type
 
     def _check_failover_kept_commits(self, now_ms: int) -> None:
         """The new coordinator, once loaded, serves every commit acknowledged before the move."""
@@ -588,10 +690,11 @@ class _Simulation:
             return False
         if len({m.generation.generation_id for m in members}) != 1:
             return False
-        stable = ConsumerGroupState.STABLE if self.config.consumer_protocol else GroupState.STABLE
+        consumer_protocol = self.config.final_protocol == CONSUMER
+        stable = ConsumerGroupState.STABLE if consumer_protocol else GroupState.STABLE
         if self.kafka.group_state(GROUP) is not stable:
             return False
-        if not self.config.consumer_protocol:
+        if not consumer_protocol:
             described = self.kafka.describe_group(GROUP)
             return described is not None and {m.member_id for m in described.members} == {
                 m.member_id for m in members}
@@ -629,7 +732,8 @@ class _Simulation:
                 f"settled, but not every one of {total} partitions owned once and balanced: sizes {sizes}"))
         final = {a.name: (a.member.generation.member_id, a.member.generation.generation_id,
                           a.member.assignment) for a in self.apps.values()}
-        self.violations += check_sticky_moves(self.history, self.assignor, final, self.clock())
+        final_assignor = self.assignor_for(self.config.final_protocol)
+        self.violations += check_sticky_moves(self.history, final_assignor, final, self.clock())
         return True
 
     def committed_offsets(self) -> Dict[TopicPartition, int]:
@@ -696,6 +800,10 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
         for name in config.member_names():
             sim.start(name)
         sim.schedule_faults()
+        rollout_end_ms = 0
+        if sim.rollout is not None:
+            sim.rollout.schedule()
+            rollout_end_ms = sim.rollout.latest_end_ms(sim.max_members - config.members) + 1_000
         bounce_only = config.faults == "static-bounce" and schedule.faults
         if bounce_only:
             sim.scheduler.run_until_ms(schedule.faults[0].at_ms - 500)
@@ -705,6 +813,12 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
                     "static-bounce: the group was not Stable before the first bounce"))
             before = sim.generations()
         sim.scheduler.run_until_ms(max(config.duration_ms, schedule.last_fault_end_ms + 1_000))
+        while sim.rollout is not None and not sim.rollout.done and sim.clock() < rollout_end_ms:
+            sim.scheduler.run_until_ms(min(sim.clock() + 500, rollout_end_ms))
+        if sim.rollout is not None and not sim.rollout.done:
+            sim.violations.append(Violation(
+                "not-settled", sim.clock(), f"the rolling restart did not finish by {rollout_end_ms} ms: "
+                f"{sim.rollout.old_protocol_members()} still on the old protocol"))
         sim.heal_everything()
         if sim.check_settles():
             sim.scheduler.run_until_ms(sim.clock() + 3_000)  # the consumers catch up and commit

@@ -88,8 +88,12 @@ class GroupCoordinator:
         context = self._context = GroupCoordinatorContext(topic_metadata, partition_racks, topic_names)
         classic = context.classic = self._classic = ClassicGroupManager(
             config, context, member_id_factory=member_id_factory or _uuid_member_id, observer=on_transition)
+        # A given factory (tests, the simulator) makes the ids of classic members joining a consumer group
+        # too, so a seeded run replays them; by default they are random UUIDs, as in Kafka.
+        consumer_member_ids = None if member_id_factory is None else (lambda: member_id_factory("consumer"))
         consumer = context.consumer = self._consumer = ConsumerGroupManager(
-            config, context, observer=on_transition, server_assignors=server_assignors)
+            config, context, observer=on_transition, server_assignors=server_assignors,
+            member_id_factory=consumer_member_ids)
         self._classic_handlers = handlers = ClassicGroupHandlers(config, context, classic)
         #: Offsets of open transactions; every record this coordinator writes is folded into it.
         self._pending = pending = PendingOffsets()
