@@ -39,21 +39,17 @@ from kgroup.core.member.consumer import (
 from kgroup.core.messages import OffsetFetchRequest, OffsetFetchResponse
 from kgroup.errors import ConfigError
 from kgroup.io.runner import MemberRunner
-from kgroup.core.cluster.transaction_hosting import TransactionHosting, TransactionHostingConfig
-from kgroup.core.transaction import TransactionCoordinatorConfig, TransactionState
 from kgroup.sim.app import ConsumerApp, Producer, draw_profile
 from kgroup.sim.checker import (
     Overlap, OwnershipChecker, Violation, check_exactly_once, check_history, check_sticky_moves, coverage,
     last_acknowledged,
 )
-from kgroup.sim.eos import OutputReader, TransactionalBackend, TransactionalProducer
+from kgroup.sim.deployment import Deployment
+from kgroup.sim.eos_hosting import ExactlyOnceHosting
 from kgroup.sim.history import (
-    CoordinatorMoved, FaultApplied, GroupTypeChanged, History, MemberFailed, MemberStopped,
-    RollingRestartStep, Transition, TxnCoordinatorMoved,
+    CoordinatorMoved, FaultApplied, History, MemberFailed, MemberStopped, Transition,
 )
-from kgroup.sim.txn_data import TransactionalData
 from kgroup.sim.network import SimNetwork, NetworkConfig
-from kgroup.sim.rollout import RollingRestart, draw_rolling_restart
 from kgroup.sim.schedule import Fault, FaultPlan, Schedule, generate_schedule
 from kgroup.io.clock import MockClock, autojump
 from kgroup.testing.in_memory_kafka import InMemoryKafka
@@ -67,16 +63,11 @@ GROUP = "sim"
 TOPIC = "events"
 #: The second topic a ``resubscribe`` fault adds to a member's subscription.
 AUX_TOPIC = "audit"
-#: Exactly-once mode: where the applications write one output record per input record.
-OUTPUT_TOPIC = "results"
 #: ``plain``: applications commit offsets as their profile says; ``transactional``: each batch is
 #: processed in a transaction with its offsets (kgroup.sim.eos).
 PROCESSING_MODES = ("plain", "transactional")
 #: Exactly-once mode: the records one poll returns at most (Kafka's max.poll.records default).
 EOS_MAX_RECORDS = 500
-#: Exactly-once mode: how long the sim's transaction coordinators wait between two sweeps for
-#: transactions past their timeout (Kafka's 10 s default is longer than a campaign run's faults).
-TXN_TIMEOUT_SWEEP_MS = 1_000
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 #: The coordinator's assignors of the consumer protocol (KIP-848), named by ``group_remote_assignor``.
 SERVER_ASSIGNORS = ("uniform", "range")
@@ -287,11 +278,6 @@ _MACHINE_KINDS = {ClassicMemberState: "member", GroupState: "group", ConsumerMem
                   ConsumerGroupState: "group", CoordinatorMemberState: "coordinator member"}
 
 
-#: Transaction states with nothing left to write.
-_DECIDED = (TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT,
-            TransactionState.DEAD)
-
-
 def _broker_key(node_id: Optional[int]) -> int:
     """The network's key of a request's broker (0: any broker, a bootstrap request)."""
     return node_id or 0
@@ -348,58 +334,12 @@ class _Simulation:
         self._incarnations: Dict[str, int] = {}
         #: Members whose application exited on a fatal error and waits for its supervisor's restart.
         self.restarting: set = set()
-        #: Exactly-once mode (None otherwise): transactional data, transaction coordinators, the reader.
-        self.data: Optional[TransactionalData] = None
-        self.transactions: Optional[TransactionHosting] = None
-        self.reader: Optional[OutputReader] = None
-        self._txn_incarnations: Dict[str, int] = {}
-        self._txn_failovers_seen = 0
-        #: A planted bug for the checker's tests: applications commit offsets outside their transactions.
-        self.offsets_outside_transaction = False
-        if config.transactional:
-            self._host_transactions()
-        #: The group protocol of each member's current (or next) process; a rolling restart changes it.
-        self.protocols: Dict[str, str] = {}
-        self.rollout: Optional[RollingRestart] = None
-        if config.rolling_restart_to:
-            steps = draw_rolling_restart(seed, config.member_names(), config.fault_plan().window_ms,
-                                         config.session_timeout_ms)
-            self.rollout = RollingRestart(seed, steps, config.rolling_restart_to, config.session_timeout_ms,
-                                          self, self.protocols, self._record_restart_step)
-        #: The coordinator's group type last seen (recorded only by a migration).
-        self._group_type = "none"
-
-    def _host_transactions(self) -> None:
-        """The transaction coordinators on ``__transaction_state`` beside the group coordinators, as the
-        wire server hosts them (kgroup/server/transactions.py), and the output topic."""
-        self.kafka.create_topic(OUTPUT_TOPIC, self.config.partitions)
-        self.data = TransactionalData(self.cluster)
-        self.transactions = TransactionHosting(self.cluster, TransactionHostingConfig(
-            transaction_state_partitions=3, load_time_ms=100, coordinator=TransactionCoordinatorConfig(
-                abort_timed_out_transaction_cleanup_interval_ms=TXN_TIMEOUT_SWEEP_MS)),
-            self.clock(), offsets_writer=self.kafka.hosting, data_writer=self.data)
-        self.kafka.hub.backend = TransactionalBackend(self.kafka.hosting, self.transactions)
-        self.reader = OutputReader(self.data, OUTPUT_TOPIC, self.history, self.committed_offsets)
-        self.scheduler.add_timers(self.reader)
-
-    def transactional_id_of(self, name: str) -> str:
-        """The same across the application's restarts: its new producer fences the old one."""
-        return f"tx-{name}"
-
-    def _record_restart_step(self, now_ms: int, name: str, action: str) -> None:
-        self.history.record(RollingRestartStep(now_ms, name, self.protocols[name], action))
-
-    def assignor_for(self, protocol: str) -> str:
-        """The assignor of a member speaking ``protocol``: the group's, or the migration's target one."""
-        return self.assignor if protocol == self.config.group_protocol else self.config.target_assignor
-
-    def protocol_of(self, name: str) -> str:
-        """The protocol ``name``'s next process speaks: its own so far; for a member never started, the
-        new protocol once a rolling restart has begun (it deploys the new version)."""
-        if name in self.protocols:
-            return self.protocols[name]
-        started = self.rollout is not None and self.rollout.started
-        return self.config.final_protocol if started else self.config.group_protocol
+        #: Exactly-once mode (None otherwise): transaction coordinators, output, producers.
+        self.eos = None if not config.transactional else ExactlyOnceHosting(
+            self.kafka, self.network, self.scheduler, self.clock, self.history, GROUP, config.partitions,
+            config.max_poll_interval_ms, self.committed_offsets, self._reachable, _broker_key)
+        #: Each member's protocol and assignor, and the rolling restart (if any).
+        self.deployment = Deployment(seed, config, self.assignor, self, self.history)
 
     # -- members --------------------------------------------------------------------------------
 
@@ -412,7 +352,8 @@ class _Simulation:
             # takes up to Kafka's max.poll.records (500) to keep up with the producers.
             profile = attrs.evolve(profile, commit_mode="transactional", max_records=EOS_MAX_RECORDS)
         member: MemberContract
-        protocol = self.protocols[name] = self.protocol_of(name)
+        deployment = self.deployment
+        protocol = deployment.protocols[name] = deployment.protocol_of(name)
         if protocol == CONSUMER:
             incarnation = self._incarnations[name] = self._incarnations.get(name, 0) + 1
             # KIP-1082: the process makes its member id; from its own stream, so a seed replays.
@@ -420,13 +361,13 @@ class _Simulation:
             member = ConsumerProtocolMember(ConsumerProtocolConfig(
                 group_id=GROUP, group_instance_id=self.instance_id_of(name), client_id=name,
                 max_poll_interval_ms=config.max_poll_interval_ms, retry_backoff_ms=50,
-                group_remote_assignor=self.assignor_for(protocol),
+                group_remote_assignor=deployment.assignor_for(protocol),
                 enable_auto_commit=profile.commit_mode == "auto",
                 auto_commit_interval_ms=profile.auto_commit_interval_ms, fetch_committed_on_assignment=True),
                 now, random_bytes=ids.randbytes)
         else:
             member = GroupMember(MemberConfig(
-                group_id=GROUP, assignors=self.assignors_of(name, self.assignor_for(protocol)),
+                group_id=GROUP, assignors=self.assignors_of(name, deployment.assignor_for(protocol)),
                 client_id=name,
                 group_instance_id=self.instance_id_of(name),
                 session_timeout_ms=config.session_timeout_ms,
@@ -437,10 +378,11 @@ class _Simulation:
                 now)
         member.subscribe([TOPIC], now)
         member.update_metadata(self.kafka.partitions_per_topic(), now)
-        producer = self._transactional_producer(name) if config.transactional else None
+        eos = self.eos
+        producer = eos.transactional_producer(name) if eos is not None else None
         app = ConsumerApp(name, member.config.group_instance_id, member, profile, self.cluster, self.history,
                           now, reachable=self._reachable, on_failed=self._member_failed, producer=producer,
-                          data=self.data, output_partitions=config.partitions)
+                          data=eos.data if eos is not None else None, output_partitions=config.partitions)
         transport = self.network.transport(name, self.kafka.transport(name), self.clock, _broker_key,
                                            observer=app)
         app.runner = MemberRunner(member, transport, self.clock)
@@ -450,18 +392,6 @@ class _Simulation:
             # An answer to the producer wakes the application's loop blocked in its transaction.
             producer.transport.on_completion_scheduled = lambda due_ms: setattr(driven, "dirty", True)
         return app
-
-    def _transactional_producer(self, name: str) -> TransactionalProducer:
-        incarnation = self._txn_incarnations[name] = self._txn_incarnations.get(name, 0) + 1
-        # The producer's connections share its process's network: the member's links and faults.
-        transport = self.network.transport(f"{name}.producer", self.kafka.transport(f"{name}-producer"),
-                                           self.clock, _broker_key)
-        transport.member = name
-        assert self.data is not None
-        return TransactionalProducer(
-            name, self.transactional_id_of(name), GROUP, OUTPUT_TOPIC, transport, self.data, self.history,
-            f"{name}.{incarnation}", self._reachable, transaction_timeout_ms=self.config.max_poll_interval_ms,
-            offsets_outside_transaction=self.offsets_outside_transaction)
 
     def assignors_of(self, name: str, assignor: Optional[str] = None) -> Tuple[str, ...]:
         """The member's assignor list: ``assignor`` (default the group's), or its place in a mix (``m<i>``
@@ -594,55 +524,10 @@ class _Simulation:
             self._failovers_seen = len(failovers)
         if self._acknowledged_at_move is not None and self.kafka.hosting.coordinator_for(GROUP) is not None:
             self._check_failover_kept_commits(now_ms)
-        transactions = self.transactions
-        if transactions is not None and len(transactions.failovers) > self._txn_failovers_seen:
-            slots = {transactions.partition_for(self.transactional_id_of(name))
-                     for name in self.member_slots()}
-            for old, new, slot, at_ms in transactions.failovers[self._txn_failovers_seen:]:
-                if slot in slots and old is not None:
-                    self.history.record(TxnCoordinatorMoved(at_ms, old, new))
-            self._txn_failovers_seen = len(transactions.failovers)
-
+        if self.eos is not None:
+            self.eos.observe_failovers()
         if self.config.migrates:
-            self._observe_group_type(now_ms)
-
-    def member_slots(self) -> List[str]:
-        return sorted(self._txn_incarnations)
-
-    def transactions_decided(self) -> bool:
-        """No application is in a transaction and its coordinator has none open or being completed."""
-        transactions = self.transactions
-        if transactions is None:
-            return True
-        if any(app.producer is not None and app.producer.busy for app in self.apps.values()):
-            return False
-        for name in self.member_slots():
-            transactional_id = self.transactional_id_of(name)
-            coordinator = transactions.coordinator_for(transactional_id)
-            if coordinator is None:
-                return False
-            metadata = coordinator.transaction(transactional_id)
-            if metadata is not None and metadata.state not in _DECIDED:
-                return False
-        return True
-
-    def _observe_group_type(self, now_ms: int) -> None:
-        """Record the coordinator's group type when it changes (read directly: a hub query would count as
-        a change of the hub).  No coordinator (a failover loading) is no change."""
-        coordinator = self.kafka.hosting.coordinator_for(GROUP)
-        if coordinator is None:
-            return
-        consumer_group = coordinator.consumer_group(GROUP)
-        classic_state = coordinator.group_state(GROUP)
-        if consumer_group is not None and consumer_group.state is not ConsumerGroupState.DEAD:
-            group_type = CONSUMER
-        elif classic_state is not None and classic_state is not GroupState.DEAD:
-            group_type = CLASSIC
-        else:
-            return
-        if group_type != self._group_type:
-            self.history.record(GroupTypeChanged(now_ms, GROUP, self._group_type, group_type))
-            self._group_type = group_type
+            self.deployment.observe_group_type(GROUP, now_ms)
 
     def _check_failover_kept_commits(self, now_ms: int) -> None:
         """The new coordinator, once loaded, serves every commit acknowledged before the move."""
@@ -732,7 +617,7 @@ class _Simulation:
                 f"settled, but not every one of {total} partitions owned once and balanced: sizes {sizes}"))
         final = {a.name: (a.member.generation.member_id, a.member.generation.generation_id,
                           a.member.assignment) for a in self.apps.values()}
-        final_assignor = self.assignor_for(self.config.final_protocol)
+        final_assignor = self.deployment.assignor_for(self.config.final_protocol)
         self.violations += check_sticky_moves(self.history, final_assignor, final, self.clock())
         return True
 
@@ -756,18 +641,17 @@ class _Simulation:
                 logs[TopicPartition(TOPIC, partition.index)] = [e.payload for e in log.entries[:log.hw]]
         return logs
 
-    def finish_transactions(self) -> None:
+    def finish_transactions(self, eos: ExactlyOnceHosting) -> None:
         """Exactly-once mode, at the end: wait (bounded) until every transaction is decided and its
         markers written, then read the output and the offsets one last time."""
         deadline = self.clock() + self.config.settle_bound_ms
-        while not self.transactions_decided() and self.clock() < deadline:
+        while not eos.transactions_decided(self.apps.values()) and self.clock() < deadline:
             self.scheduler.run_until_ms(self.clock() + 50)
-        if not self.transactions_decided():
+        if not eos.transactions_decided(self.apps.values()):
             self.violations.append(Violation(
                 "not-settled", self.clock(),
                 f"transactions still open {self.config.settle_bound_ms} ms after the catch-up"))
-        assert self.reader is not None
-        self.reader.read(self.clock())
+        eos.reader.read(self.clock())
 
     def generations(self) -> set:
         return {a.member.generation.generation_id for a in self.apps.values()}
@@ -800,10 +684,10 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
         for name in config.member_names():
             sim.start(name)
         sim.schedule_faults()
-        rollout_end_ms = 0
-        if sim.rollout is not None:
-            sim.rollout.schedule()
-            rollout_end_ms = sim.rollout.latest_end_ms(sim.max_members - config.members) + 1_000
+        rollout_end_ms, rollout = 0, sim.deployment.rollout
+        if rollout is not None:
+            rollout.schedule()
+            rollout_end_ms = rollout.latest_end_ms(sim.max_members - config.members) + 1_000
         bounce_only = config.faults == "static-bounce" and schedule.faults
         if bounce_only:
             sim.scheduler.run_until_ms(schedule.faults[0].at_ms - 500)
@@ -813,12 +697,12 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
                     "static-bounce: the group was not Stable before the first bounce"))
             before = sim.generations()
         sim.scheduler.run_until_ms(max(config.duration_ms, schedule.last_fault_end_ms + 1_000))
-        while sim.rollout is not None and not sim.rollout.done and sim.clock() < rollout_end_ms:
+        while rollout is not None and not rollout.done and sim.clock() < rollout_end_ms:
             sim.scheduler.run_until_ms(min(sim.clock() + 500, rollout_end_ms))
-        if sim.rollout is not None and not sim.rollout.done:
+        if rollout is not None and not rollout.done:
             sim.violations.append(Violation(
                 "not-settled", sim.clock(), f"the rolling restart did not finish by {rollout_end_ms} ms: "
-                f"{sim.rollout.old_protocol_members()} still on the old protocol"))
+                f"{rollout.old_protocol_members()} still on the old protocol"))
         sim.heal_everything()
         if sim.check_settles():
             sim.scheduler.run_until_ms(sim.clock() + 3_000)  # the consumers catch up and commit
@@ -827,13 +711,13 @@ def run(seed_or_schedule: Union[int, Schedule], config: SimConfig = SimConfig(),
                 "static-bounce-rebalanced", sim.clock(),
                 f"static members bounced within the session timeout, yet the group rebalanced: "
                 f"generation {sorted(before)} -> {sorted(sim.generations())}"))
-        if sim.reader is not None:
-            sim.finish_transactions()
+        if sim.eos is not None:
+            sim.finish_transactions(sim.eos)
         sim.ownership.close(sim.clock())
         final_committed = sim.committed_offsets()
         violations = sim.ownership.violations[:20] + sim.violations + check_history(
             sim.history, final_committed, sim.final_logs())
-        if sim.reader is not None:
+        if sim.eos is not None:
             violations += check_exactly_once(sim.history, final_committed)
         return Verdict(seed, config, sim.assignor, schedule, tuple(violations), tuple(sim.ownership.overlaps),
                        coverage(sim.history, sim.ownership.overlaps), sim.history, sim.clock())

@@ -19,7 +19,8 @@ from kgroup.sim.checker import EOS_CHECKS, check_exactly_once
 from kgroup.sim.history import (
     Appended, GroupOffsetObserved, History, OutputObserved, TxnAborted, TxnEnding, TxnOffsetsSent,
 )
-from kgroup.sim.simulator import CAMPAIGN_SHAPE, OUTPUT_TOPIC
+from kgroup.sim.eos_hosting import OUTPUT_TOPIC
+from kgroup.sim.simulator import CAMPAIGN_SHAPE
 from kgroup.sim.txn_data import ControlMarker, TransactionalData, TransactionalRecord
 from kgroup.testing import InMemoryKafka
 from kgroup.values import TopicPartition
@@ -129,7 +130,7 @@ def test_kip447_fences_the_offsets_of_a_rebalanced_member_and_the_output_stays_e
 
 def test_offsets_committed_outside_the_transaction_fail_the_offsets_check():
     def planted(sim):
-        sim.offsets_outside_transaction = True
+        sim.eos.offsets_outside_transaction = True
     verdict = run(2, EOS, planted=planted)
     assert verdict.checks_failed() == {"offsets-outside-transaction"}
     assert run(2, EOS).ok
@@ -139,7 +140,7 @@ def test_a_reader_past_the_last_stable_offset_sees_aborted_outputs():
     """A read_committed that ignores the LSO returns records of transactions still open, some of
     which abort: an aborted read, and their inputs' outputs twice once processed again."""
     def planted(sim):
-        data = sim.data
+        data = sim.eos.data
 
         def read_to_the_high_watermark(topic, index, position, max_records):
             view, entries, hw = data._view(topic, index)
@@ -155,7 +156,7 @@ def test_a_txn_offset_commit_without_group_metadata_lets_a_zombie_duplicate_outp
     """Without KIP-447's generation and member id (TxnOffsetCommit v0-v2), a member that lost its
     partitions in a rebalance still commits its transaction: its outputs appear twice."""
     def planted(sim):
-        make = sim._transactional_producer
+        make = sim.eos.transactional_producer
 
         def without_group_metadata(name):
             producer = make(name)
@@ -163,7 +164,7 @@ def test_a_txn_offset_commit_without_group_metadata_lets_a_zombie_duplicate_outp
             producer.begin = lambda member, inputs, partitions, _metadata, now: begin(
                 member, inputs, partitions, (-1, "", None), now)
             return producer
-        sim._transactional_producer = without_group_metadata
+        sim.eos.transactional_producer = without_group_metadata
     assert run(7, EOS, planted=planted).checks_failed() == {"duplicate-output"}
     fenced = run(7, EOS)
     assert fenced.ok and fenced.coverage["txn offsets fenced (KIP-447)"] >= 1

@@ -80,14 +80,14 @@ def test_the_members_end_on_the_new_protocol_with_the_seeds_faults_striking_duri
     assert any(steps[0].at_ms < f.at_ms < steps[-1].at_ms for f in faults)
     assert _group_types(verdict.history)[-1][1] == "consumer"
     sim = sim_members["sim"]
-    assert set(sim.protocols.values()) == {"consumer"}
+    assert set(sim.deployment.protocols.values()) == {"consumer"}
 
 
 def test_the_apps_run_members_of_the_protocol_their_process_speaks():
     sim = simulator._Simulation(0, UPGRADE, simulator.Schedule())
     try:
         assert isinstance(sim.start("m0").member, GroupMember)
-        sim.protocols["m1"] = "consumer"
+        sim.deployment.protocols["m1"] = "consumer"
         member = sim.start("m1").member
         assert isinstance(member, ConsumerProtocolMember)
         assert member.config.group_remote_assignor == "uniform"
