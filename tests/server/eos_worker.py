@@ -64,7 +64,10 @@ def main() -> int:
         producer.begin_transaction()
         for message in batch:
             producer.produce(sink, key=message.key(), value=b"out-" + message.value())
-        trigger_now = "arm" in commands and armed_transactions == trigger
+        # One reading per batch: "arm" arriving mid-transaction must not count that transaction
+        # without having checked the trigger for it.
+        armed = "arm" in commands
+        trigger_now = armed and armed_transactions == trigger
         if mode == "crash" and trigger_now:
             producer.flush(STEP_S)
             _say("READY-TO-CRASH")
@@ -97,7 +100,7 @@ def main() -> int:
             _abort_and_rewind(producer, consumer)
             continue
         transactions += 1
-        armed_transactions += "arm" in commands
+        armed_transactions += armed
         _say(f"COMMITTED {transactions}")
     consumer.close()
     producer.flush(STEP_S)

@@ -1,8 +1,9 @@
 """Exactly-once consume-transform-produce with a consumer group of three workers (issue 26, KIP-447).
 
 Three confluent-kafka workers (``eos_worker.py``, each its own process: a consumer in one group
-paired with a transactional producer) turn 1,200 input records on 6 partitions into output records,
-committing the consumed offsets inside each transaction.  During the run:
+paired with a transactional producer) turn input records on 6 partitions (600, then chunks of 120
+until both faults below fired) into output records, committing the consumed offsets inside each
+transaction.  During the run:
 
 * one worker stalls mid-transaction past ``max.poll.interval.ms``: the group rebalances without it,
   and its late commit, made with its stale group metadata, is refused (KIP-447 fencing);
@@ -36,7 +37,10 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 WORKER = Path(__file__).with_name("eos_worker.py")
 PARTITIONS = 6
+#: Input records before the faults are armed (doubled, as the first RECORDS // 2), then chunks of
+#: CHUNK until both faults fired.
 RECORDS = 1200
+CHUNK = 120
 #: Longest wait for one step: the workers' largest timeout (8 s) several times over.
 STEP_S = 60.0
 
@@ -141,25 +145,36 @@ def test_three_workers_exactly_once_through_a_stall_and_a_crash(bootstrap, reque
     for name in (source, sink):
         admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(timeout=STEP_S)
     seed = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    inputs = [f"r{i:05d}" for i in range(RECORDS)]
-    for i, value in enumerate(inputs[:RECORDS // 2]):
-        seed.produce(source, key=str(i).encode(), value=value.encode())
-    seed.flush(STEP_S)
+    inputs: List[str] = []
 
+    def produce(count: int) -> None:
+        for i in range(len(inputs), len(inputs) + count):
+            seed.produce(source, key=str(i).encode(), value=f"r{i:05d}".encode())
+            inputs.append(f"r{i:05d}")
+        seed.flush(STEP_S)
+
+    produce(RECORDS // 2)
     staller = Worker(bootstrap, source, sink, group, "stall", 0)
     crasher = Worker(bootstrap, source, sink, group, "crash", 1)
     steady = Worker(bootstrap, source, sink, group, "normal", 0)
     workers = [staller, crasher, steady]
     try:
         _wait(lambda: _group_members(admin, group) == 3, "three workers in the group", workers)
-        # Armed before the second half exists, so each has records left to fail on.
+        # Armed before more input exists, so each has records left to fail on; input keeps coming (keys
+        # spread over every partition) until both faults fired, whatever a worker happens to own.
         staller.tell("arm")
         crasher.tell("arm")
-        for i, value in enumerate(inputs[RECORDS // 2:], start=RECORDS // 2):
-            seed.produce(source, key=str(i).encode(), value=value.encode())
-        seed.flush(STEP_S)
-        _wait(lambda: bool(staller.said("STALLED")) and bool(crasher.said("READY-TO-CRASH")),
-              "one worker stalled and one mid-transaction", workers)
+
+        def both_fired() -> bool:
+            return bool(staller.said("STALLED")) and bool(crasher.said("READY-TO-CRASH"))
+
+        deadline = time.monotonic() + STEP_S
+        while not both_fired() and time.monotonic() < deadline:
+            produce(CHUNK)
+            chunk_deadline = min(deadline, time.monotonic() + 2.0)
+            while not both_fired() and time.monotonic() < chunk_deadline:
+                time.sleep(0.05)
+        _wait(both_fired, "one worker stalled and one mid-transaction", workers)
         crasher.proc.send_signal(signal.SIGKILL)
         crasher.proc.wait()
         # Past max.poll.interval.ms the staller left; past the session timeout the crasher is gone.
@@ -169,9 +184,9 @@ def test_three_workers_exactly_once_through_a_stall_and_a_crash(bootstrap, reque
         _wait(lambda: bool(staller.said("LATE-COMMIT")), "the staller's late commit", workers)
         # Kafka 4.4 answers the stale member's TxnOffsetCommit UNKNOWN_MEMBER_ID (it left the group).
         assert staller.said("LATE-COMMIT") == ["LATE-COMMIT refused UNKNOWN_MEMBER_ID"], staller.lines
-        _wait(lambda: _committed(bootstrap, group, source) == RECORDS, "every input offset committed",
+        _wait(lambda: _committed(bootstrap, group, source) == len(inputs), "every input offset committed",
               workers)
-        output = _read_committed(bootstrap, sink, RECORDS)
+        output = _read_committed(bootstrap, sink, len(inputs))
     finally:
         for worker in workers:
             worker.stop()
@@ -179,6 +194,6 @@ def test_three_workers_exactly_once_through_a_stall_and_a_crash(bootstrap, reque
     duplicates = {value: n for value, n in counts.items() if n > 1}
     missing = set(inputs) - set(counts)
     assert not duplicates and not missing, (len(duplicates), len(missing))
-    assert len(output) == RECORDS
+    assert len(output) == len(inputs) >= RECORDS // 2 + CHUNK
     request.node.user_properties += [("output_records", len(output)),
                                      ("aborts", sum(len(w.said("ABORTED")) for w in workers))]
