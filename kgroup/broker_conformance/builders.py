@@ -17,7 +17,11 @@ from kafka.protocol.consumer import (
     OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 )
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.admin.transactions import DescribeTransactionsRequest, ListTransactionsRequest
 from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
+from kafka.protocol.producer.transaction import (
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, EndTxnRequest, TxnOffsetCommitRequest,
+)
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 from kgroup.wire.kafka_python import ConsumerGroupDescribeRequestStruct, ConsumerGroupHeartbeatRequestStruct
@@ -191,11 +195,11 @@ def create_partitions(version: int, topic: str, count: int, validate_only: bool 
 
 
 def record_batch(count: int = 3, first_timestamp_ms: int = 1_000, producer_id: int = -1,
-                 producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
+                 producer_epoch: int = -1, base_sequence: int = -1, transactional: bool = False) -> bytes:
     """A v2 record batch (kafka-python's builder) of ``count`` records with fixed timestamps."""
     builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20)
     if producer_id >= 0:
-        builder.set_producer_state(producer_id, producer_epoch, base_sequence, False)
+        builder.set_producer_state(producer_id, producer_epoch, base_sequence, transactional)
     for index in range(count):
         builder.append(timestamp=first_timestamp_ms + index, key=b"k%d" % index, value=b"v%d" % index,
                        headers=[])
@@ -203,12 +207,14 @@ def record_batch(count: int = 3, first_timestamp_ms: int = 1_000, producer_id: i
     return bytes(builder.buffer())
 
 
-def produce(version: int, topic: str, batches: Mapping[int, bytes], acks: int = -1) -> ProduceRequest:
+def produce(version: int, topic: str, batches: Mapping[int, bytes], acks: int = -1,
+            transactional_id: Optional[str] = None) -> ProduceRequest:
     topic_class = ProduceRequest.TopicProduceData
-    return ProduceRequest(version=version, transactional_id=None, acks=acks, timeout_ms=10_000, topic_data=[
-        topic_class(version=version, name=topic, partition_data=[
-            topic_class.PartitionProduceData(version=version, index=p, records=b)
-            for p, b in sorted(batches.items())])])
+    topic_data = [topic_class(version=version, name=topic, partition_data=[
+        topic_class.PartitionProduceData(version=version, index=p, records=b)
+        for p, b in sorted(batches.items())])]
+    return ProduceRequest(version=version, transactional_id=transactional_id, acks=acks, timeout_ms=10_000,
+                          topic_data=topic_data)
 
 
 def list_offsets(version: int, topic: str, queries: Mapping[int, int], isolation_level: int = 0
@@ -222,11 +228,13 @@ def list_offsets(version: int, topic: str, queries: Mapping[int, int], isolation
             for p, ts in sorted(queries.items())])])
 
 
-def fetch(version: int, topic: str, offsets: Mapping[int, int], max_wait_ms: int = 0) -> FetchRequest:
+def fetch(version: int, topic: str, offsets: Mapping[int, int], max_wait_ms: int = 0,
+          isolation_level: int = 0) -> FetchRequest:
+    """``isolation_level``: 0 read_uncommitted, 1 read_committed."""
     topic_class = FetchRequest.FetchTopic
     return FetchRequest(
         version=version, replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
-        isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+        isolation_level=isolation_level, session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
         topics=[topic_class(version=version, topic=topic, topic_id=ZERO_UUID, partitions=[
             topic_class.FetchPartition(version=version, partition=p, fetch_offset=o,
                                        partition_max_bytes=1 << 20, current_leader_epoch=-1,
@@ -234,6 +242,75 @@ def fetch(version: int, topic: str, offsets: Mapping[int, int], max_wait_ms: int
             for p, o in sorted(offsets.items())])])
 
 
-def init_producer_id(version: int) -> InitProducerIdRequest:
-    return InitProducerIdRequest(version=version, transactional_id=None, transaction_timeout_ms=60_000,
-                                 producer_id=-1, producer_epoch=-1)
+def init_producer_id(version: int, transactional_id: Optional[str] = None,
+                     transaction_timeout_ms: int = 60_000, producer_id: int = -1,
+                     producer_epoch: int = -1) -> InitProducerIdRequest:
+    return InitProducerIdRequest(version=version, transactional_id=transactional_id,
+                                 transaction_timeout_ms=transaction_timeout_ms,
+                                 producer_id=producer_id, producer_epoch=producer_epoch)
+
+
+def add_partitions_to_txn(version: int, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Mapping[str, Iterable[int]]) -> AddPartitionsToTxnRequest:
+    """v0-v3: one transaction at the top level; v4+: a batch of one (``verify_only`` false)."""
+    if version < 4:
+        topic_class = AddPartitionsToTxnRequest.AddPartitionsToTxnTopic
+        return AddPartitionsToTxnRequest(
+            version=version, v3_and_below_transactional_id=transactional_id,
+            v3_and_below_producer_id=producer_id, v3_and_below_producer_epoch=producer_epoch,
+            v3_and_below_topics=[topic_class(version=version, name=t, partitions=sorted(ps))
+                                 for t, ps in partitions.items()])
+    return add_partitions_batch(version, [(transactional_id, producer_id, producer_epoch, False, partitions)])
+
+
+def add_partitions_batch(version: int, transactions: Sequence[Tuple[str, int, int, bool,
+                                                                    Mapping[str, Iterable[int]]]]
+                         ) -> AddPartitionsToTxnRequest:
+    """v4+: ``transactions`` as (transactional id, producer id, epoch, verify only, partitions)."""
+    transaction_class = AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction
+    topic_class = transaction_class.AddPartitionsToTxnTopic
+    return AddPartitionsToTxnRequest(version=version, transactions=[
+        transaction_class(version=version, transactional_id=txn_id, producer_id=pid, producer_epoch=epoch,
+                          verify_only=verify_only,
+                          topics=[topic_class(version=version, name=t, partitions=sorted(ps))
+                                  for t, ps in partitions.items()])
+        for txn_id, pid, epoch, verify_only, partitions in transactions])
+
+
+def add_offsets_to_txn(version: int, transactional_id: str, producer_id: int, producer_epoch: int,
+                       group_id: str) -> AddOffsetsToTxnRequest:
+    return AddOffsetsToTxnRequest(version=version, transactional_id=transactional_id, producer_id=producer_id,
+                                  producer_epoch=producer_epoch, group_id=group_id)
+
+
+def txn_offset_commit(version: int, transactional_id: str, group_id: str, producer_id: int,
+                      producer_epoch: int, offsets: Mapping[str, Mapping[int, int]], *,
+                      generation_id: int = -1, member_id: str = "",
+                      instance_id: Optional[str] = None) -> TxnOffsetCommitRequest:
+    topic_class = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+    return TxnOffsetCommitRequest(
+        version=version, transactional_id=transactional_id, group_id=group_id, producer_id=producer_id,
+        producer_epoch=producer_epoch, generation_id=generation_id, member_id=member_id,
+        group_instance_id=instance_id,
+        topics=[topic_class(version=version, name=topic, partitions=[
+            topic_class.TxnOffsetCommitRequestPartition(version=version, partition_index=p,
+                                                        committed_offset=o, committed_leader_epoch=-1,
+                                                        committed_metadata="")
+            for p, o in sorted(partitions.items())]) for topic, partitions in offsets.items()])
+
+
+def end_txn(version: int, transactional_id: str, producer_id: int, producer_epoch: int,
+            committed: bool) -> EndTxnRequest:
+    return EndTxnRequest(version=version, transactional_id=transactional_id, producer_id=producer_id,
+                         producer_epoch=producer_epoch, committed=committed)
+
+
+def describe_transactions(*transactional_ids: str) -> DescribeTransactionsRequest:
+    return DescribeTransactionsRequest(version=0, transactional_ids=list(transactional_ids))
+
+
+def list_transactions(version: int, states: Sequence[str] = (), producer_ids: Sequence[int] = (),
+                      duration_ms: int = -1) -> ListTransactionsRequest:
+    return ListTransactionsRequest(version=version, state_filters=list(states),
+                                   producer_id_filters=list(producer_ids), duration_filter=duration_ms,
+                                   transactional_id_pattern=None)

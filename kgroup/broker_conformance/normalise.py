@@ -10,8 +10,8 @@ else is kept:
   strings and inside bytes (a topic name in a subscription);
 * topic ids (UUIDs) become ``id:<topic>`` for topics the scenario learned, ``uuid`` otherwise;
   the zero UUID stays ``zero``;
-* node ids, hosts, ports, cluster ids and producer ids become placeholders (``-1`` is kept: it
-  means "none");
+* node ids, hosts, ports, cluster ids, producer ids and transaction start times become placeholders
+  (``-1`` is kept: it means "none"); transaction markers in fetched records lose their timestamp;
 * throttle times and free-text error messages are dropped, as are the broker's feature levels;
 * lists are compared as multisets (sorted by their canonical JSON), since brokers iterate their
   maps in different orders; bytes become hex, record batches their records.
@@ -37,6 +37,8 @@ NODE_ID_FIELDS = frozenset({"node_id", "leader_id", "controller_id", "coordinato
 NODE_LIST_FIELDS = frozenset({"replica_nodes", "isr_nodes", "offline_replicas", "eligible_leader_replicas",
                               "last_known_elr"})
 ADDRESS_FIELDS = frozenset({"host", "port", "client_host", "rack", "cluster_id"})
+#: Wall-clock times the broker stamps (a transaction's start): "ts" when set, -1 kept.
+BROKER_TIME_FIELDS = frozenset({"transaction_start_time_ms"})
 RECORD_FIELDS = frozenset({"records"})
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -87,6 +89,8 @@ class Normaliser:
             return value if not isinstance(value, int) or value < 0 else "node"
         if field in ADDRESS_FIELDS:
             return value if value is None or value == -1 else field
+        if field in BROKER_TIME_FIELDS and isinstance(value, int):
+            return value if value < 0 else "ts"
         if field == "producer_id" and isinstance(value, int):
             return value if value < 0 else "pid"
         if field in RECORD_FIELDS and isinstance(value, (bytes, bytearray, memoryview)):
@@ -121,7 +125,8 @@ class Normaliser:
 
 def records_of(data: bytes) -> Any:
     """The records of a fetched log slice as [offset, timestamp, key, value] (hex), or its size when
-    it does not decode."""
+    it does not decode.  A transaction marker (control record) is ["control", offset, "commit" or
+    "abort"]: its timestamp is the broker's clock and its value the coordinator's epoch."""
     from kafka.record.memory_records import MemoryRecords
 
     out = []
@@ -132,6 +137,9 @@ def records_of(data: bytes) -> Any:
             if batch is None:
                 break
             for record in batch:
+                if batch.is_control_batch:
+                    out.append(["control", record.offset, "commit" if record.commit else "abort"])
+                    continue
                 key = record.key.hex() if record.key is not None else None
                 value = record.value.hex() if record.value is not None else None
                 out.append([record.offset, record.timestamp, key, value])

@@ -101,7 +101,7 @@ def select(patterns: Optional[Sequence[str]] = None) -> List[ConformanceScenario
 def load_all() -> None:
     from kgroup.broker_conformance import (  # noqa: F401  (registration by import)
         scenarios_broker, scenarios_classic, scenarios_consumer, scenarios_groups, scenarios_offsets,
-        scenarios_static,
+        scenarios_static, scenarios_transactions,
     )
 
 

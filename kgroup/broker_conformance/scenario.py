@@ -27,7 +27,7 @@ from kgroup.errors import KGroupError
 __all__ = ["AREAS", "SCENARIOS", "ConformanceScenario", "ScenarioContext", "ScenarioError", "scenario"]
 
 #: Areas, in report order.
-AREAS = ("classic", "static", "offsets", "groups-admin", "consumer-848", "broker")
+AREAS = ("classic", "static", "offsets", "groups-admin", "consumer-848", "broker", "transactions")
 
 #: How long any single answer may take (a parked JoinGroup included: rebalance timeouts in the
 #: scripts are at most a few seconds).
@@ -194,6 +194,33 @@ class ScenarioContext:
                 raise ScenarioError(f"FindCoordinator({group_id}) answered error {answer.error_code}")
             return False
         self.wait_until(ask, f"a coordinator for {group_id}", every_s=0.1)
+        return found[0]
+
+    def transaction_coordinator(self, transactional_id: str) -> str:
+        """The address of ``transactional_id``'s transaction coordinator, once it has loaded: retries
+        FindCoordinator (key type 1) until NONE (the first lookup on a fresh Kafka creates
+        ``__transaction_state``), then DescribeTransactions (no side effect) until it is not
+        "not coordinator / loading / not available"."""
+        from kafka.protocol.admin.transactions import DescribeTransactionsRequest
+
+        found: List[str] = []
+
+        def ask() -> bool:
+            answer = self._helper_connection().request(
+                FindCoordinatorRequest[3](key=transactional_id, key_type=1))
+            if answer.error_code in RETRIABLE_COORDINATOR_ERRORS:
+                return False
+            if answer.error_code != NONE:
+                raise ScenarioError(f"FindCoordinator({transactional_id}, TRANSACTION) answered error "
+                                    f"{answer.error_code}")
+            address = f"{answer.host}:{answer.port}"
+            described = self._helper_connection(address).request(
+                DescribeTransactionsRequest[0](transactional_ids=[transactional_id]))
+            if described.transaction_states[0].error_code in RETRIABLE_COORDINATOR_ERRORS:
+                return False
+            found.append(address)
+            return True
+        self.wait_until(ask, f"a transaction coordinator for {transactional_id}", every_s=0.1)
         return found[0]
 
     def wait_group_state(self, group_id: str, *states: str) -> None:

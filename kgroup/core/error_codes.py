@@ -81,6 +81,8 @@ class ErrorCode(enum.IntEnum):
     UNRELEASED_INSTANCE_ID = 111
     UNSUPPORTED_ASSIGNOR = 112
     STALE_MEMBER_EPOCH = 113
+    # KIP-890 part 1: a partition the transaction coordinator does not have in the transaction.
+    TRANSACTION_ABORTABLE = 120
     # KIP-919: DescribeCluster asked of the wrong kind of endpoint.
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115

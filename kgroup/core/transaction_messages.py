@@ -111,12 +111,14 @@ class DescribeTransactionsRequest:
 class DescribedTransaction:
     error_code: ErrorCode
     transactional_id: str
-    #: Kafka's state name ("Ongoing", "CompleteCommit", ...); "" with an error.
+    #: Kafka's state name ("Ongoing", "CompleteCommit", ...); "" with an error.  An error answer
+    #: keeps the schema's defaults, 0, in the other fields, as Kafka's does (it sets only the id and
+    #: the error code).
     state: str = ""
     transaction_timeout_ms: int = 0
-    transaction_start_time_ms: int = -1
-    producer_id: int = NO_PRODUCER_ID
-    producer_epoch: int = NO_PRODUCER_EPOCH
+    transaction_start_time_ms: int = 0
+    producer_id: int = 0
+    producer_epoch: int = 0
     partitions: tuple[TopicPartition, ...] = attrs.field(default=(), converter=_partitions)
 
 

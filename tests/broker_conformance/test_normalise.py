@@ -76,3 +76,30 @@ def test_compare_steps_names_each_difference():
     assert compare_steps(None, actual) == ["not in the recording"]
     assert compare_steps([["x", 1]], [["y", 1]]) == ["step 1: expected 'x', got 'y'"]
     assert canonical({"b": 1, "a": [1]}) == '{"a":[1],"b":1}'
+
+
+def test_transaction_markers_lose_their_clock_and_start_times_become_placeholders():
+    """A fetched marker is ["control", offset, outcome] (its timestamp is the broker's clock, its
+    value the coordinator epoch); DescribeTransactions' start time is "ts" when set, -1 kept."""
+    from kafka.protocol.admin.transactions import DescribeTransactionsResponse
+
+    from kgroup.broker_conformance.builders import record_batch
+    from kgroup.broker_conformance.normalise import records_of
+    from kgroup.server.control_batches import end_txn_marker_batch
+
+    data = record_batch(2, 500)
+    for timestamp_ms, coordinator_epoch in ((1_000, 0), (987_654, 7)):
+        marker = end_txn_marker_batch(42, 0, False, coordinator_epoch, timestamp_ms).data
+        assert records_of(data + marker) == [[0, 500, "6b30", "7630"], [1, 501, "6b31", "7631"],
+                                             ["control", 0, "abort"]]
+    state = DescribeTransactionsResponse.TransactionState
+    answer = DescribeTransactionsResponse(version=0, throttle_time_ms=0, transaction_states=[
+        state(version=0, error_code=0, transactional_id="cf-abcd-tx", transaction_state="Ongoing",
+              transaction_timeout_ms=60_000, transaction_start_time_ms=1_700_000_000_000, producer_id=5,
+              producer_epoch=0, topics=[]),
+        state(version=0, error_code=0, transactional_id="cf-abcd-tx2", transaction_state="Empty",
+              transaction_timeout_ms=60_000, transaction_start_time_ms=-1, producer_id=6, producer_epoch=0,
+              topics=[])])
+    values = Normaliser("abcd").normalise(answer)["transaction_states"]
+    seen = sorted((v["transactional_id"], v["transaction_start_time_ms"], v["producer_id"]) for v in values)
+    assert seen == [("cf-RUN-tx", "ts", "pid"), ("cf-RUN-tx2", -1, "pid")]

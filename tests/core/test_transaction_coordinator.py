@@ -306,13 +306,14 @@ def test_add_partitions_after_a_completed_transaction_starts_a_new_one(h, state)
 def test_verify_only_answers_per_partition_and_writes_nothing(h):
     """testVerifyPartitionHandling /
     shouldRespondWithErrorsNoneOnAddPartitionWhenOngoingVerifyOnlyAndPartitionsTheSame /
-    shouldRespondWithInvalidTxnStateWhenVerifyOnlyAndPartitionNotPresent (KIP-890 part 1, before
-    TRANSACTION_ABORTABLE)."""
+    TransactionCoordinator.handleVerifyPartitionsInTransaction: a partition outside the transaction is
+    TRANSACTION_ABORTABLE at every version (Kafka 3.8+, KAFKA-16314; recorded from Kafka 4.4 by the
+    conformance scenario txn.add-partitions.v4-batched)."""
     producer_id = h.init().producer_id
     h.add(producer_id, 0, T0)
     written = len(h.log)
     answer = h.add(producer_id, 0, T0, T1, verify_only=True)
-    assert answer.errors == ((T0, E.NONE), (T1, E.INVALID_TXN_STATE))
+    assert answer.errors == ((T0, E.NONE), (T1, E.TRANSACTION_ABORTABLE))
     assert h.add(producer_id, 1, T0, verify_only=True).errors == ((T0, E.PRODUCER_FENCED),)
     assert len(h.log) == written and h.coordinator.transaction(TXN).partitions == {T0}
 
@@ -499,6 +500,15 @@ def test_describe_transactions(h):
     assert described == tx.DescribedTransaction(E.NONE, TXN, "Ongoing", TIMEOUT_MS, 40, producer_id, epoch,
                                                 (T0, T1))
     assert (empty.error_code, unknown.error_code) == (E.INVALID_REQUEST, E.TRANSACTIONAL_ID_NOT_FOUND)
+
+
+def test_describe_error_answers_carry_the_schema_defaults(h):
+    """An error answer of DescribeTransactions sets only the id and the error code
+    (TransactionCoordinator.handleDescribeTransactions); the other fields keep the schema's
+    defaults, 0, as Kafka 4.4 answers (conformance scenarios txn.describe.unknown and
+    txn.init.invalid-timeout)."""
+    (unknown,) = h.call(tx.DescribeTransactionsRequest(("nope",))).transactions
+    assert unknown == tx.DescribedTransaction(E.TRANSACTIONAL_ID_NOT_FOUND, "nope", "", 0, 0, 0, 0, ())
 
 
 def test_list_transactions_filters_by_state_producer_and_duration(h):

@@ -156,7 +156,7 @@ def test_add_partitions_answers_per_partition_and_by_version(txn_server, raw_cli
     (result,) = verify.results_by_transaction
     assert verify.error_code == 0 and result.transactional_id == TXN
     assert {(t.name, p.partition_index): p.partition_error_code for t in result.topic_results
-            for p in t.results_by_partition} == {("t", 0): 0, ("t", 1): E.INVALID_TXN_STATE}
+            for p in t.results_by_partition} == {("t", 0): 0, ("t", 1): 120}  # TRANSACTION_ABORTABLE
 
 
 def test_end_txn_commit_retries_and_crossed_outcomes(txn_server, raw_client):

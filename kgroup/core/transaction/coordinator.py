@@ -249,10 +249,10 @@ class TransactionCoordinator:
         if metadata.state.is_prepare:
             return answer(E.CONCURRENT_TRANSACTIONS), ()
         if request.verify_only:
-            # KIP-890 part 1 (handleVerifyPartitionsInTransaction), before TRANSACTION_ABORTABLE
-            # (AddPartitionsToTxn v5): a partition outside the transaction is INVALID_TXN_STATE.
+            # KIP-890 part 1 (handleVerifyPartitionsInTransaction): a partition outside the
+            # transaction is TRANSACTION_ABORTABLE at every version (Kafka 3.8+, KAFKA-16314).
             return tx.AddPartitionsToTxnResponse(request.transactional_id, [
-                (tp, E.NONE if tp in metadata.partitions else E.INVALID_TXN_STATE)
+                (tp, E.NONE if tp in metadata.partitions else E.TRANSACTION_ABORTABLE)
                 for tp in request.partitions]), ()
         if metadata.state is S.ONGOING and metadata.partitions.issuperset(request.partitions):
             return answer(E.NONE), ()   # Kafka's shortcut: nothing new, nothing written
