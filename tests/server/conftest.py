@@ -68,6 +68,7 @@ from kgroup.server import KafkaServer, ServerConfig
 from kgroup.server.data_plane import DataPlane
 from kgroup.server.engine import Reply, ServerEngine
 from kgroup.server.apis import SUPPORTED_VERSIONS
+from .server_transactions import broker_bootstrap  # noqa: F401 (the transaction tests' `bootstrap` fixture)
 
 FAST_GROUPS = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=100)
 

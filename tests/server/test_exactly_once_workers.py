@@ -25,11 +25,11 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Iterator, List
+from typing import Callable, List
 
 import pytest
 
-from kgroup.core.coordinator import GroupCoordinatorConfig
+from .server_transactions import read_all
 
 pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
@@ -43,18 +43,6 @@ RECORDS = 1200
 CHUNK = 120
 #: Longest wait for one step: the workers' largest timeout (8 s) several times over.
 STEP_S = 60.0
-
-
-@pytest.fixture(params=["kgroup", pytest.param("kafka", marks=pytest.mark.kafka)])
-def bootstrap(request) -> Iterator[str]:
-    if request.param == "kafka":
-        yield request.getfixturevalue("apache_kafka_single").bootstrap_servers
-        return
-    from kgroup.server import KafkaServer
-
-    config = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0)
-    with KafkaServer(brokers=3, coordinator=config) as server:
-        yield server.bootstrap_servers
 
 
 class Worker:
@@ -118,26 +106,6 @@ def _committed(bootstrap: str, group: str, topic: str) -> int:
         consumer.close()
 
 
-def _read_committed(bootstrap: str, topic: str, expected: int) -> List[str]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:6]}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        values: List[str] = []
-        deadline = time.monotonic() + STEP_S
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                if len(values) >= expected:
-                    break
-                continue
-            if message.error() is None:
-                values.append(message.value().decode())
-        return values
-    finally:
-        consumer.close()
-
-
 def test_three_workers_exactly_once_through_a_stall_and_a_crash(bootstrap, request):
     tag = uuid.uuid4().hex[:8]
     source, sink, group = f"eos-in-{tag}", f"eos-out-{tag}", f"eos-{tag}"
@@ -186,7 +154,7 @@ def test_three_workers_exactly_once_through_a_stall_and_a_crash(bootstrap, reque
         assert staller.said("LATE-COMMIT") == ["LATE-COMMIT refused UNKNOWN_MEMBER_ID"], staller.lines
         _wait(lambda: _committed(bootstrap, group, source) == len(inputs), "every input offset committed",
               workers)
-        output = _read_committed(bootstrap, sink, len(inputs))
+        output = read_all(bootstrap, sink, "read_committed", len(inputs), PARTITIONS, STEP_S)
     finally:
         for worker in workers:
             worker.stop()

@@ -27,7 +27,7 @@ from kgroup.server import KafkaServer, ServerConfig
 pytest.importorskip("confluent_kafka")
 from confluent_kafka import KafkaException, Producer  # noqa: E402
 
-from .test_transactions_clients import _producer, _read_all, _topic, _values  # noqa: E402
+from .server_transactions import new_topic, read_all, transactional_producer, values_of  # noqa: E402
 
 STEP_S = 60.0
 
@@ -42,11 +42,11 @@ def test_the_coordinators_broker_killed_mid_commit_the_transaction_completes_as_
     with _server() as server:
         bootstrap = server.bootstrap_servers
         # Replicated on all three brokers, so every partition has a leader after the kill.
-        topic = _topic(bootstrap, "txn-failover", partitions=3, replication_factor=3)
+        topic = new_topic(bootstrap, "txn-failover", partitions=3, replication_factor=3)
         transactional_id = f"failover-{uuid.uuid4().hex[:8]}"
-        producer = _producer(bootstrap, transactional_id)
+        producer = transactional_producer(bootstrap, transactional_id)
         producer.begin_transaction()
-        values = _values("v", 9)
+        values = values_of("v", 9)
         for i, value in enumerate(values):
             producer.produce(topic, value=value.encode(), partition=i % 3)
         producer.flush(STEP_S)
@@ -74,7 +74,7 @@ def test_the_coordinators_broker_killed_mid_commit_the_transaction_completes_as_
         assert not committing.is_alive(), "commit_transaction did not return"
         assert server.transaction_coordinator_node(transactional_id) not in (None, coordinator)
         assert outcome == {"committed": True}, outcome
-        seen = _read_all(server.live_bootstrap_servers, topic, "read_committed", len(values), partitions=3)
+        seen = read_all(server.live_bootstrap_servers, topic, "read_committed", len(values), partitions=3)
         assert sorted(seen) == sorted(values)
         assert server.transaction_state(transactional_id) == "CompleteCommit"
 
@@ -82,18 +82,18 @@ def test_the_coordinators_broker_killed_mid_commit_the_transaction_completes_as_
 def test_a_producer_stalled_past_its_transaction_timeout_is_aborted_and_fenced():
     with _server(abort_timed_out_transaction_cleanup_interval_ms=200) as server:
         bootstrap = server.bootstrap_servers
-        topic = _topic(bootstrap, "txn-stalled")
+        topic = new_topic(bootstrap, "txn-stalled")
         transactional_id = f"stalled-{uuid.uuid4().hex[:8]}"
         stalled = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
                             "transaction.timeout.ms": 1000, "linger.ms": 0})
         stalled.init_transactions(STEP_S)
         stalled.begin_transaction()
-        for value in _values("stalled", 3):
+        for value in values_of("stalled", 3):
             stalled.produce(topic, value=value.encode())
         stalled.flush(STEP_S)
-        other = _producer(bootstrap, f"other-{uuid.uuid4().hex[:8]}")
+        other = transactional_producer(bootstrap, f"other-{uuid.uuid4().hex[:8]}")
         other.begin_transaction()
-        for value in _values("ok", 3):
+        for value in values_of("ok", 3):
             other.produce(topic, value=value.encode())
         other.commit_transaction(STEP_S)
         # Aborted within the timeout plus one cleanup round (1.2 s); the bound leaves room for load.
@@ -106,6 +106,6 @@ def test_a_producer_stalled_past_its_transaction_timeout_is_aborted_and_fenced()
                 break
             time.sleep(0.05)
         assert states[-1] == "CompleteAbort", states[-5:]
-        assert _read_all(bootstrap, topic, "read_committed", 3) == _values("ok", 3)
+        assert read_all(bootstrap, topic, "read_committed", 3) == values_of("ok", 3)
         with pytest.raises(KafkaException):
             stalled.commit_transaction(STEP_S)
