@@ -9,6 +9,7 @@ drive it.  Kafka shares the same ground in ``AbstractMembershipManager`` and
 """
 from __future__ import annotations
 
+import abc
 import enum
 from typing import Generic, Optional, Sequence, TypeVar
 
@@ -22,7 +23,7 @@ from kgroup.errors import KGroupError, MemberClosedError
 StateT = TypeVar("StateT", bound=enum.Enum)
 
 
-class MemberBase(Generic[StateT]):
+class MemberBase(abc.ABC, Generic[StateT]):
     """A member's shared state, read-only API and protocol steps; subclasses add their protocol's."""
 
     _commits: CommitterBase
@@ -109,11 +110,13 @@ class MemberBase(Generic[StateT]):
             self._subscription = wanted
             self._subscription_changed()
 
+    @abc.abstractmethod
     def unsubscribe(self, now_ms: int) -> None:
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def subscribe_pattern(self, pattern: str, now_ms: int) -> None:
-        raise NotImplementedError
+        ...
 
     # -- the protocol's side ------------------------------------------------------------
 
@@ -129,17 +132,20 @@ class MemberBase(Generic[StateT]):
         self._abandon(token, sent, now_ms)
         self._lose_coordinator(now_ms)
 
+    @abc.abstractmethod
     def _abandon(self, token: int, sent: Sent, now_ms: int) -> None:
         """A request that will get no answer: the protocol redoes or reports what it carried."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _lose_coordinator(self, now_ms: int) -> None:
         """Kafka ``markCoordinatorUnknown``: forget it, look it up again, redo what was in flight."""
-        raise NotImplementedError
+        ...
 
+    @abc.abstractmethod
     def _subscription_changed(self) -> None:
         """The protocol's reaction to a new subscription (a rejoin, or the next heartbeat's field)."""
-        raise NotImplementedError
+        ...
 
     def _out_of_group(self) -> bool:
         """A closing member is done with its group (its leave needs no more than the requests it queued)."""

@@ -8,6 +8,7 @@ epoch and its STALE_MEMBER_EPOCH retries.
 """
 from __future__ import annotations
 
+import abc
 from typing import Callable, Mapping, Optional
 
 from kgroup.core import messages as m
@@ -21,7 +22,7 @@ from kgroup.errors import KGroupError
 from kgroup.values import TopicPartition
 
 
-class CommitterBase:
+class CommitterBase(abc.ABC):
     """Pending commits (in a CommitBook) and the positions auto-commit sends; subclasses send them."""
 
     def __init__(self, config: MemberSettings, requests: RequestBook,
@@ -87,9 +88,10 @@ class CommitterBase:
         else:
             self.finish(token, self._failure(code))
 
+    @abc.abstractmethod
     def _failure(self, code: ErrorCode) -> KGroupError:
         """What a commit that failed with ``code`` raises in the application (the protocol's words)."""
-        raise NotImplementedError
+        ...
 
     def _finished(self, token: int) -> None:
         """A commit completed and its event is queued (hook: who waits on it hears of it)."""
