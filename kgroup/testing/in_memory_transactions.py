@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import TYPE_CHECKING, Callable, Dict, List, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, NamedTuple, Optional, Sequence, TypeVar
 
 from kgroup.core import messages as m
 from kgroup.core.cluster.transaction_hosting import TransactionHosting, TransactionHostingConfig
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from kgroup.io.clock import MockClock
     from kgroup.io.inprocess import InProcessHub, InProcessTransport
     from kgroup.testing.scheduler import Scheduler
+
+_T = TypeVar("_T")
 
 __all__ = ["ISOLATION_LEVELS", "ConsumedRecord", "InMemoryDataMixin"]
 
@@ -67,8 +69,7 @@ class InMemoryDataMixin:
     _driving: bool
     _round_robin: Dict[str, "itertools.count[int]"]
 
-    def transport(self, client_id: str = ...) -> "InProcessTransport":
-        raise NotImplementedError
+    transport: Callable[[str], "InProcessTransport"]
 
     # -- transactions ------------------------------------------------------------------------------
 
@@ -140,7 +141,7 @@ class InMemoryDataMixin:
         """Append a record outside any transaction and wait until it is replicated (acks=all)."""
         index = self.choose_partition(topic, key, partition)
         record = PlainRecord(value, key)
-        offset = self.hub.query(lambda now_ms: self.data.append_plain(topic, index, [record]))
+        offset = self.append(lambda: self.data.append_plain(topic, index, [record]))
         if isinstance(offset, ErrorCode):
             raise ClusterError(f"the append to {topic}-{index} was refused: {offset.name}", offset)
 
@@ -150,6 +151,17 @@ class InMemoryDataMixin:
             raise ClusterError(f"{topic}-{index}@{offset} not replicated within {timeout_ms} ms",
                                ErrorCode.REQUEST_TIMED_OUT)
         return RecordMetadata(topic, index, offset)
+
+    def append(self, write: Callable[[], _T]) -> _T:
+        """``write()`` (an append to the cluster's logs) under the hub's lock; on the real clock the hub's
+        thread wakes to replicate it."""
+        written: List[_T] = []
+
+        def apply(now_ms: int) -> list:
+            written.append(write())
+            return []  # an append answers no parked request
+        self.hub.apply(apply)
+        return written[0]
 
     def read(self, topic: str, partition: Optional[int] = None, *, start_offset: int = 0,
              isolation_level: str = "read_committed") -> List[ConsumedRecord]:

@@ -215,7 +215,7 @@ class InMemoryTransactionalProducer:
             self._started = True
         record = TransactionalRecord(value, self.producer_id, self.producer_epoch, key)
         while True:
-            appended = self.kafka.hub.query(lambda now_ms: self._append(tp, record))
+            appended = self.kafka.append(lambda: self._append(tp, record))
             if isinstance(appended, _SentRecord):
                 self._appended.append(appended)
                 return RecordMetadata(topic, index, appended.offset)
@@ -348,7 +348,8 @@ class InMemoryTransactionalProducer:
         first = data.append(tp.topic, tp.partition, [record])
         if isinstance(first, ErrorCode):
             return first
-        return _SentRecord(tp, self.kafka.cluster.partition(tp.topic, tp.partition).leader_epoch, first, record)
+        leader_epoch = self.kafka.cluster.partition(tp.topic, tp.partition).leader_epoch
+        return _SentRecord(tp, leader_epoch, first, record)
 
     def _acknowledged(self, lost: List[_SentRecord]) -> bool:
         """Whether every record is below its partition's high watermark; the ones a new leader lacks go

@@ -45,14 +45,21 @@ def _run_until_decided(kafka: InMemoryKafka, transactional_id: str, limit_ms: in
     return kafka.run_until(lambda: kafka.transaction_state(transactional_id) in decided, limit_ms)
 
 
+def _in_transaction(kafka: InMemoryKafka, transactional_id: str, records, **settings):
+    """A new producer, initialized, with a transaction open holding ``records`` ((value, partition) of
+    topic ``out``)."""
+    producer = kafka.transactional_producer(transactional_id, **settings)
+    producer.init_transactions()
+    producer.begin_transaction()
+    for value, partition in records:
+        producer.send("out", value, partition=partition)
+    return producer
+
+
 def test_committed_records_are_read_committed_and_aborted_ones_only_read_uncommitted():
     kafka = _kafka()
     kafka.create_topic("out", 2)
-    producer = kafka.transactional_producer("tx-1")
-    producer.init_transactions()
-    producer.begin_transaction()
-    producer.send("out", "a", partition=0)
-    producer.send("out", "b", partition=1)
+    producer = _in_transaction(kafka, "tx-1", [("a", 0), ("b", 1)])
     kafka.run(200)
     # Open: the last stable offset holds read_committed back; read_uncommitted sees the records.
     assert _values(kafka, "out") == []
@@ -87,10 +94,7 @@ def test_keyed_records_go_where_kafkas_default_partitioner_puts_them():
 def test_a_new_producer_with_the_same_transactional_id_fences_the_zombie():
     kafka = _kafka()
     kafka.create_topic("out", 1)
-    zombie = kafka.transactional_producer("tx-z")
-    zombie.init_transactions()
-    zombie.begin_transaction()
-    zombie.send("out", "zombie", partition=0)
+    zombie = _in_transaction(kafka, "tx-z", [("zombie", 0)])
     successor = kafka.transactional_producer("tx-z")
     # Kafka's TransactionCoordinator.handleInitProducerId: an Ongoing transaction is fenced (epoch + 1) and
     # aborted with that epoch, CONCURRENT_TRANSACTIONS answered meanwhile; the retry bumps once more.
@@ -114,11 +118,7 @@ def test_a_new_producer_with_the_same_transactional_id_fences_the_zombie():
 def test_a_producer_stalled_past_its_transaction_timeout_is_aborted_and_its_late_commit_fenced():
     kafka = _kafka()
     kafka.create_topic("out", 2)
-    stalled = kafka.transactional_producer("tx-slow", transaction_timeout_ms=1_000)
-    stalled.init_transactions()
-    stalled.begin_transaction()
-    stalled.send("out", "late-0", partition=0)
-    stalled.send("out", "late-1", partition=1)
+    stalled = _in_transaction(kafka, "tx-slow", [("late-0", 0), ("late-1", 1)], transaction_timeout_ms=1_000)
     began_ms = kafka.clock()
     # The coordinator's sweep runs every SWEEP_MS: the abort is due by timeout + one sweep (+ the writes).
     took_ms = kafka.run_until(
@@ -137,10 +137,7 @@ def test_a_send_after_the_timeout_abort_is_refused_by_the_partition_and_is_abort
     partition is INVALID_PRODUCER_EPOCH, an abortable error; its abort is then fenced."""
     kafka = _kafka()
     kafka.create_topic("out", 1)
-    stalled = kafka.transactional_producer("tx-slow", transaction_timeout_ms=1_000)
-    stalled.init_transactions()
-    stalled.begin_transaction()
-    stalled.send("out", "first", partition=0)
+    stalled = _in_transaction(kafka, "tx-slow", [("first", 0)], transaction_timeout_ms=1_000)
     _run_until_decided(kafka, "tx-slow")
     with pytest.raises(TransactionAbortableError) as refused:
         stalled.send("out", "second", partition=0)
@@ -157,11 +154,7 @@ def test_killing_the_transaction_coordinators_broker_mid_commit_completes_the_wh
     new leader of its __transaction_state partition loads PrepareCommit and writes the markers again."""
     kafka = _kafka()
     kafka.create_topic("out", 6)
-    producer = kafka.transactional_producer("tx-c")
-    producer.init_transactions()
-    producer.begin_transaction()
-    for i in range(12):
-        producer.send("out", f"r{i}", partition=i % 6)
+    producer = _in_transaction(kafka, "tx-c", [(f"r{i}", i % 6) for i in range(12)])
     producer.commit_transaction()
     assert kafka.transaction_state("tx-c") is TransactionState.PREPARE_COMMIT  # mid-commit
     assert _values(kafka, "out") == [] or len(_values(kafka, "out")) < 12
@@ -186,18 +179,15 @@ def test_killing_the_transaction_coordinators_broker_mid_commit_completes_the_wh
 
 
 def test_killing_the_coordinators_broker_while_end_txn_is_in_flight_commits_or_aborts_as_a_whole():
-    """The records are acknowledged (flush); the broker dies at one of 20 instants of the commit (EndTxn,
-    PrepareCommit, the markers): whatever the producer was told, the reader sees all of the transaction or
-    none of it once it is decided, and all of it when the producer was told it committed."""
+    """The records are acknowledged (flush); the broker dies at one of 20 instants 12 ms apart after
+    EndTxn is sent: while it is in flight (PrepareCommit is replicated for 100 ms here), while the markers
+    are written (the next 100 ms), or after: whatever the producer was told, the reader sees all of the
+    transaction or none of it once it is decided, and all of it when the producer was told it committed."""
     outcomes = Counter()
-    for delay_ms in range(0, 60, 3):
+    for delay_ms in range(0, 240, 12):
         kafka = _kafka()
         kafka.create_topic("out", 3)
-        producer = kafka.transactional_producer("tx-d", max_block_ms=10_000)
-        producer.init_transactions()
-        producer.begin_transaction()
-        for i in range(6):
-            producer.send("out", f"r{i}", partition=i % 3)
+        producer = _in_transaction(kafka, "tx-d", [(f"r{i}", i % 3) for i in range(6)], max_block_ms=10_000)
         producer.flush()
         coordinator = kafka.transaction_coordinator_node("tx-d")
         assert kafka.scheduler is not None
@@ -224,10 +214,7 @@ def test_offsets_sent_to_a_transaction_are_fetched_only_after_it_commits():
     kafka.create_topic("out", 1)
     member = kafka.member("m", "g", ["in"])
     kafka.run_until(lambda: kafka.group_settled("g"))
-    producer = kafka.transactional_producer("tx-o")
-    producer.init_transactions()
-    producer.begin_transaction()
-    producer.send("out", "x", partition=0)
+    producer = _in_transaction(kafka, "tx-o", [("x", 0)])
     producer.send_offsets_to_transaction({TopicPartition("in", 0): 5}, member)
     in0 = [TopicPartition("in", 0)]
     assert kafka.committed_offsets("g") == {} and kafka.committed_offsets("g", in0) == {}
@@ -254,10 +241,7 @@ def test_a_zombie_members_offsets_are_refused_and_the_transaction_can_only_abort
     assert current.generation_id >= 1 and current.member_id
     metadata = (current._replace(generation_id=current.generation_id + 7) if stale == "generation"
                 else current._replace(member_id="gone-member"))
-    producer = kafka.transactional_producer("tx-k")
-    producer.init_transactions()
-    producer.begin_transaction()
-    producer.send("out", "x", partition=0)
+    producer = _in_transaction(kafka, "tx-k", [("x", 0)])
     with pytest.raises(CommitFailedError) as refused:
         producer.send_offsets_to_transaction({TopicPartition("in", 0): 1}, metadata)
     assert refused.value.error_code is code
