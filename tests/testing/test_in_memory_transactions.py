@@ -18,8 +18,8 @@ from kgroup.core.member.shared.events import (
 )
 from kgroup.core.transaction import TransactionCoordinatorConfig, TransactionState
 from kgroup.errors import (
-    ClusterError, CommitFailedError, ConfigError, ProducerFencedError, TransactionAbortableError,
-    TransactionStateError,
+    ClusterError, CommitFailedError, ConfigError, FencedInstanceIdError, ProducerFencedError,
+    ProducerTimeoutError, TransactionAbortableError, TransactionStateError,
 )
 from kgroup.testing import InMemoryKafka, MockClock
 from kgroup.testing.transactional_producer import ConsumerGroupMetadata, ProducerState, murmur2
@@ -227,22 +227,30 @@ def test_offsets_sent_to_a_transaction_are_fetched_only_after_it_commits():
     assert kafka.committed_offsets("g", in0, require_stable=True) == {in0[0]: 5}
 
 
-@pytest.mark.parametrize("stale, code", [("generation", E.ILLEGAL_GENERATION),
-                                         ("member", E.UNKNOWN_MEMBER_ID)])
-def test_a_zombie_members_offsets_are_refused_and_the_transaction_can_only_abort(stale, code):
-    """KIP-447: TxnOffsetCommit carries the consumer's generation and member id; the group coordinator
-    refuses a stale one (Kafka's producer raises CommitFailedException, an abortable error)."""
+@pytest.mark.parametrize("stale, code, error", [
+    ("generation", E.ILLEGAL_GENERATION, CommitFailedError),
+    ("member", E.UNKNOWN_MEMBER_ID, CommitFailedError),
+    ("instance", E.FENCED_INSTANCE_ID, FencedInstanceIdError),
+])
+def test_a_zombie_members_offsets_are_refused_and_the_transaction_can_only_abort(stale, code, error):
+    """KIP-447: TxnOffsetCommit carries the consumer's generation, member id and instance id; the group
+    coordinator refuses a stale one (Kafka's producer raises CommitFailedException, or
+    FencedInstanceIdException for a static member's old incarnation: abortable errors)."""
     kafka = _kafka()
     kafka.create_topic("in", 1)
     kafka.create_topic("out", 1)
-    member = kafka.member("m", "g", ["in"])
+    member = kafka.member("m", "g", ["in"], group_instance_id="instance-1")
     kafka.run_until(lambda: kafka.group_settled("g"))
     current = ConsumerGroupMetadata.of(member)
-    assert current.generation_id >= 1 and current.member_id
-    metadata = (current._replace(generation_id=current.generation_id + 7) if stale == "generation"
-                else current._replace(member_id="gone-member"))
+    assert current.generation_id >= 1 and current.member_id and current.group_instance_id == "instance-1"
+    if stale == "generation":
+        metadata = current._replace(generation_id=current.generation_id + 7)
+    elif stale == "member":
+        metadata = current._replace(member_id="gone-member", group_instance_id=None)
+    else:
+        metadata = current._replace(member_id="old-incarnation")  # same instance id, another member id
     producer = _in_transaction(kafka, "tx-k", [("x", 0)])
-    with pytest.raises(CommitFailedError) as refused:
+    with pytest.raises(error) as refused:
         producer.send_offsets_to_transaction({TopicPartition("in", 0): 1}, metadata)
     assert refused.value.error_code is code
     assert producer.state is ProducerState.ABORTABLE_ERROR
@@ -252,6 +260,43 @@ def test_a_zombie_members_offsets_are_refused_and_the_transaction_can_only_abort
     _run_until_decided(kafka, "tx-k")
     assert _values(kafka, "out") == []
     assert kafka.committed_offsets("g") == {}
+    # The current metadata is accepted.
+    producer.begin_transaction()
+    producer.send("out", "y", partition=0)
+    producer.send_offsets_to_transaction({TopicPartition("in", 0): 1}, current)
+    producer.commit_transaction()
+    _run_until_decided(kafka, "tx-k")
+    assert _values(kafka, "out") == ["y"]
+    assert kafka.committed_offsets("g") == {TopicPartition("in", 0): 1}
+
+
+def test_a_record_lost_with_its_leader_before_acks_makes_the_transaction_abortable():
+    """A departure (docs/transactions.md): Kafka's idempotent producer would resend the record to the new
+    leader; this producer reports it lost at the flush, and the transaction is aborted."""
+    kafka = _kafka()
+    kafka.create_topic("out", 1)
+    producer = _in_transaction(kafka, "tx-l", [("lost", 0)])
+    leader = kafka.cluster.partition("out", 0).leader
+    assert leader is not None
+    kafka.kill_broker(leader)  # at once: no follower has fetched the record
+    with pytest.raises(TransactionAbortableError, match="lost in a leader change"):
+        producer.commit_transaction()
+    producer.abort_transaction()
+    _run_until_decided(kafka, "tx-l")
+    assert kafka.transaction_state("tx-l") is TransactionState.COMPLETE_ABORT
+    assert _values(kafka, "out", "read_uncommitted") == []
+
+
+def test_a_call_that_cannot_be_answered_times_out_after_max_block_ms():
+    kafka = _kafka()
+    for broker in (1, 2, 3):
+        kafka.kill_broker(broker)
+    producer = kafka.transactional_producer("tx-t", max_block_ms=1_000)
+    start_ms = kafka.clock()
+    with pytest.raises(ProducerTimeoutError):
+        producer.init_transactions()
+    assert 900 <= kafka.clock() - start_ms <= 1_000
+    assert producer.state is ProducerState.UNINITIALIZED  # Kafka lets init_transactions be called again
 
 
 def test_calls_out_of_order_and_bad_input_are_typed_errors():
@@ -283,6 +328,19 @@ def test_calls_out_of_order_and_bad_input_are_typed_errors():
         kafka.transactional_producer("")
     with pytest.raises(ConfigError):
         kafka.enable_transactions()
+    # A blocking call inside run()'s callbacks would drive the scheduler again.
+    producer.begin_transaction()
+    refused = []
+
+    def send_from_a_callback(now_ms: int) -> None:
+        try:
+            producer.send("out", "x", partition=0)
+        except TransactionStateError as error:
+            refused.append(error)
+    assert kafka.scheduler is not None
+    kafka.scheduler.call_at(kafka.clock() + 1, send_from_a_callback)
+    kafka.run(10)
+    assert refused and "inside run()" in str(refused[0])
 
 
 def test_transactions_on_the_real_clock():
