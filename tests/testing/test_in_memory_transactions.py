@@ -6,12 +6,14 @@ zombie fenced by a new producer of the same ``transactional.id``, and a consumer
 killed mid-transaction."""
 from __future__ import annotations
 
+import time
 from collections import Counter
 from typing import Dict, List, Optional, Set
 
 import pytest
 
 from kgroup.core.cluster.transaction_hosting import TransactionHostingConfig
+from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode as E
 from kgroup.core.member.shared.events import (
     CommittedFetched, PartitionsAssigned, PartitionsLost, PartitionsRevoked,
@@ -344,16 +346,26 @@ def test_calls_out_of_order_and_bad_input_are_typed_errors():
 
 
 def test_transactions_on_the_real_clock():
-    kafka = InMemoryKafka(3, offsets_partitions=1, transaction_config=TransactionHostingConfig(
-        transaction_state_partitions=1, load_time_ms=10))
+    """The hub's thread moves the cluster; a threaded consumer's member gives the group metadata."""
+    kafka = InMemoryKafka(3, offsets_partitions=1, coordinator_config=GroupCoordinatorConfig(
+        group_min_session_timeout_ms=100, group_initial_rebalance_delay_ms=0),
+        transaction_config=TransactionHostingConfig(transaction_state_partitions=1, load_time_ms=10))
     try:
+        kafka.create_topic("in", 1)
         kafka.create_topic("out", 1)
+        consumer = kafka.consumer("g", ["in"], session_timeout_ms=1_000, heartbeat_interval_ms=100)
+        deadline = time.monotonic() + 20
+        while not kafka.group_settled("g"):
+            assert time.monotonic() < deadline, "the group did not settle"
+            consumer.poll(20)
         producer = kafka.transactional_producer("tx-r", max_block_ms=10_000)
         producer.init_transactions()
         producer.begin_transaction()
         producer.send("out", "real", partition=0)
+        producer.send_offsets_to_transaction({TopicPartition("in", 0): 3}, consumer.member)
         producer.commit_transaction()
         assert kafka.block_until(lambda: _values(kafka, "out") == ["real"], 10_000)
+        assert kafka.block_until(lambda: kafka.committed_offsets("g") == {TopicPartition("in", 0): 3}, 10_000)
         producer.close()
     finally:
         kafka.close()
