@@ -120,3 +120,31 @@ class ClusterError(KGroupError):
     def __init__(self, message: str, error_code: object = None) -> None:
         super().__init__(message)
         self.error_code = error_code
+
+
+class TransactionError(KGroupError):
+    """A transactional producer's call failed; ``error_code`` is Kafka's code when one applies."""
+
+    def __init__(self, message: str, error_code: object = None) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+class ProducerFencedError(TransactionError):
+    """Another producer with the same ``transactional.id`` (or the coordinator, aborting a transaction
+    past its timeout) bumped the producer epoch: this producer can only be closed (Kafka's
+    ``ProducerFencedException``, PRODUCER_FENCED / INVALID_PRODUCER_EPOCH from the coordinator)."""
+
+
+class TransactionAbortableError(TransactionError):
+    """The open transaction cannot commit; ``abort_transaction()`` and start again (Kafka's abortable
+    errors, e.g. ``InvalidProducerEpochException`` from a produce, KIP-588)."""
+
+
+class TransactionStateError(TransactionError):
+    """The call is not legal in the producer's transaction state (Kafka's ``IllegalStateException``:
+    ``send`` outside a transaction, ``begin_transaction`` twice, ...)."""
+
+
+class ProducerTimeoutError(TransactionError):
+    """A blocking call did not finish within ``max_block_ms`` (Kafka's ``TimeoutException``)."""

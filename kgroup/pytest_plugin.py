@@ -14,6 +14,7 @@ any other keyword goes to :class:`kgroup.testing.in_memory_kafka.InMemoryKafka`.
 With ``mock_clock=True`` the cluster runs on a :class:`MockClock` and the test
 drives pure members with ``member()`` / ``run()``; otherwise it runs on the
 real clock and ``consumer()`` builds threaded consumers, closed at teardown.
+``transactions=True`` adds transaction coordinators and ``transactional_producer()``.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers",
         "kgroup_cluster(brokers=3, replication_factor=3, offsets_partitions=50, mock_clock=False, "
-        "**options): configure the kgroup_cluster fixture",
+        "transactions=False, **options): configure the kgroup_cluster fixture",
     )
     config.addinivalue_line(
         "markers",

@@ -29,6 +29,7 @@ from typing import Dict, List, Optional, Tuple
 import attrs
 
 from kgroup.core.cluster import ClusterStateMachine
+from kgroup.core.cluster.transactional_data import TransactionalData
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import (
     ClassicMemberState, CommitCompleted, CommittedFetched, MemberContract, PartitionsAssigned, PartitionsLost,
@@ -42,7 +43,6 @@ from kgroup.sim.history import (
     Appended, CommitAnswered, CommitSent, Fetched, History, Processed, Resumed,
 )
 from kgroup.sim.eos import COMMITTED, TransactionalProducer
-from kgroup.sim.txn_data import TransactionalData
 from kgroup.values import TopicPartition
 
 __all__ = ["AppProfile", "COMMIT_MODES", "ConsumerApp", "Producer", "RETRIED", "draw_profile"]

@@ -1,13 +1,11 @@
 """Exactly-once consume-transform-produce in the simulator (issue 26,
 ``SimConfig(processing="transactional")``).
 
-Three pieces:
+Two pieces (the hub's backend with the transaction coordinators,
+:class:`~kgroup.core.cluster.transactional_backend.TransactionalBackend`, and the transactional data of the
+partitions, :class:`~kgroup.core.cluster.transactional_data.TransactionalData`, are the in-memory
+cluster's, ``InMemoryKafka(transactions=True)``):
 
-- :class:`TransactionalBackend`: the hub's backend in this mode, the group hosting and a
-  :class:`~kgroup.core.cluster.transaction_hosting.TransactionHosting` on ``__transaction_state`` side
-  by side, as the wire server's engine routes them (``TransactionHosting.handles``); markers go to
-  ``GroupHosting.write_txn_marker`` for ``__consumer_offsets`` and to
-  :class:`~kgroup.sim.txn_data.TransactionalData` for the data partitions.
 - :class:`TransactionalProducer`: the client side of one transaction per batch, as a Kafka
   application with ``transactional.id`` runs it (``KafkaProducer.beginTransaction`` ...
   ``commitTransaction``):
@@ -25,60 +23,45 @@ Three pieces:
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Hashable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from kgroup.core import messages as m
 from kgroup.core import transaction_messages as tx
-from kgroup.core.broker import Delivery, RequestContext
-from kgroup.core.cluster.group_hosting import GroupHosting
-from kgroup.core.cluster.transaction_hosting import TransactionHosting
+from kgroup.core.cluster.transactional_data import TransactionalData, TransactionalRecord
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member import MemberContract
 from kgroup.sim.history import (
     GroupOffsetObserved, History, OutputAppended, OutputObserved, TxnAborted, TxnBegun, TxnCommitted,
     TxnEnding, TxnOffsetsAnswered, TxnOffsetsSent,
 )
-from kgroup.sim.txn_data import TransactionalData, TransactionalRecord
+from kgroup.testing.transactional_producer import FENCED_CODES, RETRIABLE_CODES, transaction_answer_error
 from kgroup.values import TopicPartition
 
-__all__ = ["COMMITTED", "ABORTED", "UNKNOWN", "OutputReader", "TransactionalBackend", "TransactionalProducer"]
+__all__ = ["COMMITTED", "ABORTED", "UNKNOWN", "OutputReader", "OutputValue", "TransactionalProducer"]
 
 E = ErrorCode
 #: Outcomes of a transaction as its application learns it.
 COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
-#: Answers after which the same request is sent again (to the coordinator found again).
-_RETRIABLE = frozenset((E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE, E.COORDINATOR_LOAD_IN_PROGRESS,
-                        E.CONCURRENT_TRANSACTIONS, E.UNKNOWN_TOPIC_OR_PARTITION, E.REQUEST_TIMED_OUT,
-                        E.NOT_ENOUGH_REPLICAS))
-#: Answers that mean another producer epoch took over this transactional id.
-_FENCED = frozenset((E.PRODUCER_FENCED, E.INVALID_PRODUCER_EPOCH, E.INVALID_PRODUCER_ID_MAPPING))
+# What a transaction's answers mean is the in-memory cluster's transactional producer's
+# (kgroup.testing.transactional_producer): the same retriable and fencing codes.
+_RETRIABLE = RETRIABLE_CODES
+_FENCED = FENCED_CODES
 
 
-class TransactionalBackend:
-    """The group hosting and the transaction hosting behind one hub (kgroup/server/engine.py's routing)."""
+class OutputValue(NamedTuple):
+    """The value of one output record: its text, the transaction's label in the history
+    (``TxnBegun.txn``) and the input record it was made from."""
 
-    def __init__(self, groups: GroupHosting, transactions: TransactionHosting) -> None:
-        self.groups = groups
-        self.transactions = transactions
+    text: str
+    txn: str
+    source: TopicPartition
+    source_offset: int
 
-    def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int,
-             context: Optional[RequestContext] = None) -> List[Delivery]:
-        if self.transactions.handles(request):
-            if node_id is None:
-                # A bootstrap request: the group hosting's choice, the lowest live broker.
-                live = self.groups.cluster.live_brokers()
-                node_id = min(live) if live else None
-            out = self.transactions.send(node_id, request_key, request, now_ms, context)
-            return out + self.groups.handle_timer(now_ms)  # markers may have released group answers
-        out = self.groups.send(node_id, request_key, request, now_ms, context)
-        return out + self.transactions.handle_timer(now_ms)
 
-    def handle_timer(self, now_ms: int) -> List[Delivery]:
-        return self.groups.handle_timer(now_ms) + self.transactions.handle_timer(now_ms)
-
-    def get_timer(self) -> Optional[int]:
-        deadlines = [d for d in (self.groups.get_timer(), self.transactions.get_timer()) if d is not None]
-        return min(deadlines) if deadlines else None
+def output_of(record: TransactionalRecord) -> OutputValue:
+    value = record.value
+    assert isinstance(value, OutputValue), f"not an application's output: {value!r}"
+    return value
 
 
 class TransactionalProducer:
@@ -150,8 +133,8 @@ class TransactionalProducer:
             self.offsets[tp] = first + len(payloads)
             out = self.outputs.setdefault(tp.partition % partitions, [])
             for i, payload in enumerate(payloads):
-                out.append(TransactionalRecord(f"{payload}>{self.txn}", self.producer_id, self.producer_epoch,
-                                               self.txn, tp, first + i))
+                out.append(TransactionalRecord(OutputValue(f"{payload}>{self.txn}", self.txn, tp, first + i),
+                                               self.producer_id, self.producer_epoch))
         if self.producer_id < 0:
             self.phase = "find"
         else:
@@ -245,8 +228,9 @@ class TransactionalProducer:
             self.appended[index] = (partition.leader_epoch, first + len(records) - 1)
             tp = TopicPartition(self.output_topic, index)
             for i, record in enumerate(records):
+                output = output_of(record)
                 self.history.record(OutputAppended(now_ms, self.member_name, self._label(), tp, first + i,
-                                                   record.source, record.source_offset))
+                                                   output.source, output.source_offset))
         return True
 
     def _check_acks(self, now_ms: int) -> None:
@@ -293,7 +277,7 @@ class TransactionalProducer:
 
     def _answered(self, result: object, now_ms: int) -> None:
         phase = self.phase
-        code = _error_of(result)
+        code = transaction_answer_error(result)
         if phase == "txn_offset_commit":
             self.history.record(TxnOffsetsAnswered(now_ms, self.member_name, self._label(),
                                                    "TRANSPORT" if code is None else code.name))
@@ -360,21 +344,6 @@ class TransactionalProducer:
         self._send(now_ms)
 
 
-def _error_of(result: object) -> Optional[ErrorCode]:
-    """The answer's error (the first failed partition's for per-partition answers); None when the
-    request was lost (a transport error, a broker that is down)."""
-    if isinstance(result, (m.FindCoordinatorResponse, tx.InitProducerIdResponse, tx.AddOffsetsToTxnResponse,
-                           tx.EndTxnResponse)):
-        return result.error_code
-    if isinstance(result, tx.AddPartitionsToTxnResponse):
-        codes = [code for _tp, code in result.errors if code is not E.NONE]
-        return codes[0] if codes else getattr(result, "error_code", E.NONE)
-    if isinstance(result, m.TxnOffsetCommitResponse):
-        codes = [p.error_code for p in result.partitions if p.error_code is not E.NONE]
-        return codes[0] if codes else E.NONE
-    return None
-
-
 class OutputReader:
     """A read_committed consumer of the output topic, and a watcher of the group's committed offsets."""
 
@@ -415,5 +384,6 @@ class OutputReader:
             tp = TopicPartition(self.topic, index)
             for offset, payload in records:
                 if isinstance(payload, TransactionalRecord):
-                    self.history.record(OutputObserved(now_ms, tp, offset, payload.txn, payload.source,
-                                                       payload.source_offset))
+                    output = output_of(payload)
+                    self.history.record(OutputObserved(now_ms, tp, offset, output.txn, output.source,
+                                                       output.source_offset))

@@ -4,21 +4,21 @@
 data of the sim's partitions, the transaction coordinators on ``__transaction_state`` beside the group
 coordinators (as the wire server hosts them, kgroup/server/transactions.py), the output topic and its
 read_committed reader, each application's transactional producer, and the observation of transaction
-coordinator failovers.  The pieces themselves are in :mod:`kgroup.sim.eos` and :mod:`kgroup.sim.txn_data`.
+coordinator failovers.  The pieces themselves are in :mod:`kgroup.sim.eos` and, shared with
+``InMemoryKafka(transactions=True)``, :mod:`kgroup.testing.in_memory_transactions`.
 """
 from __future__ import annotations
 
 from typing import Callable, Dict, Iterable, List
 
-from kgroup.core.cluster.transaction_hosting import TransactionHosting, TransactionHostingConfig
+from kgroup.core.cluster.transaction_hosting import TransactionHostingConfig
 from kgroup.core.transaction import TransactionCoordinatorConfig, TransactionState
 from kgroup.io.clock import MockClock
 from kgroup.io.transport import NodeId
 from kgroup.sim.app import ConsumerApp
-from kgroup.sim.eos import OutputReader, TransactionalBackend, TransactionalProducer
+from kgroup.sim.eos import OutputReader, TransactionalProducer
 from kgroup.sim.history import History, TxnCoordinatorMoved
 from kgroup.sim.network import SimNetwork
-from kgroup.sim.txn_data import TransactionalData
 from kgroup.testing.in_memory_kafka import InMemoryKafka
 from kgroup.testing.scheduler import EventScheduler
 from kgroup.values import TopicPartition
@@ -52,12 +52,10 @@ class ExactlyOnceHosting:
         self.reachable = reachable
         self.broker_of = broker_of
         kafka.create_topic(OUTPUT_TOPIC, output_partitions)
-        self.data = TransactionalData(kafka.cluster)
-        self.transactions = TransactionHosting(kafka.cluster, TransactionHostingConfig(
+        self.data = kafka.data
+        self.transactions = kafka.enable_transactions(TransactionHostingConfig(
             transaction_state_partitions=3, load_time_ms=100, coordinator=TransactionCoordinatorConfig(
-                abort_timed_out_transaction_cleanup_interval_ms=TXN_TIMEOUT_SWEEP_MS)),
-            clock(), offsets_writer=kafka.hosting, data_writer=self.data)
-        kafka.hub.backend = TransactionalBackend(kafka.hosting, self.transactions)
+                abort_timed_out_transaction_cleanup_interval_ms=TXN_TIMEOUT_SWEEP_MS)))
         self.reader = OutputReader(self.data, OUTPUT_TOPIC, history, committed_offsets)
         scheduler.add_timers(self.reader)
         #: Producers made so far per member name (each labels its transactions with its incarnation).

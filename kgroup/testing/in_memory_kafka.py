@@ -16,6 +16,11 @@ from kgroup members to them.  Two ways to drive it:
 
 Faults (``kill_broker``, ``isolate_member``, ...) apply under the hub's lock
 and route whatever the failover answers.
+
+Client data and transactions (issue 26, :mod:`kgroup.testing.in_memory_transactions`): ``produce`` and
+``read`` (read_committed / read_uncommitted) records on topics; with ``transactions=True``, transaction
+coordinators on ``__transaction_state`` leaders and ``transactional_producer(...)``, Kafka's
+transactional producer with KIP-447's group metadata.
 """
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ from typing import Callable, Dict, Iterable, Mapping, Optional, Sequence, Tuple
 from kgroup.core.broker import DEFAULT_CLIENT_ID
 from kgroup.core.cluster import ClusterStateMachine, ClusterConfig
 from kgroup.core.cluster.group_hosting import GroupHosting, GroupHostingConfig
+from kgroup.core.cluster.transaction_hosting import TransactionHosting, TransactionHostingConfig
+from kgroup.core.cluster.transactional_data import TransactionalData
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.messages import DescribeGroupsRequest, DescribeGroupsResponse
 from kgroup.core.member import ClassicMemberState, MemberContract
@@ -33,6 +40,7 @@ from kgroup.errors import ConfigError
 from kgroup.io.inprocess import InProcessHub, InProcessTransport
 from kgroup.io.clock import MockClock, autojump, monotonic_ms
 from kgroup.io.runner import MemberRunner
+from kgroup.testing.in_memory_transactions import InMemoryDataMixin
 from kgroup.testing.scheduler import Scheduler
 
 #: The application poll cadence of ``member()``s under ``run``: a member counts
@@ -55,21 +63,25 @@ class _PollingApp:
     def handle_timer(self, now_ms: int) -> None:
         self.next_ms = now_ms + self.kafka._app_poll_ms
         events = self.member.take_events()
-        on_events = self.kafka._on_events
+        kafka = self.kafka
+        on_events = kafka._on_events if kafka._driving else kafka.on_events
         if on_events is not None and events:
             on_events(self.name, events)
         self.member.on_app_poll(now_ms)
 
 
-class InMemoryKafka:
+class InMemoryKafka(InMemoryDataMixin):
     def __init__(self, brokers: int = 3, *, replication_factor: int = 3, offsets_partitions: int = 50,
                  clock: Optional[MockClock] = None, group_load_time_ms: int = 100,
                  coordinator_config: Optional[GroupCoordinatorConfig] = None,
                  cluster_config: Optional[ClusterConfig] = None,
                  member_id_factory: Optional[Callable[[str], str]] = None,
-                 listeners: Optional[Mapping[int, Tuple[str, int]]] = None) -> None:
+                 listeners: Optional[Mapping[int, Tuple[str, int]]] = None,
+                 transactions: bool = False,
+                 transaction_config: Optional[TransactionHostingConfig] = None) -> None:
         """``listeners`` ({broker id: (host, port)}) is what FindCoordinator answers; it applies when
-        ``cluster_config`` is not given (otherwise set ``ClusterConfig.listeners``)."""
+        ``cluster_config`` is not given (otherwise set ``ClusterConfig.listeners``).  ``transactions``
+        (or a ``transaction_config``) hosts transaction coordinators too (``enable_transactions``)."""
         if brokers < 1:
             raise ConfigError(f"an in-memory cluster needs at least one broker, got {brokers}")
         if cluster_config is None:
@@ -92,11 +104,21 @@ class InMemoryKafka:
         self._runners: Dict[str, MemberRunner] = {}
         self._consumers: list = []
         self._app_poll_ms = DEFAULT_APP_POLL_MS
+        #: Where members' events go while the cluster runs and run() was given no ``on_events`` (a
+        #: transactional producer's blocking call runs the cluster too); None drops them.
+        self.on_events: Optional[Callable[[str, list], None]] = None
         self._on_events: Optional[Callable[[str, list], None]] = None
+        self._driving = False
         self.scheduler: Optional[Scheduler] = None
         if clock is not None:
             self.scheduler = Scheduler(clock)
             self.scheduler.add_timers(self.hub)
+        #: Records and markers on the cluster's partitions; the transaction coordinators once enabled.
+        self.data = TransactionalData(self.cluster)
+        self.transactions: Optional[TransactionHosting] = None
+        self._round_robin: dict = {}
+        if transactions or transaction_config is not None:
+            self.enable_transactions(transaction_config)
 
     # -- topics and connections --------------------------------------------------
 
@@ -189,7 +211,7 @@ class InMemoryKafka:
         try:
             scheduler.run_for(duration_ms)
         finally:
-            self._on_events = None
+            self._on_events, self._driving = None, False
 
     def run_until(self, condition: Callable[[], bool], limit_ms: int = 60_000, step_ms: int = 10,
                   on_events: Optional[Callable[[str, list], None]] = None) -> int:
@@ -199,15 +221,18 @@ class InMemoryKafka:
         try:
             return scheduler.run_until(condition, limit_ms, check_every_ms=step_ms)
         finally:
-            self._on_events = None
+            self._on_events, self._driving = None, False
 
     def _drive(self, what: str, step_ms: int, on_events: Optional[Callable[[str, list], None]]) -> Scheduler:
         if self.clock is None or self.scheduler is None:
             raise ConfigError(f"{what} needs a MockClock; on the real clock time passes by itself")
         if step_ms < 1:
             raise ConfigError(f"{what} needs an application poll cadence of at least 1 ms, got {step_ms}")
+        if self._driving:
+            raise ConfigError(f"{what} cannot run inside run()'s callbacks")
         self._app_poll_ms = step_ms
-        self._on_events = on_events
+        self._on_events = on_events if on_events is not None else self.on_events
+        self._driving = True
         return self.scheduler
 
     def group_settled(self, group_id: str, names: Optional[Iterable[str]] = None) -> bool:

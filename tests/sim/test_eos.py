@@ -19,9 +19,10 @@ from kgroup.sim.checker import EOS_CHECKS, check_exactly_once
 from kgroup.sim.history import (
     Appended, GroupOffsetObserved, History, OutputObserved, TxnAborted, TxnEnding, TxnOffsetsSent,
 )
+from kgroup.sim.eos import OutputValue
 from kgroup.sim.eos_hosting import OUTPUT_TOPIC
 from kgroup.sim.simulator import CAMPAIGN_SHAPE
-from kgroup.sim.txn_data import ControlMarker, TransactionalData, TransactionalRecord
+from kgroup.core.cluster.transactional_data import ControlMarker, TransactionalData, TransactionalRecord
 from kgroup.testing import InMemoryKafka
 from kgroup.values import TopicPartition
 
@@ -38,7 +39,7 @@ def _cluster_data():
 
 
 def _records(pid: int, epoch: int, txn: str, n: int):
-    return [TransactionalRecord(f"v{i}", pid, epoch, txn, IN0, i) for i in range(n)]
+    return [TransactionalRecord(OutputValue(f"v{i}", txn, IN0, i), pid, epoch) for i in range(n)]
 
 
 def _replicate(kafka) -> None:
@@ -63,7 +64,7 @@ def test_an_open_transaction_holds_the_lso_and_an_abort_hides_its_records():
         _replicate(kafka)
         assert data.last_stable_offset("out", 0) == 5
         records, position = data.read_committed("out", 0, 0, 100)
-        assert position == 5 and [(o, r.txn) for o, r in records] == [(2, "b")]
+        assert position == 5 and [(o, r.value.txn) for o, r in records] == [(2, "b")]
     finally:
         kafka.close()
 

@@ -1,11 +1,11 @@
-"""A transactional notion of the simulator's data partitions (issue 26, exactly-once mode).
+"""Transactional records, markers and read_committed reads on the in-process cluster's partitions (issue 26).
 
-The simulator's partitions hold arbitrary payloads in replica logs (``ClusterStateMachine``); its
-plain producers append strings.  In exactly-once mode an application's transactional producer
-appends :class:`TransactionalRecord` payloads (tagged with producer id and epoch, as Kafka's
-transactional batches are), and the transaction coordinator's markers arrive through
-:class:`TransactionalData` (the sim's :class:`~kgroup.core.transaction_markers.TxnMarkerWriter`)
-as :class:`ControlMarker` payloads, Kafka's control batches (``ControlRecordType`` COMMIT / ABORT).
+The cluster's partitions hold arbitrary payloads in replica logs (``ClusterStateMachine``).  A
+transactional producer appends :class:`TransactionalRecord` payloads (tagged with producer id and
+epoch, as Kafka's transactional batches are), and the transaction coordinator's markers arrive through
+:class:`TransactionalData` (a :class:`~kgroup.core.transaction_markers.TxnMarkerWriter`) as
+:class:`ControlMarker` payloads, Kafka's control batches (``ControlRecordType`` COMMIT / ABORT).  Any
+other payload (a :class:`PlainRecord`, the simulator's input strings) is outside every transaction.
 
 Per partition, :class:`_PartitionView` derives what Kafka's ``ProducerStateManager`` keeps from the
 leader's log, reading only what was appended since it last looked (and the whole log again after a
@@ -14,7 +14,11 @@ append or marker with an older one is INVALID_PRODUCER_EPOCH, ``ProducerAppendIn
 the open transactions, the aborted records, and the last stable offset (the first offset of the
 earliest transaction not decided below the high watermark, else the HW).  A read_committed read
 (:meth:`TransactionalData.read_committed`) returns records below the LSO, skipping aborted records and
-markers, as Kafka's consumer does with the aborted-transactions list.
+markers, as Kafka's consumer does with the aborted-transactions list; a read_uncommitted read
+(:meth:`TransactionalData.read_uncommitted`) returns every record below the HW, markers skipped.
+
+Used by :class:`kgroup.testing.InMemoryKafka` (``transactions=True``) and the simulator's exactly-once
+mode (``kgroup.sim.eos``).
 """
 from __future__ import annotations
 
@@ -24,23 +28,26 @@ from kgroup.core.cluster import ClusterStateMachine
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.transaction_markers import MarkerAppend, TxnMarker
 from kgroup.errors import ClusterError
-from kgroup.values import TopicPartition
 
-__all__ = ["ControlMarker", "TransactionalData", "TransactionalRecord"]
+__all__ = ["ControlMarker", "PlainRecord", "TransactionalData", "TransactionalRecord"]
 
 E = ErrorCode
 
 
 class TransactionalRecord(NamedTuple):
-    """One output record of a transaction: what it was made from, and who wrote it."""
+    """One record a transactional producer appended (Kafka's record in a transactional batch)."""
 
-    value: str
+    value: object
     producer_id: int
     producer_epoch: int
-    #: The transaction's label in the history (``TxnBegun.txn``).
-    txn: str
-    source: TopicPartition
-    source_offset: int
+    key: object = None
+
+
+class PlainRecord(NamedTuple):
+    """A record outside any transaction (a non-transactional producer's)."""
+
+    value: object
+    key: object = None
 
 
 class ControlMarker(NamedTuple):
@@ -141,6 +148,13 @@ class TransactionalData:
         except ClusterError as error:
             return _code(error)
 
+    def append_plain(self, topic: str, index: int, records: List[PlainRecord]) -> Union[int, ErrorCode]:
+        """Append records outside any transaction on the leader (acks=all); the first offset, or why not."""
+        try:
+            return self.cluster.produce_many(topic, index, records, acks_all=True)
+        except ClusterError as error:
+            return _code(error)
+
     def write_txn_marker(self, marker: TxnMarker, now_ms: int) -> Union[MarkerAppend, ErrorCode]:
         """The broker side of WriteTxnMarkers for a data partition (as the wire server's
         ``DataPlane.write_txn_marker``; the coordinator epoch is carried but not checked)."""
@@ -183,6 +197,20 @@ class TransactionalData:
             if isinstance(payload, ControlMarker) or offset in aborted:
                 continue
             out.append((offset, payload))
+        return out, max(position, end)
+
+    def read_uncommitted(self, topic: str, index: int, position: int,
+                         max_records: int) -> Tuple[List[Tuple[int, object]], int]:
+        """Records from ``position`` below the high watermark, at most ``max_records`` offsets on, open and
+        aborted transactions' records included, markers skipped (Kafka's consumer never returns control
+        records): ([(offset, payload)], the next position)."""
+        seen = self._view(topic, index)
+        if seen is None:
+            return [], position
+        _view, entries, hw = seen
+        end = min(hw, position + max_records)
+        out = [(offset, entries[offset].payload) for offset in range(position, end)
+               if not isinstance(entries[offset].payload, ControlMarker)]
         return out, max(position, end)
 
 
