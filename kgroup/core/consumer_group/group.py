@@ -33,7 +33,7 @@ from kgroup.core.messages import (
 )
 from kgroup.values import TopicPartition
 
-__all__ = ["ConsumerGroup", "ConsumerGroupState", "LEGAL_PREVIOUS"]
+__all__ = ["INITIAL_GROUP_EPOCH", "ConsumerGroup", "ConsumerGroupState", "LEGAL_PREVIOUS"]
 
 E = ErrorCode
 
