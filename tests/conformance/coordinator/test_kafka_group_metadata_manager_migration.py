@@ -880,6 +880,23 @@ def test_consumer_group_member_using_classic_protocol_batch_leave_group():
     ctx.assert_replays()
 
 
+def test_classic_members_batch_leave_that_empties_the_group_brings_the_assignment_epoch_up():
+    """KAFKA-20442 (apache/kafka#22045, Kafka 4.4): when the leave empties the consumer group, a
+    ConsumerGroupTargetAssignmentMetadata record follows the epoch bump, so the empty group's epochs
+    match (kgroup: a second header at (11, 11))."""
+    protocols = range_protocols(["foo"])
+    members = [classic_member("k1", protocols), classic_member("k2", protocols, instance_id="i2")]
+    ctx = Ctx(records=consumer_group_records(GROUP, 10, members, {}), topics={"foo": 1})
+    response = ctx.leave(("k1", None), ("k2", "i2"))
+    assert [(r.member_id, r.error_code) for r in response.members] == [("k1", E.NONE), ("k2", E.NONE)]
+    group = ctx.consumer_group()
+    assert not group.members and (group.group_epoch, group.assignment_epoch) == (11, 11)
+    assert group.state.value == "Empty"
+    assert ctx.records[-2:] == [ConsumerGroupMetadataRecord(GROUP, 11, 10, ()),
+                                ConsumerGroupMetadataRecord(GROUP, 11, 11, ())]
+    ctx.assert_replays()
+
+
 def test_consumer_group_member_using_classic_protocol_batch_leave_group_updating_subscription_metadata():
     """...BatchLeaveGroupUpdatingSubscriptionMetadata: the topics only the leavers subscribed to leave the
     subscription metadata."""
