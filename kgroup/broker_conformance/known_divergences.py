@@ -11,12 +11,6 @@ from typing import Dict
 
 # -- reasons (the code areas are where other issues are at work; see docs/conformance/broker.md) ----
 
-KIP848_EPOCHS = ("KIP-848 epochs: Kafka 4.4 answers a new group's first member with member epoch 2 where "
-                 "kgroup answers 1 (every later epoch is one higher), and its error answers carry "
-                 "member_epoch 0 where kgroup's carry -1; ConsumerGroupDescribe lists "
-                 "subscribed_topic_regex as \"\" where kgroup has null (KIP-848 coordinator, issue 23)")
-KIP848_DESCRIBE = ("ConsumerGroupDescribe of a missing or classic group: group_state \"\" in Kafka, "
-                   "\"Dead\" in kgroup")
 KIP848_CLASSIC_DESCRIBE = ("DescribeGroups (classic API) of a consumer group: Kafka answers Dead with no "
                            "members (not a classic group), kgroup describes it")
 VALIDATE_ONLY = ("CreateTopics validate_only answers -1 partitions and replicas; Kafka answers the figures "
@@ -84,40 +78,5 @@ KNOWN_DIVERGENCES: Dict[str, str] = {
     "txn.fetch.read-committed.commit": TXN_FETCH_MARKER,
     "txn.fetch.read-committed.abort": TXN_FETCH_MARKER,
     "classic.sync.v5-null-protocol": SYNC_V5_NULL_PROTOCOL,
-    "consumer.join.v0": KIP848_EPOCHS,
-    "consumer.join.v1": KIP848_EPOCHS,
-    "consumer.join.v1-requires-member-id": KIP848_EPOCHS,
-    "consumer.join.no-rebalance-timeout": KIP848_EPOCHS,
-    "consumer.join.no-subscription": KIP848_EPOCHS,
-    "consumer.join.invalid-regex": KIP848_EPOCHS,
-    "consumer.join.no-owned-partitions": KIP848_EPOCHS,
-    "consumer.join.unknown-assignor": KIP848_EPOCHS,
-    "consumer.heartbeat.epoch-below-minus-two": KIP848_EPOCHS,
-    "consumer.join.empty-group-id": KIP848_EPOCHS,
-    "consumer.heartbeat.unknown-member": KIP848_EPOCHS,
-    "consumer.heartbeat.fenced-epoch": KIP848_EPOCHS,
-    "consumer.heartbeat.stale-epoch-with-owned": KIP848_EPOCHS,
-    "consumer.revocation-before-reassignment": KIP848_EPOCHS,
-    "consumer.leave": KIP848_EPOCHS,
-    "consumer.leave-unknown-member": KIP848_EPOCHS,
-    "consumer.leave-rebalances-survivor": KIP848_EPOCHS,
-    "consumer.static.temporary-leave-and-return": KIP848_EPOCHS,
-    "consumer.static.unreleased-instance": KIP848_EPOCHS,
-    "consumer.static.leave-for-good": KIP848_EPOCHS,
-    "consumer.assignor.uniform": KIP848_EPOCHS,
-    "consumer.assignor.range": KIP848_EPOCHS,
-    "consumer.subscription-change": KIP848_EPOCHS,
-    "consumer.subscribe-unknown-topic": KIP848_EPOCHS,
-    "consumer.describe.v0": KIP848_EPOCHS + "; " + KIP848_DESCRIBE,
-    "consumer.describe.v1": KIP848_EPOCHS + "; " + KIP848_DESCRIBE,
-    "consumer.describe-groups-on-consumer-group": KIP848_EPOCHS + "; " + KIP848_CLASSIC_DESCRIBE,
-    "consumer.delete-non-empty": KIP848_EPOCHS,
-    "consumer.classic-join-into-consumer-group": KIP848_EPOCHS,
-    "consumer.offset-commit.epoch.v8": KIP848_EPOCHS,
-    "consumer.offset-commit.epoch.v9": KIP848_EPOCHS,
-    "consumer.offset-fetch.v9-member-epoch": KIP848_EPOCHS,
-    "consumer.rebalance-timeout-fences-member": KIP848_EPOCHS,
-    "consumer.session-timeout-removes-member": KIP848_EPOCHS,
-    "groups.list-types-filter.classic": KIP848_EPOCHS,
-    "groups.list-types-filter.consumer": KIP848_EPOCHS,
+    "consumer.describe-groups-on-consumer-group": KIP848_CLASSIC_DESCRIBE,
 }

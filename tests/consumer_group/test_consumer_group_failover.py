@@ -69,11 +69,12 @@ def test_failover_mid_reconciliation_keeps_epochs_assignments_and_pending_revoca
     join = dict(rebalance_timeout_ms=30_000, subscribed_topic_names=("t",), topic_partitions=())
     assert frozenset(c.heartbeat("m1", 0, **join).assignment) == tps({"t": range(4)})
     assert c.heartbeat("m2", 0, **join).assignment == ()
-    r1 = c.heartbeat("m1", 1)  # told to give two partitions up
+    # Epochs as Kafka 4.4 numbers them: a new group's first assignment is epoch 2 (KAFKA-20268).
+    r1 = c.heartbeat("m1", 2)  # told to give two partitions up
     kept = frozenset(r1.assignment)
     assert len(kept) == 2 and c.group().members["m1"].state is MemberState.UNREVOKED_PARTITIONS
     offsets = (PartitionOffsetCommit(TopicPartition("t", 0), OffsetAndMetadata(42)),)
-    commit = OffsetCommitRequest(GROUP, offsets, 1, "m1", api_version=9)
+    commit = OffsetCommitRequest(GROUP, offsets, 2, "m1", api_version=9)
     assert c.call(commit).partitions[0].error_code is E.NONE
 
     old = c.hosting.coordinator_node(GROUP)
@@ -83,13 +84,13 @@ def test_failover_mid_reconciliation_keeps_epochs_assignments_and_pending_revoca
     assert c.hosting.coordinator_node(GROUP) not in (None, old)
 
     # The new coordinator still withholds the partitions m1 has not revoked.
-    assert c.heartbeat("m2", 2).assignment is None
+    assert c.heartbeat("m2", 3).assignment is None
     group = c.group()
     assert group.members["m1"].state is MemberState.UNREVOKED_PARTITIONS
     assert group.members["m2"].state is MemberState.UNRELEASED_PARTITIONS
     assert group.offsets[TopicPartition("t", 0)].offset == 42
-    # m1 revokes; both reach epoch 2 with the partitions split.
-    assert c.heartbeat("m1", 1, topic_partitions=kept).member_epoch == 2
-    r2 = c.heartbeat("m2", 2)
+    # m1 revokes; both reach epoch 3 with the partitions split.
+    assert c.heartbeat("m1", 2, topic_partitions=kept).member_epoch == 3
+    r2 = c.heartbeat("m2", 3)
     assert frozenset(r2.assignment) == tps({"t": range(4)}) - kept
-    assert all(m.state is MemberState.STABLE and m.member_epoch == 2 for m in c.group().members.values())
+    assert all(m.state is MemberState.STABLE and m.member_epoch == 3 for m in c.group().members.values())

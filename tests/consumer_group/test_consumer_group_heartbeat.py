@@ -62,10 +62,11 @@ def test_heartbeat_request_validation():
 
 
 def test_member_id_generation():
-    """testMemberIdGeneration: v0 lets the coordinator generate the member id (KIP-1082: v1 clients do)."""
+    """testMemberIdGeneration: v0 lets the coordinator generate the member id (KIP-1082: v1 clients do).
+    A new group starts at epoch 1, so its first assignment is epoch 2 (KAFKA-20268, Kafka 4.4)."""
     d = Driver({"foo": 6})
     response = ok(d.join("", ["foo"], api_version=0))
-    assert response.member_id and response.member_epoch == 1
+    assert response.member_id and response.member_epoch == 2
     assert list(d.group().members) == [response.member_id]
 
 
@@ -100,14 +101,16 @@ def test_member_epoch_validation():
 
 
 def test_member_joins_empty_consumer_group():
-    """testMemberJoinsEmptyConsumerGroup: epoch 1, the whole target at once."""
+    """testMemberJoinsEmptyConsumerGroup: epoch 2 (Kafka 4.4 creates the group at epoch 1 with an empty
+    target at epoch 1, and renumbered this test so: KAFKA-20268, apache/kafka#21700), the whole target
+    at once."""
     d = Driver({"foo": 6, "bar": 3}, PREPARED_CONFIG)
     d.assignor.prepare({"m": tps({"foo": range(6), "bar": range(3)})})
     response = ok(d.join("m", ["foo", "bar"], server_assignor="prepared"))
-    assert (response.member_epoch, response.heartbeat_interval_ms) == (1, 5000)
+    assert (response.member_epoch, response.heartbeat_interval_ms) == (2, 5000)
     assert response.assignment == tuple(sorted(tps({"foo": range(6), "bar": range(3)})))
     group = d.group()
-    assert (group.group_epoch, group.assignment_epoch, group.state) == (1, 1, S.STABLE)
+    assert (group.group_epoch, group.assignment_epoch, group.state) == (2, 2, S.STABLE)
     assert group.subscription_metadata == {"foo": 6, "bar": 3}
     d.assert_replays()
 
@@ -193,8 +196,8 @@ def test_heartbeat_full_response():
     d = Driver({"foo": 2}, PREPARED_CONFIG)
     d.assignor.prepare({"m": tps({"foo": [0, 1]})})
     ok(d.join("m", ["foo"]))
-    assert ok(d.heartbeat("m", 1)).assignment is None
-    full = ok(d.heartbeat("m", 1, rebalance_timeout_ms=5000, subscribed_topic_names=("foo",),
+    assert ok(d.heartbeat("m", 2)).assignment is None
+    full = ok(d.heartbeat("m", 2, rebalance_timeout_ms=5000, subscribed_topic_names=("foo",),
                           topic_partitions=tps({"foo": [0, 1]})))
     assert full.assignment == tuple(sorted(tps({"foo": [0, 1]})))
 
@@ -215,9 +218,9 @@ def test_consumer_group_states():
     assert d.group().state is S.STABLE
     ok(d.join("m2", ["foo"]))
     assert d.group().state is S.RECONCILING
-    ok(d.heartbeat("m1", 1, topic_partitions=tps({"foo": range(6)})))
-    ok(d.heartbeat("m1", 1, topic_partitions=d.group().members["m1"].assigned_partitions))
-    ok(d.heartbeat("m2", 2, topic_partitions=()))
+    ok(d.heartbeat("m1", 2, topic_partitions=tps({"foo": range(6)})))
+    ok(d.heartbeat("m1", 2, topic_partitions=d.group().members["m1"].assigned_partitions))
+    ok(d.heartbeat("m2", 3, topic_partitions=()))
     assert d.group().state is S.STABLE
     ok(d.heartbeat("m1", -1))
     ok(d.heartbeat("m2", -1))
@@ -230,8 +233,8 @@ def test_topic_partition_count_change_bumps_group_epoch():
     d = Driver({"foo": 2})
     ok(d.join("m", ["foo"]))
     d.topics["foo"] = 4
-    response = ok(d.heartbeat("m", 1))
-    assert response.member_epoch == 2 and len(response.assignment) == 4
+    response = ok(d.heartbeat("m", 2))
+    assert response.member_epoch == 3 and len(response.assignment) == 4
     assert d.group().subscription_metadata == {"foo": 4}
 
 
@@ -244,12 +247,14 @@ def test_session_timeout_lifecycle_and_expiration():
     d = Driver({"foo": 6})
     ok(d.join("m", ["foo"]))
     d.advance(40_000)
-    ok(d.heartbeat("m", 1))
+    ok(d.heartbeat("m", 2))
     d.advance(40_000)
     assert "m" in d.group().members
     d.advance(5_001)
-    assert "m" not in d.group().members and d.group().group_epoch == 2
-    assert d.heartbeat("m", 1).error_code is E.UNKNOWN_MEMBER_ID
+    # The emptied group's assignment epoch catches up with its group epoch (KAFKA-20442).
+    group = d.group()
+    assert "m" not in group.members and (group.group_epoch, group.assignment_epoch) == (3, 3)
+    assert d.heartbeat("m", 2).error_code is E.UNKNOWN_MEMBER_ID
     d.assert_replays()
 
 
@@ -261,16 +266,16 @@ def test_rebalance_timeout_lifecycle_and_expiration():
     ok(d.join("m1", ["foo"], rebalance_timeout_ms=12_000))
     d.assignor.prepare({"m1": tps({"foo": [0]}), "m2": tps({"foo": [1]})})
     ok(d.join("m2", ["foo"]))
-    r1 = ok(d.heartbeat("m1", 1))
+    r1 = ok(d.heartbeat("m1", 2))
     assert d.group().members["m1"].state is M.UNREVOKED_PARTITIONS
     assert r1.assignment == tuple(tps({"foo": [0]}))
     d.advance(6_000)
-    ok(d.heartbeat("m1", 1))  # heartbeating does not stop the rebalance timer
-    ok(d.heartbeat("m2", 2))
+    ok(d.heartbeat("m1", 2))  # heartbeating does not stop the rebalance timer
+    ok(d.heartbeat("m2", 3))
     d.advance(6_001)
     assert "m1" not in d.group().members
     d.assignor.prepare({"m2": tps({"foo": [0, 1]})})
-    assert ok(d.heartbeat("m2", 2)).assignment == tuple(sorted(tps({"foo": [0, 1]})))
+    assert ok(d.heartbeat("m2", 3)).assignment == tuple(sorted(tps({"foo": [0, 1]})))
     d.assert_replays()
 
 
@@ -281,8 +286,8 @@ def test_revoking_in_time_cancels_rebalance_timeout():
     ok(d.join("m1", ["foo"], rebalance_timeout_ms=12_000))
     d.assignor.prepare({"m1": tps({"foo": [0]}), "m2": tps({"foo": [1]})})
     ok(d.join("m2", ["foo"]))
-    ok(d.heartbeat("m1", 1))
-    ok(d.heartbeat("m1", 1, topic_partitions=tps({"foo": [0]})))
+    ok(d.heartbeat("m1", 2))
+    ok(d.heartbeat("m1", 2, topic_partitions=tps({"foo": [0]})))
     assert d.group().members["m1"].state is M.STABLE
     d.advance(12_001)
     assert "m1" in d.group().members
@@ -297,9 +302,9 @@ def test_no_group_epoch_bump_when_static_member_temporarily_leaves_and_gets_assi
     d = Driver({"foo": 6})
     ok(d.join("s1", ["foo"], instance_id="i1"))
     ok(d.join("m2", ["foo"]))
-    ok(d.heartbeat("s1", 1, topic_partitions=tps({"foo": range(6)})))
-    ok(d.heartbeat("s1", 1, topic_partitions=d.group().members["s1"].assigned_partitions))
-    ok(d.heartbeat("m2", 2, topic_partitions=()))
+    ok(d.heartbeat("s1", 2, topic_partitions=tps({"foo": range(6)})))
+    ok(d.heartbeat("s1", 2, topic_partitions=d.group().members["s1"].assigned_partitions))
+    ok(d.heartbeat("m2", 3, topic_partitions=()))
     owned = d.group().members["s1"].assigned_partitions
     epoch = d.group().group_epoch
     left = ok(d.heartbeat("s1", -2, instance_id="i1"))
@@ -317,7 +322,7 @@ def test_leaving_static_member_bumps_group_epoch():
     d = Driver({"foo": 6})
     ok(d.join("s1", ["foo"], instance_id="i1"))
     ok(d.heartbeat("s1", -1, instance_id="i1"))
-    assert d.group().group_epoch == 2 and not d.group().members
+    assert d.group().group_epoch == 3 and not d.group().members
 
 
 def test_unreleased_instance_id_when_new_member_joins_with_in_use_instance_id():
@@ -379,7 +384,8 @@ def test_partition_assignor_exception_on_regular_heartbeat():
     d._assignors["prepared"] = _FailingAssignor()
     failed = d.join("m1", ["foo", "bar"], server_assignor="prepared")
     assert failed.error_code is E.UNKNOWN_SERVER_ERROR
-    assert failed.error_message == "Failed to compute a new target assignment for epoch 1: Assignment failed."
+    # The first assignment of a new group is for epoch 2 (KAFKA-20268).
+    assert failed.error_message == "Failed to compute a new target assignment for epoch 2: Assignment failed."
     assert d.coordinator.consumer_group(GROUP) is None and d.coordinator.group_ids() == []
     assert d.records == [] and d.coordinator.get_timer() is None
     d.advance(60_000)  # the next call writes nothing left over either
@@ -438,7 +444,10 @@ def test_member_joins_with_an_empty_subscription():
     subscribed to any topics, but they are part of the group"); only a null list and regex are refused."""
     d = Driver({"foo": 2})
     response = ok(d.join("m", []))
+    # No subscribed topic, so no group epoch bump (Kafka's hasMemberSubscriptionChanged compares topic
+    # names): the member takes the new group's initial empty target at epoch 1 (KAFKA-20268).
     assert response.member_epoch == 1 and response.assignment == ()
+    assert (d.group().group_epoch, d.group().assignment_epoch) == (1, 1)
     assert d.group().members["m"].subscribed_topic_names == ()
     d.assert_replays()
 
@@ -474,6 +483,8 @@ def test_replay_consumer_group_member_metadata():
     loaded = GroupCoordinator.load([ConsumerGroupMemberRecord("foo", member)], 0)
     group = loaded.consumer_group("foo")
     assert group is not None and group.members["member"] == member
+    # Kafka creates the group through its constructor, at epoch 1 with target epoch 1 (KAFKA-20268).
+    assert (group.group_epoch, group.assignment_epoch) == (1, 1)
     loaded.assert_invariants()
 
 

@@ -28,14 +28,16 @@ def commit(d: Driver, member_id: str, epoch: int, offset: int = 5, group_id: str
 
 
 def test_validate_offset_commit():
-    """ConsumerGroupTest.testValidateOffsetCommit: unknown member, stale epoch, old API version."""
+    """ConsumerGroupTest.testValidateOffsetCommit: unknown member, stale epoch, old API version.  The
+    member of a new group is at epoch 2 (Kafka 4.4 starts groups at epoch 1: KAFKA-20268)."""
     d = Driver({"foo": 2})
     ok(d.join("m", ["foo"]))
-    assert commit(d, "unknown", 1) is E.UNKNOWN_MEMBER_ID
+    assert commit(d, "unknown", 2) is E.UNKNOWN_MEMBER_ID
     assert commit(d, "m", 0) is E.STALE_MEMBER_EPOCH
-    assert commit(d, "m", 2) is E.STALE_MEMBER_EPOCH
-    assert commit(d, "m", 1, api_version=8) is E.UNSUPPORTED_VERSION
-    assert commit(d, "m", 1) is E.NONE
+    assert commit(d, "m", 1) is E.STALE_MEMBER_EPOCH
+    assert commit(d, "m", 3) is E.STALE_MEMBER_EPOCH
+    assert commit(d, "m", 2, api_version=8) is E.UNSUPPORTED_VERSION
+    assert commit(d, "m", 2) is E.NONE
     assert d.group().offsets[FOO0].offset == 5
     d.assert_replays()
 
@@ -45,11 +47,11 @@ def test_zombie_member_commit_is_fenced_with_stale_member_epoch():
     d = Driver({"foo": 2})
     ok(d.join("m1", ["foo"]))
     ok(d.join("m2", ["foo"]))
-    ok(d.heartbeat("m1", 1, topic_partitions=tps({"foo": [0, 1]})))
-    ok(d.heartbeat("m1", 1, topic_partitions=d.group().members["m1"].assigned_partitions))
-    assert d.group().members["m1"].member_epoch == 2
-    assert commit(d, "m1", 1) is E.STALE_MEMBER_EPOCH
-    assert commit(d, "m1", 2) is E.NONE
+    ok(d.heartbeat("m1", 2, topic_partitions=tps({"foo": [0, 1]})))
+    ok(d.heartbeat("m1", 2, topic_partitions=d.group().members["m1"].assigned_partitions))
+    assert d.group().members["m1"].member_epoch == 3
+    assert commit(d, "m1", 2) is E.STALE_MEMBER_EPOCH
+    assert commit(d, "m1", 3) is E.NONE
 
 
 def test_simple_commit_to_empty_consumer_group_and_admin_fetch():
@@ -66,12 +68,12 @@ def test_validate_offset_fetch():
     """ConsumerGroupTest.testValidateOffsetFetch: OffsetFetch v9 checks the member and its epoch."""
     d = Driver({"foo": 2})
     ok(d.join("m", ["foo"]))
-    assert commit(d, "m", 1) is E.NONE
-    assert d.call(OffsetFetchRequest(GROUP, (FOO0,), member_id="x", member_epoch=1)).error_code \
+    assert commit(d, "m", 2) is E.NONE
+    assert d.call(OffsetFetchRequest(GROUP, (FOO0,), member_id="x", member_epoch=2)).error_code \
         is E.UNKNOWN_MEMBER_ID
-    assert d.call(OffsetFetchRequest(GROUP, (FOO0,), member_id="m", member_epoch=0)).error_code \
+    assert d.call(OffsetFetchRequest(GROUP, (FOO0,), member_id="m", member_epoch=1)).error_code \
         is E.STALE_MEMBER_EPOCH
-    fetched = d.call(OffsetFetchRequest(GROUP, (FOO0,), member_id="m", member_epoch=1))
+    fetched = d.call(OffsetFetchRequest(GROUP, (FOO0,), member_id="m", member_epoch=2))
     assert fetched.partitions[0].committed.offset == 5
 
 
@@ -97,7 +99,7 @@ def test_group_id_keeps_its_type():
     # classicGroupJoinToConsumerGroup: deserializeSubscription throws IllegalStateException.
     assert _join_classic(d, GROUP).error_code is E.UNKNOWN_SERVER_ERROR
     # Empty consumer group -> classic group, offsets kept.
-    assert commit(d, "m", 1, offset=9) is E.NONE
+    assert commit(d, "m", 2, offset=9) is E.NONE
     ok(d.heartbeat("m", -1))
     assert _join_classic(d, GROUP).error_code is E.NONE
     assert d.coordinator.consumer_group(GROUP) is None
@@ -135,12 +137,14 @@ def test_list_describe_and_delete_both_group_types():
 
     answer = d.call(ConsumerGroupDescribeRequest((GROUP, "classic", "nope")))
     mine, classic, missing = answer.groups
-    assert (mine.error_code, mine.group_epoch, mine.assignment_epoch) == (E.NONE, 1, 1)
+    assert (mine.error_code, mine.group_epoch, mine.assignment_epoch) == (E.NONE, 2, 2)
     assert mine.assignor_name == "uniform"
     (member,) = mine.members
-    assert (member.member_id, member.client_id, member.member_epoch) == ("m", "cli", 1)
+    assert (member.member_id, member.client_id, member.member_epoch) == ("m", "cli", 2)
     assert member.assignment == member.target_assignment == tuple(sorted(tps({"foo": [0, 1]})))
     assert classic.error_code is E.GROUP_ID_NOT_FOUND and missing.error_code is E.GROUP_ID_NOT_FOUND
+    # Kafka's consumerGroupDescribe sets no state for them (Kafka 4.4's answer to consumer.describe.v1).
+    assert (classic.group_state, missing.group_state) == ("", "")
 
     assert d.call(DeleteGroupsRequest((GROUP,))).results[0].error_code is E.NON_EMPTY_GROUP
     ok(d.heartbeat("m", -1))
@@ -173,7 +177,7 @@ def test_consumer_group_offset_delete_with_errors():
     accepts any state); another topic's offset, stored or not, is deleted."""
     d = Driver({"foo": 2, "bar": 1})
     ok(d.join("m", ["foo"]))
-    assert commit(d, "m", 1) is E.NONE
+    assert commit(d, "m", 2) is E.NONE
     bar0 = TopicPartition("bar", 0)
     assert _delete_offsets(d, bar0, FOO0) == (E.NONE, [(bar0, E.NONE), (FOO0, E.GROUP_SUBSCRIBED_TO_TOPIC)])
     assert d.group().offsets[FOO0].offset == 5

@@ -60,20 +60,20 @@ def test_consumer_group_member_joins_with_new_regex():
     """testConsumerGroupMemberJoinsWithNewRegex: member 2 joins with ``foo*`` (RE2: "fo" then any "o"s,
     the whole name).  The heartbeat writes no resolution; the resolution task (Kafka's executor, a
     coordinator timer here) resolves it to {foo}, persists it and bumps the group epoch; member 2's
-    next heartbeat is assigned from it.  (kgroup bumps the epoch for the join too: its epochs run one
-    ahead of Kafka's, docs/conformance/broker.md.)"""
+    next heartbeat is assigned from it.  As in Kafka, the join itself bumps nothing (no topic names
+    changed, the regex is not resolved): member 2 is at epoch 10 and no target is computed."""
     m1 = member("m1", 10, {"foo": range(6)}, subscribed_topic_names=("foo",))
     d = with_group({"foo": 6}, [m1], {})
     d.assignor.prepare({"m1": tps({"foo": range(3)}), "m2": tps({"foo": range(3, 6)})})
     before = len(d.records)
     response = ok(join_regex(d, "m2", "foo*", server_assignor="prepared"))
     assert regex_records(d, before) == [] and response.assignment == ()
-    assert d.assignor.calls[-1]["m2"].subscribed_topics == frozenset()  # not resolved yet
-    epoch = d.group().group_epoch
+    assert response.member_epoch == 10 and d.assignor.calls == []  # not resolved yet: no new target
+    assert (d.group().group_epoch, d.group().assignment_epoch) == (10, 10)
     d.advance(0)  # the resolution task
     assert regex_records(d, before) == [resolved_record("foo*", {"foo"})]
-    assert d.group().group_epoch == epoch + 1
-    ok(d.heartbeat("m2", response.member_epoch))
+    assert d.group().group_epoch == 11
+    assert ok(d.heartbeat("m2", response.member_epoch)).member_epoch == 11
     assert d.assignor.calls[-1]["m2"].subscribed_topics == {"foo"}
     d.assert_replays()
 
@@ -251,7 +251,10 @@ def test_a_groups_first_regex_is_resolved_at_the_next_timer_round():
     the member is assigned the matching topics (whole names only) at its next heartbeat."""
     d = Driver({"foo": 3, "foobar": 2, "bar": 1, "xfoo": 1})
     response = ok(join_regex(d, "m", "foo.*"))
+    # No bump until the regex is resolved: the new group's initial empty target at epoch 1 (KAFKA-20268;
+    # Kafka 4.4's recorded answer to consumer.join.regex-not-yet-resolved).
     assert (response.member_epoch, response.assignment) == (1, ())
+    assert (d.group().group_epoch, d.group().assignment_epoch) == (1, 1)
     d.advance(0)
     assert d.group().resolved_regexes == {"foo.*": ResolvedTopicRegex(frozenset({"foo", "foobar"}), 0)}
     response = ok(d.heartbeat("m", 1))
@@ -305,7 +308,7 @@ def test_topic_names_and_regex_together_subscribe_to_the_union():
     ok(join_regex(d, "m", "foo.*", subscribed_topic_names=("bar",)))
     assert d.assignor.calls[-1]["m"].subscribed_topics == {"bar"}  # the regex is not resolved yet
     d.advance(0)
-    ok(d.heartbeat("m", 1))
+    ok(d.heartbeat("m", 2))  # the new group's first assignment is epoch 2 (KAFKA-20268)
     assert d.assignor.calls[-1]["m"].subscribed_topics == {"bar", "foo", "foobar"}
     assert d.group().subscription_metadata == {"bar": 1, "foo": 1, "foobar": 1}
 

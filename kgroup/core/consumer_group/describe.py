@@ -34,7 +34,9 @@ def _describe_one(group_id: str, existing_group: Callable[[str], ConsumerGroup],
     try:
         group = existing_group(group_id)
     except HeartbeatRefused as refused:
-        return DescribedConsumerGroup(refused.code, group_id, refused.message, group_state="Dead")
+        # Kafka's consumerGroupDescribe sets only the error here: the group state stays "" (Kafka 4.4's
+        # recorded answers to consumer.describe.v0 / v1).
+        return DescribedConsumerGroup(refused.code, group_id, refused.message)
     members = tuple(
         DescribedConsumerGroupMember(
             m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,

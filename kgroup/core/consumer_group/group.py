@@ -33,7 +33,7 @@ from kgroup.core.messages import (
 )
 from kgroup.values import TopicPartition
 
-__all__ = ["ConsumerGroup", "ConsumerGroupState", "LEGAL_PREVIOUS"]
+__all__ = ["INITIAL_GROUP_EPOCH", "ConsumerGroup", "ConsumerGroupState", "LEGAL_PREVIOUS"]
 
 E = ErrorCode
 
@@ -74,6 +74,10 @@ def _validate_member_epoch(received: int, member: ConsumerGroupMember) -> ErrorC
     return E.ILLEGAL_GENERATION if member.uses_classic_protocol else E.STALE_MEMBER_EPOCH
 
 
+#: A new group's epoch and target-assignment epoch (KAFKA-20268, Kafka 4.4).
+INITIAL_GROUP_EPOCH = 1
+
+
 class ConsumerGroup:
     def __init__(self, group_id: str, emit: Callable[[ConsumerGroupRecord], None],
                  observer: Optional[TransitionObserver] = None) -> None:
@@ -81,8 +85,11 @@ class ConsumerGroup:
         self._emit = emit
         self._machine: StateMachine[ConsumerGroupState] = StateMachine(
             f"consumer group {group_id}", S.EMPTY, LEGAL_PREVIOUS, observer)
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        # Kafka 4.4 starts a group at epoch 1 with an empty target assignment at epoch 1, so the
+        # first computed assignment is epoch 2 (KAFKA-20268: a joining member's epoch must be
+        # above 0, which means "joining", and may wait at epoch 1 for the first assignment).
+        self.group_epoch = INITIAL_GROUP_EPOCH
+        self.assignment_epoch = INITIAL_GROUP_EPOCH
         #: topic -> partition count of the subscribed topics that exist, as last computed.
         self.subscription_metadata: dict[str, int] = {}
         self._members: dict[str, ConsumerGroupMember] = {}

@@ -221,7 +221,11 @@ class ConsumerGroupManager:
         invalid_regex = self._regexes.check_new_regex(group, updated)
         if invalid_regex is not None:
             raise _Refused(E.INVALID_REGULAR_EXPRESSION, invalid_regex)
-        bump_group_epoch = (not in_group or updated.subscribed_topic_names != member.subscribed_topic_names
+        # Kafka's hasMemberSubscriptionChanged: a joining member bumps the epoch through its topic names
+        # (a new member has none) or a regex already resolved; one that joins with only a regex the
+        # group has not resolved yet waits at the current epoch (Kafka 4.4 answers it epoch 1 in a new
+        # group) until the resolution bumps it.
+        bump_group_epoch = (updated.subscribed_topic_names != member.subscribed_topic_names
                             or self._regexes.bumps_group_epoch(group, previous, updated))
         # Kafka refreshes the subscription metadata when a subscription changes or its refresh
         # deadline passes; here it is recomputed on every heartbeat, so a topic created, deleted or
@@ -290,7 +294,12 @@ class ConsumerGroupManager:
         self.timers.cancel(group.group_id, member_id)
 
     def bump_group_epoch(self, group: ConsumerGroup) -> None:
+        """Members left: the group epoch is bumped, and an emptied group's target assignment epoch
+        catches up with it (KAFKA-20442, Kafka 4.4: an empty group has matching epochs, so it is
+        Empty and the next member's assignment is computed for the epoch after)."""
         group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
+        if not group.members:
+            group.set_target_assignment(group.group_epoch, {})
 
     def _register(self, group: ConsumerGroup, creation: _Creation, now_ms: int) -> None:
         """A heartbeat that creates or upgrades the group is accepted: the id becomes this group's."""
@@ -298,7 +307,9 @@ class ConsumerGroupManager:
         self._groups[group.group_id] = group
         group.take_offsets(offsets)
         if creation is _Creation.NEW:
-            group.set_epochs(0, {})
+            # The header of the new group (Kafka 4.4 creates it at INITIAL_GROUP_EPOCH, KAFKA-20268),
+            # written even when this heartbeat does not bump the epoch (a regex not resolved yet).
+            group.set_epochs(group.group_epoch, {})
             return
         # Kafka's convertToConsumerGroup: the records that create the group as converted, and a session
         # for every classic member (their JoinGroup / Heartbeat keep it alive from now on).
@@ -368,7 +379,7 @@ class ConsumerGroupManager:
             self.convert_to_classic_group(group, member.member_id, now_ms)
             return
         group.remove_member(member.member_id)
-        group.set_epochs(group.group_epoch + 1, self._subscription_metadata(group))
+        self.bump_group_epoch(group)
         self.timers.cancel(group.group_id, member.member_id)
 
     def _downgrade_allowed(self, group: ConsumerGroup, leaving_member_id: str) -> bool:

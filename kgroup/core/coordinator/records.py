@@ -20,6 +20,7 @@ from typing import Iterable, Optional, Union, get_args
 
 import attrs
 
+from kgroup.core.consumer_group.group import INITIAL_GROUP_EPOCH
 from kgroup.core.consumer_group.member import ConsumerGroupMember
 from kgroup.core.consumer_group.records import (
     ConsumerGroupMemberRecord, ConsumerGroupMemberTombstone, ConsumerGroupMetadataRecord,
@@ -174,12 +175,14 @@ def replay_with_pending(records: Iterable[object]) -> tuple[PersistedView, Pendi
         else:
             raise TypeError(f"not a coordinator record: {record!r}")
     groups = {gid: PersistedGroup(header, members.get(gid, {})) for gid, header in headers.items()}
-    # A member or target record of a consumer group whose header was not seen creates the group at
-    # epoch 0, as Kafka's GroupMetadataManager.replay does (getOrMaybeCreatePersistedConsumerGroup);
-    # a tombstone alone creates nothing, and a classic header keeps the id classic.
+    # A member or target record of a consumer group whose header was not seen creates the group as
+    # Kafka's GroupMetadataManager.replay does (getOrMaybeCreatePersistedConsumerGroup: the constructor,
+    # which starts both epochs at 1 since Kafka 4.4, KAFKA-20268); a tombstone alone creates nothing,
+    # and a classic header keeps the id classic.
     for gid in [*consumer_members, *targets, *regexes]:
         if gid not in consumer_headers and gid not in headers:
-            consumer_headers[gid] = ConsumerGroupMetadataRecord(gid, 0, 0, ())
+            consumer_headers[gid] = ConsumerGroupMetadataRecord(gid, INITIAL_GROUP_EPOCH, INITIAL_GROUP_EPOCH,
+                                                                ())
     consumer_groups = {
         gid: PersistedConsumerGroup(header, consumer_members.get(gid, {}), targets.get(gid, {}),
                                     regexes.get(gid, {}))

@@ -38,7 +38,9 @@ def _to_struct(parts: List[Any], version: int, request: Any, topics: TopicIds) -
                                  rack_id=x.rack_id, member_epoch=x.member_epoch, client_id=x.client_id,
                                  client_host=x.client_host,
                                  subscribed_topic_names=list(x.subscribed_topic_names),
-                                 subscribed_topic_regex=x.subscribed_topic_regex,
+                                 # Kafka's ConsumerGroupMember keeps "" for no regex and
+                                 # describes it so (its answers carry "", never null).
+                                 subscribed_topic_regex=x.subscribed_topic_regex or "",
                                  assignment=assignment(x.assignment),
                                  target_assignment=assignment(x.target_assignment),
                                  **({"member_type": x.member_type} if version >= 1 else {}))

@@ -121,13 +121,13 @@ def test_consumer_group_heartbeat_with_non_empty_classic_group():
 
 def test_consumer_group_heartbeat_with_empty_classic_group():
     """testConsumerGroupHeartbeatWithEmptyClassicGroup: an Empty classic group's id becomes a consumer
-    group's; the member joins at epoch 1."""
+    group's; the member joins at epoch 2 (Kafka 4.4 creates the consumer group at epoch 1: KAFKA-20268)."""
     ctx = Ctx(records=classic_group_records(GROUP, S.EMPTY, 0, []), topics={"foo": 1, "bar": 1})
     response = ctx.consumer_heartbeat(member_id="m", member_epoch=0, rebalance_timeout_ms=5000,
                                       subscribed_topic_names=("foo", "bar"), topic_partitions=())
-    assert (response.error_code, response.member_epoch) == (E.NONE, 1)
+    assert (response.error_code, response.member_epoch) == (E.NONE, 2)
     member = ctx.consumer_group().members["m"]
-    assert (member.state, member.member_epoch, member.previous_member_epoch) == (MemberState.STABLE, 1, 0)
+    assert (member.state, member.member_epoch, member.previous_member_epoch) == (MemberState.STABLE, 2, 0)
     assert ctx.state() is None
     ctx.assert_replays()
 
@@ -825,14 +825,17 @@ def test_classic_group_heartbeat_to_consumer_with_member_not_using_classic_proto
 
 
 def test_consumer_group_member_using_classic_protocol_fenced_when_session_timeout():
-    """testConsumerGroupMemberUsingClassicProtocolFencedWhenSessionTimeout: fenced, the epoch bumped."""
+    """testConsumerGroupMemberUsingClassicProtocolFencedWhenSessionTimeout: fenced, the epoch bumped; the
+    group is empty, so its target assignment epoch catches up (KAFKA-20442, apache/kafka#22045: the
+    epoch record is followed by a ConsumerGroupTargetAssignmentMetadata record at 11)."""
     ctx = _classic_member_group()
     assert ctx.heartbeat("k", 10) is E.NONE
     ctx.sleep(5000)
     group = ctx.consumer_group()
-    assert "k" not in group.members and group.group_epoch == 11
-    assert ctx.records[-2:] == [ConsumerGroupMemberTombstone(GROUP, "k"),
-                                ConsumerGroupMetadataRecord(GROUP, 11, 10, ())]
+    assert "k" not in group.members and (group.group_epoch, group.assignment_epoch) == (11, 11)
+    assert ctx.records[-3:] == [ConsumerGroupMemberTombstone(GROUP, "k"),
+                                ConsumerGroupMetadataRecord(GROUP, 11, 10, ()),
+                                ConsumerGroupMetadataRecord(GROUP, 11, 11, ())]
 
 
 def test_consumer_group_member_using_classic_protocol_fenced_when_join_timeout():
@@ -874,6 +877,23 @@ def test_consumer_group_member_using_classic_protocol_batch_leave_group():
     assert set(group.members) == {"c"} and group.group_epoch == 11
     for member_id in ("k1", "k2", "k3"):
         assert ctx.timer_deadline(session_timer_key(GROUP, member_id)) is None
+    ctx.assert_replays()
+
+
+def test_classic_members_batch_leave_that_empties_the_group_brings_the_assignment_epoch_up():
+    """KAFKA-20442 (apache/kafka#22045, Kafka 4.4): when the leave empties the consumer group, a
+    ConsumerGroupTargetAssignmentMetadata record follows the epoch bump, so the empty group's epochs
+    match (kgroup: a second header at (11, 11))."""
+    protocols = range_protocols(["foo"])
+    members = [classic_member("k1", protocols), classic_member("k2", protocols, instance_id="i2")]
+    ctx = Ctx(records=consumer_group_records(GROUP, 10, members, {}), topics={"foo": 1})
+    response = ctx.leave(("k1", None), ("k2", "i2"))
+    assert [(r.member_id, r.error_code) for r in response.members] == [("k1", E.NONE), ("k2", E.NONE)]
+    group = ctx.consumer_group()
+    assert not group.members and (group.group_epoch, group.assignment_epoch) == (11, 11)
+    assert group.state.value == "Empty"
+    assert ctx.records[-2:] == [ConsumerGroupMetadataRecord(GROUP, 11, 10, ()),
+                                ConsumerGroupMetadataRecord(GROUP, 11, 11, ())]
     ctx.assert_replays()
 
 
@@ -1054,23 +1074,25 @@ def test_downgrade_migration_policy():
     """testDowngradeMigrationPolicy: a classic member joins a consumer group, syncs (nothing free yet) and
     heartbeats; once the consumer-protocol member has revoked, the classic member is told to rejoin; when
     that member leaves, the group becomes classic (PreparingRebalance), and under "downgrade" a new
-    consumer-protocol member cannot upgrade it back: GROUP_ID_NOT_FOUND."""
+    consumer-protocol member cannot upgrade it back: GROUP_ID_NOT_FOUND.  Epochs as Kafka 4.4 numbers
+    them: the new group's first assignment is epoch 2 (KAFKA-20268)."""
     ctx = Ctx(initial_delay_ms=0, topics={"foo": 3}, migration_policy=Policy.DOWNGRADE)
     ctx.assignor.prepare({"m1": tps({"foo": [0, 1, 2]})})
-    assert ctx.consumer_heartbeat(member_id="m1", member_epoch=0, rebalance_timeout_ms=300_000,
-                                  subscribed_topic_names=("foo",), topic_partitions=()).error_code is E.NONE
-    ctx.consumer_heartbeat(member_id="m1", member_epoch=1, topic_partitions=tuple(sorted(tps({"foo": [0, 1,
-                                                                                                      2]}))))
+    joined_m1 = ctx.consumer_heartbeat(member_id="m1", member_epoch=0, rebalance_timeout_ms=300_000,
+                                       subscribed_topic_names=("foo",), topic_partitions=())
+    assert (joined_m1.error_code, joined_m1.member_epoch) == (E.NONE, 2)
+    owned = tuple(sorted(tps({"foo": [0, 1, 2]})))
+    assert ctx.consumer_heartbeat(member_id="m1", member_epoch=2, topic_partitions=owned).error_code is E.NONE
     first = ctx.call(ctx.join_request(protocols=range_protocols(["foo"])))
     ctx.assignor.prepare({"m1": tps({"foo": [0, 1]}), first.member_id: tps({"foo": [2]})})
     joined = ctx.call(ctx.join_request(member_id=first.member_id, protocols=range_protocols(["foo"])))
-    assert (joined.error_code, joined.generation_id) == (E.NONE, 2)
-    synced = ctx.result(ctx.sync(joined.member_id, 2))
+    assert (joined.error_code, joined.generation_id) == (E.NONE, 3)
+    synced = ctx.result(ctx.sync(joined.member_id, 3))
     assert (synced.error_code, synced.assignment) == (E.NONE, assignment(()))
-    assert ctx.heartbeat(joined.member_id, 2) is E.NONE
-    ctx.consumer_heartbeat(member_id="m1", member_epoch=1, rebalance_timeout_ms=300_000,
-                           subscribed_topic_names=("foo",), topic_partitions=())
-    assert ctx.heartbeat(joined.member_id, 2) is E.REBALANCE_IN_PROGRESS
+    assert ctx.heartbeat(joined.member_id, 3) is E.NONE
+    assert ctx.consumer_heartbeat(member_id="m1", member_epoch=2, rebalance_timeout_ms=300_000,
+                                  subscribed_topic_names=("foo",), topic_partitions=()).error_code is E.NONE
+    assert ctx.heartbeat(joined.member_id, 3) is E.REBALANCE_IN_PROGRESS
     ctx.consumer_heartbeat(member_id="m1", member_epoch=LEAVE_GROUP_MEMBER_EPOCH)
     assert listed(ctx) == [("classic", "PreparingRebalance", CONSUMER)]
     response = ctx.consumer_heartbeat(member_id="m3", member_epoch=0, rebalance_timeout_ms=300_000,
