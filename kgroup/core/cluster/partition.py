@@ -177,17 +177,19 @@ class Partition:
         """Nothing for a fetch round to move: no truncation or acks=all append pending, the leader's
         HW at its LEO, every follower that can fetch in the ISR with the leader's LEO and HW, and
         every ISR member at the leader's LEO (so the ISR cannot shrink)."""
-        if self.needs_truncation or self.pending or leader_log.hw != leader_log.leo:
+        # (LEOs read as len(entries): this runs for every active partition at every fetch round.)
+        leo, hw = len(leader_log.entries), leader_log.hw
+        if self.needs_truncation or self.pending or hw != leo:
             return False
-        leo, hw = leader_log.leo, leader_log.hw
-        for b in self.isr:
-            if self.logs[b].leo != leo:
+        logs, isr, leader = self.logs, self.isr, self.leader
+        for b in isr:
+            if len(logs[b].entries) != leo:
                 return False
         for b in self.assigned:
-            if b == self.leader or b not in self.logs or not can_fetch(b):
+            if b == leader or b not in logs or not can_fetch(b):
                 continue
-            log = self.logs[b]
-            if b not in self.isr or log.leo != leo or log.hw < hw:
+            log = logs[b]
+            if b not in isr or len(log.entries) != leo or log.hw < hw:
                 return False
         return True
 
@@ -199,18 +201,19 @@ class Partition:
         fetched, which :meth:`ClusterStateMachine.wake` restores from their last fetch time."""
         if self.leader is None:
             return True
-        leader_log = self.logs[self.leader]
-        if self.needs_truncation or self.pending or leader_log.hw != leader_log.leo:
+        logs, isr, leader = self.logs, self.isr, self.leader
+        leader_log = logs[leader]
+        leo = len(leader_log.entries)
+        if self.needs_truncation or self.pending or leader_log.hw != leo:
             return False
-        leo = leader_log.leo
-        for b in self.isr:
-            if self.logs[b].leo != leo:
+        for b in isr:
+            if len(logs[b].entries) != leo:
                 return False
         for b in self.assigned:
-            if b == self.leader or b not in self.logs or not is_live(b):
+            if b == leader or b not in logs or not is_live(b):
                 continue
-            log = self.logs[b]
-            if b not in self.isr or log.leo != leo or log.hw < leo:
+            log = logs[b]
+            if b not in isr or len(log.entries) != leo or log.hw < leo:
                 return False
         return True
 
