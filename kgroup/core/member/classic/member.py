@@ -212,9 +212,9 @@ class GroupMember(MemberView):
             due = min(self._requests.queued_not_before_ms())
             if best is None or due < best:
                 best = due
-        due = self._commits.get_timer()
-        if due is not None and (best is None or due < best):
-            best = due
+        commit_due_ms = self._commits.get_timer()
+        if commit_due_ms is not None and (best is None or commit_due_ms < best):
+            best = commit_due_ms
         return best
 
     # -- sending ----------------------------------------------------------------
