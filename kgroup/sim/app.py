@@ -372,6 +372,8 @@ class Producer:
         self.stop_ms = stop_ms
         self.sequence = 0
         self.refused = 0
+        #: One TopicPartition per partition index, shared by every Appended event (immutable values).
+        self._partition_keys: Dict[int, TopicPartition] = {}
 
     def get_timer(self) -> Optional[int]:
         return self.next_ms
@@ -403,12 +405,15 @@ class Producer:
                 next_offset[index] = self.cluster.produce_many(topic, index, payloads)
             except ClusterError:
                 self.refused += len(payloads)
-        record = self.history.record
+        record, keys = self.history.record, self._partition_keys
         for index, payload in drawn:
             offset = next_offset.get(index)
             if offset is not None:
                 next_offset[index] = offset + 1
-                record(Appended(now_ms, TopicPartition(topic, index), offset, payload))
+                key = keys.get(index)
+                if key is None:
+                    key = keys[index] = TopicPartition(topic, index)
+                record(Appended(now_ms, key, offset, payload))
         following = now_ms + self.interval_ms
         self.next_ms = following if following < self.stop_ms else None
 
