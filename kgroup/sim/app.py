@@ -112,6 +112,9 @@ class ConsumerApp:
         self.awaiting: set = set()
         self.offset_fetch_sent_ms: Dict[TopicPartition, int] = {}
         self.batch: List[Tuple[TopicPartition, int, int]] = []
+        #: The member's assignment last sorted by ``_fetch``, and its sorted list.
+        self._sorted_for: Optional[frozenset] = None
+        self._sorted_assignment: List[TopicPartition] = []
         self.batches_since_commit = 0
         self.sync_token: Optional[int] = None
         self.sync_deadline_ms = 0
@@ -290,7 +293,11 @@ class ConsumerApp:
             self.batch_group_metadata = (generation.generation_id, generation.member_id, self.instance_id)
         room = self.profile.max_records
         positions, awaiting, topics = self.positions, self.awaiting, self.cluster.topics
-        for tp in sorted(assignment):
+        if assignment is not self._sorted_for:
+            # A member's assignment is a frozenset replaced on every change: sort it once per change,
+            # not at every poll.
+            self._sorted_for, self._sorted_assignment = assignment, sorted(assignment)
+        for tp in self._sorted_assignment:
             if room <= 0:
                 break  # room only shrinks: nothing more is fetched this poll
             position = positions.get(tp)
@@ -301,15 +308,20 @@ class ConsumerApp:
                 continue  # an unknown partition (ClusterStateMachine.partition would refuse it)
             partition = partitions[tp.partition]
             leader = partition.leader
-            if leader is None or not self.reachable(self.name, leader):
+            if leader is None:
                 continue
+            data = self.data
+            if data is not None and not self.reachable(self.name, leader):
+                continue  # (the last stable offset's view is asked only of a reachable leader, as before)
             log = partition.logs[leader]
             hw = log.hw
-            if self.data is not None:
+            if data is not None:
                 # read_committed: up to the last stable offset (the input has no transactions of its own).
-                hw = min(hw, self.data.last_stable_offset(tp.topic, tp.partition) or 0)
+                hw = min(hw, data.last_stable_offset(tp.topic, tp.partition) or 0)
             end = hw if hw < position + room else position + room
-            if end <= position:
+            # Plain reads ask the network last: most polls find nothing new, and the outcome is the same
+            # in either order (both only skip the partition).
+            if end <= position or (data is None and not self.reachable(self.name, leader)):
                 continue
             room -= end - position
             self.batch.append((tp, position, end))
@@ -360,6 +372,8 @@ class Producer:
         self.stop_ms = stop_ms
         self.sequence = 0
         self.refused = 0
+        #: One TopicPartition per partition index, shared by every Appended event (immutable values).
+        self._partition_keys: Dict[int, TopicPartition] = {}
 
     def get_timer(self) -> Optional[int]:
         return self.next_ms
@@ -391,12 +405,15 @@ class Producer:
                 next_offset[index] = self.cluster.produce_many(topic, index, payloads)
             except ClusterError:
                 self.refused += len(payloads)
-        record = self.history.record
+        record, keys = self.history.record, self._partition_keys
         for index, payload in drawn:
             offset = next_offset.get(index)
             if offset is not None:
                 next_offset[index] = offset + 1
-                record(Appended(now_ms, TopicPartition(topic, index), offset, payload))
+                key = keys.get(index)
+                if key is None:
+                    key = keys[index] = TopicPartition(topic, index)
+                record(Appended(now_ms, key, offset, payload))
         following = now_ms + self.interval_ms
         self.next_ms = following if following < self.stop_ms else None
 

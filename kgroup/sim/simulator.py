@@ -327,6 +327,9 @@ class _Simulation:
         self.ownership = OwnershipChecker(self.history)
         self.scheduler.after_instant.append(self._after_instant)
         self.apps: Dict[str, ConsumerApp] = {}
+        #: Each app's member by name, kept with ``apps`` (start, stop): the ownership look's question at
+        #: every touched instant, without a dict built each time.
+        self._members_by_name: Dict[str, Any] = {}
         self.violations: List[Violation] = []
         self._failovers_seen = 0
         self._acknowledged_at_move: Optional[tuple] = None
@@ -387,6 +390,7 @@ class _Simulation:
                                            observer=app)
         app.runner = MemberRunner(member, transport, self.clock)
         self.apps[name] = app
+        self._members_by_name[name] = member
         driven = self.scheduler.add_member(name, app.runner, app)
         if producer is not None:
             # An answer to the producer wakes the application's loop blocked in its transaction.
@@ -430,6 +434,7 @@ class _Simulation:
 
     def stop(self, name: str, clean: bool) -> None:
         app = self.apps.pop(name, None)
+        self._members_by_name.pop(name, None)
         if app is None or app.runner is None:
             return
         self.scheduler.remove_member(name)
@@ -509,7 +514,7 @@ class _Simulation:
         ownership, scheduler = self.ownership, self.scheduler
         if ownership.holding or (scheduler.touched and (
                 scheduler.touched_keys is None or not ownership.unchanged(
-                    {name: app.member for name, app in self.apps.items()}, scheduler.touched_keys))):
+                    self._members_by_name, scheduler.touched_keys))):
             # Otherwise no member changed since the last look (only the touched ones could have): it
             # would find what that one found.
             ownership.after_instant(now_ms, [(name, app.member) for name, app in self.apps.items()])

@@ -22,7 +22,7 @@ requests.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Deque, Hashable, List, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Sequence, Tuple, Union, cast
 
 import attrs
 
@@ -111,6 +111,7 @@ class GroupHosting:
             rf = min(config.offsets_topic_replication_factor, len(cluster.brokers))
             cluster.create_topic(GROUP_METADATA_TOPIC, config.offsets_topic_partitions, rf)
         self._slots = [_Slot(i) for i in range(len(cluster.topics[GROUP_METADATA_TOPIC]))]
+        self._slot_of_group: Dict[str, int] = {}
         #: Holds that span several slots (DeleteGroups over groups on different partitions).
         self._multi_held: List[_Held] = []
         #: (old leader, new leader, group partition, time) for every coordinator move.
@@ -120,7 +121,14 @@ class GroupHosting:
     # -- queries ------------------------------------------------------------------
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for_group(group_id, len(self._slots))
+        # Asked for every request: the Java string hash is Python code, so each group's answer is kept
+        # (the slot count never changes).
+        index = self._slot_of_group.get(group_id)
+        if index is None:
+            if len(self._slot_of_group) >= 10_000:
+                self._slot_of_group.clear()  # bounded: clients name the groups
+            index = self._slot_of_group[group_id] = partition_for_group(group_id, len(self._slots))
+        return index
 
     def coordinator_node(self, group_id: str) -> Optional[int]:
         """The broker coordinating ``group_id`` (None while its partition has no leader)."""
@@ -149,10 +157,10 @@ class GroupHosting:
     def send(self, node_id: Optional[int], request_key: Hashable, request: object, now_ms: int,
              context: Optional[RequestContext] = None) -> List[Delivery]:
         out = self._advance(now_ms)
+        live = self.cluster.live_brokers()  # once: nothing below changes the brokers before the check
         if node_id is None:
-            live = self.cluster.live_brokers()
             node_id = min(live) if live else None
-        if node_id is None or node_id not in self.cluster.live_brokers():
+        if node_id is None or node_id not in live:
             out.append(Delivery(request_key, BrokerUnreachable(node_id)))
             return out
         if isinstance(request, m.FindCoordinatorRequest):
@@ -234,9 +242,12 @@ class GroupHosting:
 
     def _sync(self, now_ms: int) -> List[Delivery]:
         out: List[Delivery] = []
+        partitions = self.cluster.topics[GROUP_METADATA_TOPIC]
         for slot in self._slots:
-            p = self.cluster.partition(GROUP_METADATA_TOPIC, slot.index)
-            if (p.leader, p.leader_epoch if p.leader is not None else -1) == (slot.leader, slot.leader_epoch):
+            # Runs before every request and timer round: compared field by field, no tuples built.
+            p = partitions[slot.index]
+            leader = p.leader
+            if leader == slot.leader and (p.leader_epoch if leader is not None else -1) == slot.leader_epoch:
                 continue
             old_leader = slot.leader
             out.extend(self._resign(slot))

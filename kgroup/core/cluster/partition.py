@@ -130,32 +130,46 @@ class Partition:
     # -- replication -----------------------------------------------------------
     def replicate(self, now_ms: int, can_fetch: Callable[[int], bool], epoch_truncation: bool,
                   lag_max_ms: int) -> None:
-        if self.leader is None:
+        leader = self.leader
+        if leader is None:
             return
-        leader_log = self.logs[self.leader]
+        logs = self.logs
+        leader_log = logs[leader]
         if self._in_step(leader_log, can_fetch):
             # The round below would only note that each follower that fetched is caught up.
             for b in self.assigned:
-                if b != self.leader and b in self.logs and can_fetch(b):
+                if b != leader and b in logs and can_fetch(b):
                     self.last_caught_up_ms[b] = now_ms
             return
+        # Runs once per active partition per fetch round (the simulator's most frequent cluster step):
+        # LEOs are read as len(entries), not through the property, and the log is extended only when
+        # the leader has more (extending by nothing does nothing).
+        leader_entries = leader_log.entries
+        isr = self.isr
         for b in self.assigned:
-            if b == self.leader or b not in self.logs or not can_fetch(b):
+            if b == leader or b not in logs or not can_fetch(b):
                 continue
-            log = self.logs[b]
+            log = logs[b]
             if b in self.needs_truncation:
                 if epoch_truncation:
                     log.truncate_to_match(leader_log)
                 self.needs_truncation.discard(b)
-            if log.leo > leader_log.leo:
+            leader_leo = len(leader_entries)
+            if len(log.entries) > leader_leo:
                 # Offset out of range on the leader: the follower drops what the leader lacks.
-                log.truncate_to(leader_log.leo)
+                log.truncate_to(leader_leo)
             response_hw = leader_log.hw
-            log.extend(leader_log.entries[log.leo:])
-            log.hw = max(log.hw, min(log.leo, response_hw))
+            leo = len(log.entries)
+            if leo < leader_leo:
+                log.extend(leader_entries[leo:])
+                leo = leader_leo
+            if leo < response_hw:
+                response_hw = leo
+            if response_hw > log.hw:
+                log.hw = response_hw
             self.last_caught_up_ms[b] = now_ms
-            if b not in self.isr and log.leo >= leader_log.hw and self._epoch_start_reached(log):
-                self.isr.append(b)
+            if b not in isr and leo >= leader_log.hw and self._epoch_start_reached(log):
+                isr.append(b)
         self.shrink_isr(now_ms, lag_max_ms)
         self._advance_hw()
 
@@ -163,17 +177,19 @@ class Partition:
         """Nothing for a fetch round to move: no truncation or acks=all append pending, the leader's
         HW at its LEO, every follower that can fetch in the ISR with the leader's LEO and HW, and
         every ISR member at the leader's LEO (so the ISR cannot shrink)."""
-        if self.needs_truncation or self.pending or leader_log.hw != leader_log.leo:
+        # (LEOs read as len(entries): this runs for every active partition at every fetch round.)
+        leo, hw = len(leader_log.entries), leader_log.hw
+        if self.needs_truncation or self.pending or hw != leo:
             return False
-        leo, hw = leader_log.leo, leader_log.hw
-        for b in self.isr:
-            if self.logs[b].leo != leo:
+        logs, isr, leader = self.logs, self.isr, self.leader
+        for b in isr:
+            if len(logs[b].entries) != leo:
                 return False
         for b in self.assigned:
-            if b == self.leader or b not in self.logs or not can_fetch(b):
+            if b == leader or b not in logs or not can_fetch(b):
                 continue
-            log = self.logs[b]
-            if b not in self.isr or log.leo != leo or log.hw < hw:
+            log = logs[b]
+            if b not in isr or len(log.entries) != leo or log.hw < hw:
                 return False
         return True
 
@@ -185,18 +201,19 @@ class Partition:
         fetched, which :meth:`ClusterStateMachine.wake` restores from their last fetch time."""
         if self.leader is None:
             return True
-        leader_log = self.logs[self.leader]
-        if self.needs_truncation or self.pending or leader_log.hw != leader_log.leo:
+        logs, isr, leader = self.logs, self.isr, self.leader
+        leader_log = logs[leader]
+        leo = len(leader_log.entries)
+        if self.needs_truncation or self.pending or leader_log.hw != leo:
             return False
-        leo = leader_log.leo
-        for b in self.isr:
-            if self.logs[b].leo != leo:
+        for b in isr:
+            if len(logs[b].entries) != leo:
                 return False
         for b in self.assigned:
-            if b == self.leader or b not in self.logs or not is_live(b):
+            if b == leader or b not in logs or not is_live(b):
                 continue
-            log = self.logs[b]
-            if b not in self.isr or log.leo != leo or log.hw < leo:
+            log = logs[b]
+            if b not in isr or len(log.entries) != leo or log.hw < leo:
                 return False
         return True
 
@@ -217,9 +234,12 @@ class Partition:
         """Drop out-of-sync followers (Kafka ``Partition.getOutOfSyncReplicas``)."""
         leader = self.leader
         if leader is not None:
-            leo = len(self.logs[leader].entries)
             logs = self.logs
-            if all(len(logs[b].entries) == leo for b in self.isr):
+            leo = len(logs[leader].entries)
+            for b in self.isr:
+                if len(logs[b].entries) != leo:
+                    break
+            else:
                 return  # every ISR member is at the leader's LEO, so caught up (the usual round)
         keep = [b for b in self.isr if b == self.leader or self.is_caught_up(b, now_ms, lag_max_ms)]
         if keep != self.isr:
@@ -245,19 +265,31 @@ class Partition:
     def _advance_hw(self) -> None:
         # KAFKA-15583: while the ISR is below min.insync.replicas the leader holds its HW, so nothing
         # (not even an acks=1 write) becomes visible to consumers that fewer replicas than required hold.
-        if self.is_under_min_isr():
+        # (is_under_min_isr and _led_log, inlined: this runs after every append and fetch round.)
+        leader = self.leader
+        if leader is None:
+            raise ClusterError(f"{self.topic}-{self.index} has no leader", ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        isr = self.isr
+        minimum = self.min_insync_replicas
+        if len(self.assigned) < minimum:
+            minimum = len(self.assigned)
+        if len(isr) < minimum:
             return
-        leader_log = self._led_log()
         logs = self.logs
-        new_hw = min([len(logs[b].entries) for b in self.isr])  # each ISR member's LEO
+        leader_log = logs[leader]
+        new_hw = min([len(logs[b].entries) for b in isr])  # each ISR member's LEO
         if new_hw > leader_log.hw:
             leader_log.hw = new_hw
         if not self.pending:
             return
+        hw, epoch = leader_log.hw, self.leader_epoch
+        if self.pending[0][0] >= hw:
+            # Pending appends are in offset order: none has been passed yet (the usual append).
+            return
         still = []
-        for offset, epoch, payload in self.pending:
-            if offset < leader_log.hw and epoch == self.leader_epoch:
+        for offset, entry_epoch, payload in self.pending:
+            if offset < hw and entry_epoch == epoch:
                 self.acked.append(Ack(self.topic, self.index, offset, payload))
             else:
-                still.append((offset, epoch, payload))
+                still.append((offset, entry_epoch, payload))
         self.pending = still

@@ -73,6 +73,19 @@ class CoordinatorLink:
         """When ``find`` may send (None: a FindCoordinator is in flight)."""
         return None if self._requests.in_flight(_KIND.FIND) else self._requests.not_before_ms(_KIND.FIND)
 
+    def earliest_heartbeat_deadline_ms(self) -> int:
+        """The earliest of :meth:`heartbeat_deadlines_ms`, without the list."""
+        timer = self._timer
+        best = timer.session_deadline_ms()
+        poll_ms = timer.poll_deadline_ms()
+        if poll_ms < best:
+            best = poll_ms
+        if not self._requests.in_flight(_KIND.HEARTBEAT):
+            heartbeat_ms = timer.next_heartbeat_ms()
+            if heartbeat_ms < best:
+                best = heartbeat_ms
+        return best
+
     def heartbeat_deadlines_ms(self) -> list[int]:
         """When ``heartbeat`` may send, and when the session and the poll interval expire."""
         due = [] if self._requests.in_flight(_KIND.HEARTBEAT) else [self._timer.next_heartbeat_ms()]

@@ -15,7 +15,7 @@ own handlers in ``member.py``.
 from __future__ import annotations
 
 import enum
-from typing import Mapping, Optional
+from typing import Dict, Mapping, Optional, Tuple
 
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.member.shared.offsets import (
@@ -165,6 +165,18 @@ def answer_code(kind: RequestKind, response) -> ErrorCode:
     if kind is RequestKind.FETCH:
         return fetched_offsets(response)[0]
     return response.error_code
+
+
+_STEPS_OF: Dict[Reaction, Tuple[Reaction, ...]] = {}
+
+
+def steps_of(reaction: Reaction) -> Tuple[Reaction, ...]:
+    """The steps ``reaction`` holds, in :data:`STEP_ORDER` (cached: a Flag's ``in`` runs Python code,
+    and every answer a member gets is looked up here)."""
+    steps = _STEPS_OF.get(reaction)
+    if steps is None:
+        steps = _STEPS_OF[reaction] = tuple(step for step in STEP_ORDER if step in reaction)
+    return steps
 
 
 def reaction_to(kind: RequestKind, code: ErrorCode, generation_current: bool) -> Reaction:

@@ -31,8 +31,10 @@ class CommitterBase(abc.ABC):
         self._requests = requests
         self._emit = emit
         self._book = CommitBook()
-        #: The next offsets to consume, as the application last reported them.
-        self._positions: dict = {}
+        #: The next offsets to consume, as the application last reported them (see ``_positions``).
+        self._normalized_positions: dict = {}
+        #: Positions reported as plain ints, normalised only when a commit reads them (None: none).
+        self._int_positions: Optional[dict] = None
         self._next_auto_commit_ms = now_ms + config.auto_commit_interval_ms
 
     def __bool__(self) -> bool:
@@ -55,8 +57,22 @@ class CommitterBase(abc.ABC):
         return token
 
     def record_positions(self, positions: Optional[Mapping]) -> None:
-        if positions is not None:
-            self._positions = normalize_offsets(positions)
+        if positions is None:
+            return
+        if all(type(tp) is TopicPartition and type(offset) is int for tp, offset in positions.items()):
+            # The usual report (an application polls often, auto-commits seldom): plain ints need no
+            # check, so building their OffsetAndMetadata waits until a commit reads them.
+            self._int_positions = dict(positions)
+        else:
+            self._normalized_positions = normalize_offsets(positions)  # a bad value fails here
+            self._int_positions = None
+
+    @property
+    def _positions(self) -> dict:
+        if self._int_positions is not None:
+            self._normalized_positions = normalize_offsets(self._int_positions)
+            self._int_positions = None
+        return self._normalized_positions
 
     def auto_commit(self, stamp: Generation, now_ms: int, deadline_ms: Optional[int] = None) -> Optional[int]:
         """Commit the recorded positions if auto-commit is on (and something was consumed)."""
