@@ -16,7 +16,7 @@ import logging
 import sys
 import threading
 import types
-from typing import Any, Callable
+from typing import Any, Callable, List
 
 __all__ = ["defer_kafka_package_init"]
 
@@ -41,13 +41,13 @@ def defer_kafka_package_init() -> None:
         # handled as after it (no "no handler" fallback printing to stderr); the file adds its own.
         handler = logging.NullHandler()
         logging.getLogger("kafka").addHandler(handler)
-        package.__getattr__ = _initializer(package, spec, handler)  # type: ignore[attr-defined]
+        setattr(package, "__getattr__", _initializer(package, spec, handler))  # PEP 562
         sys.modules["kafka"] = package
 
 
 def _initializer(package: types.ModuleType, spec: importlib.machinery.ModuleSpec,
                  handler: logging.Handler) -> Callable[[str], Any]:
-    ran = []
+    ran: List[bool] = []
 
     def run_package_init(name: str) -> Any:
         # Another thread asking while the file runs waits for it, as for any module being imported.
