@@ -148,28 +148,33 @@ def _server_path() -> str:
     return os.environ.get("KGROUP_BENCH_SERVER_PYTHONPATH", str(REPO))
 
 
-def compile_server_bytecode() -> None:
+def compile_server_bytecode(server_path: Optional[str] = None) -> None:
     """Write the bytecode of the server checkout's ``kgroup`` package (``__pycache__``, git-ignored), as
     ``pip install`` does: start-up is then measured as a user's installed ``kgroup serve`` starts, not
     compiling every module from source (what a process sees under PYTHONDONTWRITEBYTECODE=1 in a
     fresh checkout, 0.1-0.2 s more).  Bytecode older than its source is rewritten, never trusted."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(_server_path()) / "kgroup")],
-                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    package = Path(server_path or _server_path()) / "kgroup"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True,
+                   stdout=subprocess.DEVNULL, timeout=300)
 
 
-def _server_env() -> Dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([_server_path(), os.environ.get("PYTHONPATH", "")])}
+def _server_env(server_path: Optional[str] = None) -> Dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([server_path or _server_path(),
+                                                         os.environ.get("PYTHONPATH", "")])}
 
 
 @contextlib.contextmanager
-def kgroup_server(brokers: int = 3, initial_delay_ms: int = 3000) -> Iterator[Server]:
-    """``python -m kgroup.server`` on free ports; Kafka's 3 s group.initial.rebalance.delay.ms by default."""
+def kgroup_server(brokers: int = 3, initial_delay_ms: int = 3000,
+                  server_path: Optional[str] = None) -> Iterator[Server]:
+    """``python -m kgroup.server`` on free ports; Kafka's 3 s group.initial.rebalance.delay.ms by default;
+    ``server_path``: the checkout to run (default: this one or ``KGROUP_BENCH_SERVER_PYTHONPATH``)."""
+    server_path = server_path or _server_path()
     spawned = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "kgroup.server", "--brokers", str(brokers), "--port", "0",
          "--initial-rebalance-delay-ms", str(initial_delay_ms)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env=_server_env(), cwd=_server_path())  # ``-m`` puts the working directory first on sys.path
+        env=_server_env(server_path), cwd=server_path)  # ``-m`` puts the working directory first on sys.path
     try:
         bootstrap = (proc.stdout.readline() if proc.stdout else "").strip()
         if not bootstrap:

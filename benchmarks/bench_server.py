@@ -74,6 +74,8 @@ KAFKA_STARTUP_REPEATS = 3
 #: The servers kgroup is compared with: Tansu and Apache Kafka (kgroup.testing.apache_kafka), both one broker.
 PEERS = ("Tansu", "Kafka")
 SERVERS = ("kgroup", *PEERS)
+#: The startup section's label of another checkout's kgroup server (``--startup-baseline``).
+BASELINE = "kgroup baseline"
 _START: Dict[str, Callable[[], ContextManager[Server]]] = {
     "kgroup": kgroup_server, "Tansu": tansu_server, "Kafka": apache_kafka_server}
 STRATEGIES = ("range", "cooperative-sticky")
@@ -98,17 +100,22 @@ def _rotated(names: Sequence[str], turn: int) -> Sequence[str]:
     return tuple(names[shift:]) + tuple(names[:shift])
 
 
-def measure_startup(repeats: int = STARTUP_REPEATS, peers: Sequence[str] = PEERS) -> dict:
+def measure_startup(repeats: int = STARTUP_REPEATS, peers: Sequence[str] = PEERS,
+                    baseline: Optional[str] = None) -> dict:
     """In-process start-up of a 3-broker server (fresh processes), and every server's process start
-    (kgroup's bytecode compiled first, as an installed package has it)."""
+    (kgroup's bytecode compiled first, as an installed package has it).  ``baseline``: another
+    checkout whose ``kgroup serve`` starts alternate with this one's (a before/after that the
+    machine's load moves alike)."""
     compile_server_bytecode()
+    if baseline:
+        compile_server_bytecode(baseline)
     runs = []
     for _ in range(repeats):
         out = subprocess.run([sys.executable, str(Path(__file__).with_name("_server_startup.py")), "3"],
                              capture_output=True, text=True, timeout=120, env=_wire._server_env(),
                              cwd=str(_wire.REPO), check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    names = ("kgroup", *peers)
+    names = ("kgroup", *peers, *((BASELINE,) if baseline else ()))
     spawn: Dict[str, List[float]] = {name: [] for name in names}
     rss: Dict[str, List[int]] = {name: [] for name in names}
     prepare: Dict[str, List[float]] = {name: [] for name in names}
@@ -117,14 +124,15 @@ def measure_startup(repeats: int = STARTUP_REPEATS, peers: Sequence[str] = PEERS
         for name in _rotated(names, i):
             if name == "Kafka" and i >= KAFKA_STARTUP_REPEATS:
                 continue
-            with _START[name]() as server:
+            start = (lambda: kgroup_server(server_path=baseline)) if name == BASELINE else _START[name]
+            with start() as server:
                 spawn[name].append(server.spawn_to_metadata_s)
                 prepare[name].append(server.prepare_s)
                 if server.startup_cpu_s is not None:
                     cpu[name].append(server.startup_cpu_s)
                 rss[name].append(rss_kb(server.pid))
     return {"in_process": runs, "spawn_s": spawn, "prepare_s": prepare, "startup_cpu_s": cpu,
-            "process_rss_kb": rss}
+            "process_rss_kb": rss, "baseline": baseline}
 
 
 def measure_traffic(rounds: int = ROUNDS, records: Optional[Dict[str, int]] = None,
@@ -378,6 +386,7 @@ def _rebalance_report(rows: List[dict]) -> List[str]:
 
 def _startup_report(startup: Optional[dict], traffic: Optional[dict]) -> List[str]:
     lines = ["### Start-up and memory (3-broker kgroup server; Tansu and Kafka: one broker)", "",
+             "Bytecode compiled first; CPU: user + system seconds of the server process.", "",
              "| figure | kgroup | Tansu | Kafka | target |", "|---|---:|---:|---:|---|"]
     if startup:
         runs = startup["in_process"]
@@ -410,6 +419,9 @@ def _startup_report(startup: Optional[dict], traffic: Optional[dict]) -> List[st
         cpu = startup.get("startup_cpu_s", {})
         lines.append(f"| ... CPU the server process used until then, median (min-max) | "
                      f"{' | '.join(spread(cpu, name) for name in SERVERS)} | |")
+        if spawn.get(BASELINE):
+            lines.append(f"| kgroup of the baseline checkout ({startup.get('baseline')}): spawn -> first "
+                         f"Metadata, wall; CPU | {spread(spawn, BASELINE)}; {spread(cpu, BASELINE)} | | | |")
         prepare = startup.get("prepare_s", {}).get("Kafka") or []
         if prepare:
             lines.append(f"| ... before that spawn: formatting the storage (kafka-storage format), median | "
@@ -429,9 +441,10 @@ def _startup_report(startup: Optional[dict], traffic: Optional[dict]) -> List[st
 
 
 def run(sections, rounds: int = ROUNDS, records: Optional[Dict[str, int]] = None,
-        clients=CLIENTS, strategies=STRATEGIES, peers: Sequence[str] = PEERS) -> str:
+        clients=CLIENTS, strategies=STRATEGIES, peers: Sequence[str] = PEERS,
+        baseline: Optional[str] = None) -> str:
     started = time.perf_counter()
-    startup = measure_startup(peers=peers) if "startup" in sections else None
+    startup = measure_startup(peers=peers, baseline=baseline) if "startup" in sections else None
     traffic = measure_traffic(rounds, records, peers=peers) if "traffic" in sections else None
     rebalance = measure_rebalance(clients, strategies) if "rebalance" in sections else None
     text = report(startup, traffic, rebalance)
@@ -491,6 +504,10 @@ def test_report_sets_kgroup_tansu_and_kafka_side_by_side_with_both_ratios():
     assert "0.350 s (0.300-0.400, 3 runs)" in text and "< 0.5 s (met)" in text
     assert "| 0.250 s (0.250-0.250, 1 runs) | 0.005 s (0.005-0.005, 1 runs) | 9.000 s" in text
     assert "| server RSS after start (MB, median) | 40.0 | 10.0 | 300.0 | 4.00 | 0.13 |" in text
+    startup.update(baseline="/before")
+    startup["spawn_s"][BASELINE], startup["startup_cpu_s"][BASELINE] = [0.5], [0.3]
+    assert ("| kgroup of the baseline checkout (/before): spawn -> first Metadata, wall; CPU | "
+            "0.500 s (0.500-0.500, 1 runs); 0.300 s (0.300-0.300, 1 runs) |") in report(startup, traffic)
     # Without Kafka (``--peer Tansu``) its cells are dashes, not errors.
     del traffic["throughput"][("Kafka", "confluent")]
     assert "| consume throughput, confluent (rec/s, best round) | 2,000 | 4,000 | - | 0.50 | - |" in report(
@@ -511,11 +528,14 @@ def main(argv=None) -> int:
     parser.add_argument("--peer", action="append", choices=PEERS,
                         help="servers kgroup is measured against in the startup and traffic sections "
                              "(repeatable; default: both; Kafka needs Java 17+)")
+    parser.add_argument("--startup-baseline", metavar="CHECKOUT",
+                        help="startup section: also start the kgroup server of this checkout, alternating "
+                             "with this one's (before/after)")
     args = parser.parse_args(argv)
     records = {"kafka-python": args.records_kafka_python, "confluent": args.records_confluent}
     print(run(args.section or ("startup", "traffic", "rebalance"), args.rounds, records,
               tuple(args.client or CLIENTS), tuple(args.strategy or STRATEGIES),
-              tuple(p for p in PEERS if p in (args.peer or PEERS))))
+              tuple(p for p in PEERS if p in (args.peer or PEERS)), args.startup_baseline))
     print(f"markdown: {RESULTS}")
     return 0
 
