@@ -117,10 +117,12 @@ def measure_startup(repeats: int = STARTUP_REPEATS, peers: Sequence[str] = PEERS
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     names = ("kgroup", *peers, *((BASELINE,) if baseline else ()))
     spawn: Dict[str, List[float]] = {name: [] for name in names}
+    interpreter: List[float] = []
     rss: Dict[str, List[int]] = {name: [] for name in names}
     prepare: Dict[str, List[float]] = {name: [] for name in names}
     cpu: Dict[str, List[float]] = {name: [] for name in names}
     for i in range(repeats):
+        interpreter.append(_bare_interpreter_s())
         for name in _rotated(names, i):
             if name == "Kafka" and i >= KAFKA_STARTUP_REPEATS:
                 continue
@@ -132,7 +134,15 @@ def measure_startup(repeats: int = STARTUP_REPEATS, peers: Sequence[str] = PEERS
                     cpu[name].append(server.startup_cpu_s)
                 rss[name].append(rss_kb(server.pid))
     return {"in_process": runs, "spawn_s": spawn, "prepare_s": prepare, "startup_cpu_s": cpu,
-            "process_rss_kb": rss, "baseline": baseline}
+            "process_rss_kb": rss, "baseline": baseline, "bare_interpreter_s": interpreter}
+
+
+def _bare_interpreter_s() -> float:
+    """Spawn -> exit of ``python -c pass`` (site and .pth hooks included): the floor under any Python
+    server's start on this machine at this load."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=60)
+    return time.perf_counter() - started
 
 
 def measure_traffic(rounds: int = ROUNDS, records: Optional[Dict[str, int]] = None,
@@ -419,6 +429,10 @@ def _startup_report(startup: Optional[dict], traffic: Optional[dict]) -> List[st
         cpu = startup.get("startup_cpu_s", {})
         lines.append(f"| ... CPU the server process used until then, median (min-max) | "
                      f"{' | '.join(spread(cpu, name) for name in SERVERS)} | |")
+        bare = startup.get("bare_interpreter_s") or []
+        if bare:
+            lines.append(f"| ... for reference: a bare `python -c pass`, spawn -> exit, median (min-max) | "
+                         f"{statistics.median(bare):.3f} s ({min(bare):.3f}-{max(bare):.3f}) | | | |")
         if spawn.get(BASELINE):
             lines.append(f"| kgroup of the baseline checkout ({startup.get('baseline')}): spawn -> first "
                          f"Metadata, wall; CPU | {spread(spawn, BASELINE)}; {spread(cpu, BASELINE)} | | | |")
@@ -442,9 +456,10 @@ def _startup_report(startup: Optional[dict], traffic: Optional[dict]) -> List[st
 
 def run(sections, rounds: int = ROUNDS, records: Optional[Dict[str, int]] = None,
         clients=CLIENTS, strategies=STRATEGIES, peers: Sequence[str] = PEERS,
-        baseline: Optional[str] = None) -> str:
+        baseline: Optional[str] = None, startup_repeats: int = STARTUP_REPEATS) -> str:
     started = time.perf_counter()
-    startup = measure_startup(peers=peers, baseline=baseline) if "startup" in sections else None
+    startup = (measure_startup(startup_repeats, peers=peers, baseline=baseline)
+               if "startup" in sections else None)
     traffic = measure_traffic(rounds, records, peers=peers) if "traffic" in sections else None
     rebalance = measure_rebalance(clients, strategies) if "rebalance" in sections else None
     text = report(startup, traffic, rebalance)
@@ -528,6 +543,8 @@ def main(argv=None) -> int:
     parser.add_argument("--peer", action="append", choices=PEERS,
                         help="servers kgroup is measured against in the startup and traffic sections "
                              "(repeatable; default: both; Kafka needs Java 17+)")
+    parser.add_argument("--startup-repeats", type=int, default=STARTUP_REPEATS,
+                        help=f"server starts per server (Kafka: at most {KAFKA_STARTUP_REPEATS})")
     parser.add_argument("--startup-baseline", metavar="CHECKOUT",
                         help="startup section: also start the kgroup server of this checkout, alternating "
                              "with this one's (before/after)")
@@ -535,7 +552,8 @@ def main(argv=None) -> int:
     records = {"kafka-python": args.records_kafka_python, "confluent": args.records_confluent}
     print(run(args.section or ("startup", "traffic", "rebalance"), args.rounds, records,
               tuple(args.client or CLIENTS), tuple(args.strategy or STRATEGIES),
-              tuple(p for p in PEERS if p in (args.peer or PEERS)), args.startup_baseline))
+              tuple(p for p in PEERS if p in (args.peer or PEERS)), args.startup_baseline,
+              args.startup_repeats))
     print(f"markdown: {RESULTS}")
     return 0
 
