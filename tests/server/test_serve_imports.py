@@ -132,3 +132,32 @@ def test_an_unknown_server_assignor_is_still_found_unknown():
 
     assert unknown_server_assignors(["range", "no-such-assignor", "also-missing"]) == [
         "also-missing", "no-such-assignor"]
+
+
+def test_threads_first_using_the_deferred_package_together_all_get_kafka_python():
+    """Every thread waits for the one running kafka/__init__.py: none sees a half-run package."""
+    answer = _python(r"""
+import json, threading
+from kgroup.server import KafkaServer  # noqa: F401  (registers the deferred package)
+import kafka
+barrier = threading.Barrier(8)
+found, errors = [], []
+
+def use():
+    barrier.wait()
+    try:
+        found.append((kafka.KafkaProducer.__module__, kafka.KafkaAdminClient.__module__, kafka.__version__))
+    except Exception as error:
+        errors.append(repr(error))
+
+threads = [threading.Thread(target=use) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join(60)
+print(json.dumps({"distinct": sorted(set(map(tuple, found))), "count": len(found), "errors": errors}))
+""")
+    facts = json.loads(answer)
+    assert facts["errors"] == [] and facts["count"] == 8
+    assert len(facts["distinct"]) == 1 and facts["distinct"][0][:2] == [
+        "kafka.producer.kafka", "kafka.admin.client"]
