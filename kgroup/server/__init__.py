@@ -2,17 +2,23 @@
 
 The names below load on first use (PEP 562), so ``kgroup serve``'s argument parsing
 (:mod:`kgroup.server.command`, which the ``kgroup`` command line imports for every command) does not
-load the server and kafka-python with it.
+load the server and kafka-python with it.  kafka-python's package ``__init__`` (its clients) is
+deferred until something uses it (:mod:`kgroup.server.kafka_package`): the server needs only its
+protocol and record modules.
 """
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kgroup.server.kafka_package import defer_kafka_package_init
+
 if TYPE_CHECKING:
     from kgroup.server.config import ServerConfig
     from kgroup.server.faults import FaultRule, RequestTraceEntry
     from kgroup.server.server import KafkaServer, ServerNotRunningError
+
+defer_kafka_package_init()
 
 __all__ = ["FaultRule", "KafkaServer", "ServerConfig", "ServerNotRunningError", "RequestTraceEntry"]
 

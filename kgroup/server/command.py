@@ -14,10 +14,13 @@ import signal
 import socket
 import sys
 import threading
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
-__all__ = ["EXIT_INTERRUPTED", "add_serve_arguments", "main", "non_negative_int", "port_number",
-           "positive_int"]
+if TYPE_CHECKING:
+    from kgroup.server.server import KafkaServer
+
+__all__ = ["EXIT_INTERRUPTED", "add_serve_arguments", "main", "new_server", "non_negative_int",
+           "port_number", "positive_int"]
 
 #: The exit code of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
 EXIT_INTERRUPTED = 128 + signal.SIGINT
@@ -85,16 +88,21 @@ def _name_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def _serve(args: argparse.Namespace) -> int:
+def new_server(args: argparse.Namespace) -> "KafkaServer":
+    """The (not yet started) server the parsed serve options describe."""
     from kgroup.core.coordinator import GroupCoordinatorConfig
     from kgroup.server import KafkaServer
 
-    server = KafkaServer(
+    return KafkaServer(
         brokers=args.brokers, host=args.host, port=args.port, default_partitions=args.partitions,
         offsets_partitions=args.offsets_partitions,
         broker_racks={node_id: rack for node_id, rack in enumerate(args.broker_racks, start=1)},
         coordinator=GroupCoordinatorConfig(group_initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
                                            consumer_group_assignors=args.consumer_group_assignors))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    server = new_server(args)
     try:
         server.start()
     except OSError as error:
@@ -150,8 +158,8 @@ def _check_serve(args: argparse.Namespace) -> Optional[str]:
     if args.broker_racks and len(args.broker_racks) != args.brokers:
         return (f"argument --broker-racks: {len(args.broker_racks)} rack(s) for {args.brokers} broker(s); "
                 "give one per broker")
-    from kgroup.assignors import known_server_assignors
-    unknown = sorted(set(args.consumer_group_assignors) - set(known_server_assignors()))
+    from kgroup.assignors import known_server_assignors, unknown_server_assignors
+    unknown = unknown_server_assignors(args.consumer_group_assignors)
     if unknown:
         return (f"argument --consumer-group-assignors: unknown {', '.join(unknown)}; known: "
                 f"{', '.join(known_server_assignors())}")

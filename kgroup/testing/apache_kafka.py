@@ -244,12 +244,15 @@ class ApacheKafkaCluster:
 
     def __init__(self, nodes: int = 1, version: str = KAFKA_VERSION,
                  overrides: Optional[Mapping[str, str]] = None, work_dir: Optional[Path] = None,
-                 heap_mb: int = 512) -> None:
+                 heap_mb: int = 512, ready_poll_s: float = 0.2) -> None:
         if nodes < 1:
             raise KafkaUnavailableError(f"an Apache Kafka cluster needs at least 1 node, not {nodes}")
         self.version = version
         self.overrides = dict(overrides or {})
         self.heap_mb = heap_mb
+        #: How often start-up asks for Metadata: the resolution of :attr:`start_time_s` (a benchmark
+        #: timing the start asks every millisecond).
+        self.ready_poll_s = ready_poll_s
         self._own_work_dir = work_dir is None
         self.work_dir = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="kgroup-apache-kafka-"))
         ports = _free_ports(2 * nodes)
@@ -366,7 +369,7 @@ class ApacheKafkaCluster:
                 raise KafkaUnavailableError(
                     f"Kafka nodes {sorted(wanted)} did not answer Metadata within {budget_s:.0f} s "
                     f"({last_error})")
-            time.sleep(0.2)
+            time.sleep(self.ready_poll_s)
 
     def kill(self, node_id: int) -> None:
         """SIGKILL one node: sockets close, no controlled shutdown, as a machine crash."""
