@@ -11,32 +11,18 @@ from typing import Dict
 
 # -- reasons (the code areas are where other issues are at work; see docs/conformance/broker.md) ----
 
-KIP848_CLASSIC_DESCRIBE = ("DescribeGroups (classic API) of a consumer group: Kafka answers Dead with no "
-                           "members (not a classic group), kgroup describes it")
-VALIDATE_ONLY = ("CreateTopics validate_only answers -1 partitions and replicas; Kafka answers the figures "
-                 "it would create (data plane)")
 METADATA_INVALID_NAME = ("Metadata of an invalid topic name answers UNKNOWN_TOPIC_OR_PARTITION; Kafka "
                          "answers INVALID_TOPIC_EXCEPTION (CreateTopics itself matches)")
-DUPLICATE_TOPIC = ("CreateTopics naming one topic twice creates it and answers TOPIC_ALREADY_EXISTS for the"
-                   " second; Kafka answers INVALID_REQUEST once and creates nothing")
-TOPIC_COLLISION = ("no check for names that collide through '.' and '_' (Kafka's Topic.hasCollision)")
 PRODUCE_INTERNAL = ("a client may append to __consumer_offsets; Kafka refuses with INVALID_TOPIC_EXCEPTION "
                     "(data plane: should be fixed)")
 PRODUCE_ERROR_LOG_START = ("a refused produce answers log_start_offset 0 where Kafka answers -1")
 MALFORMED_BATCH = ("a malformed batch (magic 1, truncated, bad length, bad record count) is CORRUPT_MESSAGE"
                    " or UNSUPPORTED_FOR_MESSAGE_FORMAT in kgroup, INVALID_RECORD (87) in Kafka; and "
                    "log_start_offset")
-LIST_OFFSETS_NOT_FOUND_EPOCH = ("a ListOffsets timestamp lookup that finds nothing answers leader_epoch 0, "
-                                "Kafka -1")
 FETCH_OUT_OF_RANGE_HWM = ("an OFFSET_OUT_OF_RANGE fetch answer carries the high watermark; Kafka's carries "
                           "-1")
-FIND_COORDINATOR_KEY_TYPE = ("FindCoordinator with an unknown key type: COORDINATOR_NOT_AVAILABLE, Kafka "
-                             "INVALID_REQUEST")
 DUPLICATE_APPEND_TIME = ("the answer to a duplicate idempotent batch carries log_append_time_ms -1; Kafka's"
                          " carries the batch's max timestamp")
-SYNC_V5_NULL_PROTOCOL = ("SyncGroup v5+ with null protocol type and name is accepted; Kafka requires both "
-                         "from v5 (KIP-559, KafkaApis.handleSyncGroupRequest) and answers "
-                         "INCONSISTENT_GROUP_PROTOCOL (group codec)")
 TXN_PRODUCE_VERIFICATION = ("a transactional batch for a partition not added to its transaction is "
                             "appended; "
                             "Kafka's leader verifies it with the transaction coordinator first (KIP-890 part "
@@ -49,15 +35,12 @@ TXN_FETCH_MARKER = ("a fetch from offset 0 after the transaction ended returns t
 
 #: scenario id -> why kgroup's broker answers differently.
 KNOWN_DIVERGENCES: Dict[str, str] = {
-    "broker.create-topics.validate-only": VALIDATE_ONLY,
     "broker.create-topics.name-empty": METADATA_INVALID_NAME,
     "broker.create-topics.name-dot": METADATA_INVALID_NAME,
     "broker.create-topics.name-dotdot": METADATA_INVALID_NAME,
     "broker.create-topics.name-slash": METADATA_INVALID_NAME,
     "broker.create-topics.name-space": METADATA_INVALID_NAME,
     "broker.create-topics.name-too-long": METADATA_INVALID_NAME,
-    "broker.create-topics.duplicate-in-request": DUPLICATE_TOPIC,
-    "broker.create-topics.collision": TOPIC_COLLISION,
     "broker.produce.internal-topic": PRODUCE_INTERNAL,
     "broker.produce.unknown-topic": PRODUCE_ERROR_LOG_START,
     "broker.produce.unknown-partition": PRODUCE_ERROR_LOG_START,
@@ -66,17 +49,10 @@ KNOWN_DIVERGENCES: Dict[str, str] = {
     "broker.produce.malformed-magic": MALFORMED_BATCH,
     "broker.produce.malformed-truncated": MALFORMED_BATCH,
     "broker.produce.malformed-length": MALFORMED_BATCH,
-    "broker.list-offsets.v4": LIST_OFFSETS_NOT_FOUND_EPOCH,
-    "broker.list-offsets.v6": LIST_OFFSETS_NOT_FOUND_EPOCH,
-    "broker.list-offsets.v7": LIST_OFFSETS_NOT_FOUND_EPOCH,
-    "broker.list-offsets.empty-log": LIST_OFFSETS_NOT_FOUND_EPOCH,
     "broker.fetch.out-of-range": FETCH_OUT_OF_RANGE_HWM,
-    "broker.find-coordinator.invalid-key-type": FIND_COORDINATOR_KEY_TYPE,
     "broker.produce.idempotent-duplicate": DUPLICATE_APPEND_TIME,
     "txn.produce.partition-not-added": TXN_PRODUCE_VERIFICATION,
     "txn.produce.fenced-epoch": PRODUCE_ERROR_LOG_START,
     "txn.fetch.read-committed.commit": TXN_FETCH_MARKER,
     "txn.fetch.read-committed.abort": TXN_FETCH_MARKER,
-    "classic.sync.v5-null-protocol": SYNC_V5_NULL_PROTOCOL,
-    "consumer.describe-groups-on-consumer-group": KIP848_CLASSIC_DESCRIBE,
 }

@@ -8,7 +8,8 @@ from __future__ import annotations
 import itertools
 import re
 import uuid
-from typing import Any, Callable, Dict, List, Optional
+from collections import Counter
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
 
@@ -28,6 +29,16 @@ NIL_UUID = uuid.UUID(int=0)
 #: (or, here, CreatePartitions) request may add; more is refused with POLICY_VIOLATION.
 MAX_PARTITIONS_PER_REQUEST = 10_000
 _TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+
+
+def _has_collision_chars(name: str) -> bool:
+    """Kafka's Topic.hasCollisionChars: '.' and '_' map to the same metric name."""
+    return "." in name or "_" in name
+
+
+def _collision_key(name: str) -> str:
+    """Kafka's Topic.unifyCollisionChars: names with the same key collide."""
+    return name.replace(".", "_")
 
 
 class TopicAdmin:
@@ -71,55 +82,85 @@ class TopicAdmin:
 
     def create_topic(self, name: str, partitions: int, replication_factor: Optional[int] = None,
                      assignments: Optional[List[List[int]]] = None, validate_only: bool = False) -> ErrorCode:
+        code, _, _ = self._create(name, partitions, replication_factor, assignments, validate_only,
+                                  self._names_by_collision_key())
+        return code
+
+    def _create(self, name: str, partitions: int, replication_factor: Optional[int],
+                assignments: Optional[List[List[int]]], validate_only: bool,
+                existing_by_collision_key: Dict[str, str]) -> Tuple[ErrorCode, int, int]:
+        """Create (or, validate_only, only check) one topic: (error, partition count, replication
+        factor), the figures Kafka's CreatableTopicResult carries, validate_only included
+        (ReplicationControlManager.createTopic fills them before it knows whether records are kept)."""
+        refused = (E.INVALID_TOPIC_EXCEPTION, -1, -1)
         if not _LEGAL_TOPIC_NAME.match(name) or name in (".", ".."):
-            return E.INVALID_TOPIC_EXCEPTION
+            return refused
         if name in self.cluster.topics:
-            return E.TOPIC_ALREADY_EXISTS
+            return E.TOPIC_ALREADY_EXISTS, -1, -1
+        if _collision_key(name) in existing_by_collision_key:
+            return refused  # Topic.hasCollision: would share metric names with the existing topic
         if assignments:
             brokers = set(self.cluster.brokers)
             if any(not a or len(set(a)) != len(a) or not set(a) <= brokers for a in assignments) \
                     or len({len(a) for a in assignments}) != 1:
-                return E.INVALID_REPLICA_ASSIGNMENT
+                return E.INVALID_REPLICA_ASSIGNMENT, -1, -1
+            count, rf = len(assignments), len(assignments[0])
         else:
             if partitions < 1:
-                return E.INVALID_PARTITIONS
+                return E.INVALID_PARTITIONS, -1, -1
             # None or -1 (CreateTopics v4+, KIP-464): the broker's default replication factor.
             default_rf = min(self.config.default_replication_factor, len(self.cluster.brokers))
             rf = default_rf if replication_factor in (None, -1) else replication_factor
             if rf < 1 or rf > len(self.cluster.brokers):
-                return E.INVALID_REPLICATION_FACTOR
-            replication_factor = rf
+                return E.INVALID_REPLICATION_FACTOR, -1, -1
+            count = partitions
         if validate_only:
-            return E.NONE
+            return E.NONE, count, rf
         try:
-            count = len(assignments) if assignments else partitions
-            self.cluster.create_topic(name, count, replication_factor, assignments)
+            self.cluster.create_topic(name, count, rf, assignments)
         except (ClusterError, ConfigError):
-            return E.INVALID_REPLICATION_FACTOR
+            return E.INVALID_REPLICATION_FACTOR, -1, -1
         self._topic_ids.pop(name, None)
         self._topic_gone(name)
         self.topic_id(name)
-        return E.NONE
+        created = self.cluster.topics[name]
+        return E.NONE, len(created), len(created[0].assigned)
+
+    def _names_by_collision_key(self) -> Dict[str, str]:
+        """Existing topic names whose '.' and '_' make them collide with another name (Kafka's
+        ReplicationControlManager.topicsWithCollisionChars), by their unified form."""
+        return {_collision_key(name): name for name in self.cluster.topics if _has_collision_chars(name)}
 
     def create_topics(self, request: Any, version: int) -> Any:
         result_cls = CreateTopicsResponse.CreatableTopicResult
+        # ControllerApis.createTopics: a name the request gives twice is dropped from it and answered
+        # once, INVALID_REQUEST, after the other topics' results.
+        name_counts = Counter(t.name for t in request.topics)
+        topics = [t for t in request.topics if name_counts[t.name] == 1]
+        duplicates = [result_cls(version=version, name=name, error_code=E.INVALID_REQUEST,
+                                 error_message="Duplicate topic name.", topic_id=NIL_UUID, num_partitions=-1,
+                                 replication_factor=-1, configs=[])
+                      for name, count in name_counts.items() if count > 1]
         results = []
-        if self._requested_partitions(request.topics) > MAX_PARTITIONS_PER_REQUEST:
+        if self._requested_partitions(topics) > MAX_PARTITIONS_PER_REQUEST:
             # Kafka refuses the whole request before looking at any topic (ReplicationControlManager).
             return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=[
                 result_cls(version=version, name=t.name, error_code=E.POLICY_VIOLATION,
                            error_message=_TOO_MANY_PARTITIONS, topic_id=NIL_UUID, num_partitions=-1,
                            replication_factor=-1, configs=[])
-                for t in request.topics])
-        for t in request.topics:
+                for t in topics] + duplicates)
+        # The topics as they were before this request: Kafka checks collisions against them only.
+        existing_by_collision_key = self._names_by_collision_key()
+        for t in topics:
             assignments = [list(a.broker_ids) for a in sorted(t.assignments, key=lambda a: a.partition_index)]
             partitions = t.num_partitions if t.num_partitions > 0 else self.config.default_partitions
             rf = t.replication_factor if t.replication_factor > 0 else None
             message = None
+            count, replicas = -1, -1
             # ReplicationControlManager.createTopics: configs are checked after the name and before
             # anything else (kgroup.server.topic_configs).
             config_error = topic_config_error((c.name, c.value) for c in t.configs)
-            if config_error is not None and self._creatable(t.name):
+            if config_error is not None and self._creatable(t.name, existing_by_collision_key):
                 code, message = E.INVALID_CONFIG, config_error
             elif assignments and (t.num_partitions != -1 or t.replication_factor != -1):
                 code = E.INVALID_REQUEST  # Kafka: assignments exclude explicit counts
@@ -130,23 +171,23 @@ class TopicAdmin:
             elif t.replication_factor == 0 or t.replication_factor < -1:
                 code = E.INVALID_REPLICATION_FACTOR
             else:
-                code = self.create_topic(t.name, partitions, rf, assignments or None,
-                                         validate_only=bool(request.validate_only))
-            created_now = code is E.NONE and t.name in self.cluster.topics
-            result = result_cls(version=version, name=t.name, error_code=code, error_message=message,
-                                topic_id=self.topic_id(t.name) if created_now else NIL_UUID,
-                                num_partitions=-1, replication_factor=-1, configs=[])
-            if created_now:
-                created = self.cluster.topics[t.name]
-                result.num_partitions = len(created)
-                result.replication_factor = len(created[0].assigned)
-            results.append(result)
-        return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=results)
+                code, count, replicas = self._create(t.name, partitions, rf, assignments or None,
+                                                     bool(request.validate_only), existing_by_collision_key)
+                colliding = existing_by_collision_key.get(_collision_key(t.name))
+                if code is E.INVALID_TOPIC_EXCEPTION and colliding is not None:
+                    message = f"Topic '{t.name}' collides with existing topic: {colliding}"
+            created_now = code is E.NONE and not request.validate_only
+            results.append(result_cls(version=version, name=t.name, error_code=code, error_message=message,
+                                      topic_id=self.topic_id(t.name) if created_now else NIL_UUID,
+                                      num_partitions=count, replication_factor=replicas, configs=[]))
+        return CreateTopicsResponse(version=version, throttle_time_ms=0, topics=results + duplicates)
 
-    def _creatable(self, name: str) -> bool:
-        """A legal name no topic has yet (the checks Kafka makes before it looks at configs)."""
+    def _creatable(self, name: str, existing_by_collision_key: Dict[str, str]) -> bool:
+        """A legal name no topic has yet nor collides with (the checks Kafka makes before it looks at
+        configs)."""
         legal = bool(_LEGAL_TOPIC_NAME.match(name)) and name not in (".", "..")
-        return legal and name not in self.cluster.topics
+        return (legal and name not in self.cluster.topics
+                and _collision_key(name) not in existing_by_collision_key)
 
     def _requested_partitions(self, topics: Any) -> int:
         """Partitions a CreateTopics request asks for in all (Kafka's validateTotalNumberOfPartitions)."""

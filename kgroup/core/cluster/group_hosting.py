@@ -29,6 +29,7 @@ import attrs
 from kgroup.core import consumer_group_messages as cg
 from kgroup.core import error_responses
 from kgroup.core import messages as m
+from kgroup.core import transaction_messages as tx
 from kgroup.core.broker import BrokerUnreachable, RequestContext, UnsupportedRequestError, with_context
 from kgroup.core.cluster.group_txn_markers import write_txn_marker
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC, INTERNAL_TOPICS, partition_for_group
@@ -344,8 +345,12 @@ class GroupHosting:
         return slot.coordinator
 
     def _find_coordinator(self, request: m.FindCoordinatorRequest) -> m.FindCoordinatorResponse:
+        if request.key_type == tx.TRANSACTION_KEY_TYPE:
+            return m.FindCoordinatorResponse(E.COORDINATOR_NOT_AVAILABLE)  # no transaction hosting here
         if request.key_type != 0:
-            return m.FindCoordinatorResponse(E.COORDINATOR_NOT_AVAILABLE)
+            # Kafka's FindCoordinatorRequest.CoordinatorType.forId refuses an unknown key type, and
+            # KafkaApis.getCoordinator a share key (2) below v6 (every version served here).
+            return m.FindCoordinatorResponse(E.INVALID_REQUEST)
         leader = self.coordinator_node(request.key)
         if leader is None:
             return m.FindCoordinatorResponse(E.COORDINATOR_NOT_AVAILABLE)

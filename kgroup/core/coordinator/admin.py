@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Callable, Mapping, Optional, Sequence, Set
 
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
-from kgroup.values import Assignment, TopicPartition
-from kgroup.wire.consumer_protocol import encode_assignment
+from kgroup.values import TopicPartition
 from kgroup.core.coordinator.group import Group
 from kgroup.core.coordinator.pending_offsets import PendingOffsets
 from kgroup.core.coordinator.records import Record
@@ -35,12 +34,11 @@ class AdminHandler:
     def __init__(self, groups: Mapping[str, Group], cancel_timers: Callable[[Group], None],
                  emit: Callable[[Record], None],
                  consumer_groups: Optional[Mapping[str, ConsumerGroup]] = None,
-                 default_server_assignor: str = "uniform", pending: Optional[PendingOffsets] = None) -> None:
+                 pending: Optional[PendingOffsets] = None) -> None:
         #: Read-only: the coordinator adds and drops groups.
         self._groups = groups
         self._consumer_groups: Mapping[str, ConsumerGroup] = (
             {} if consumer_groups is None else consumer_groups)
-        self._default_server_assignor = default_server_assignor
         self._cancel_timers = cancel_timers
         self._emit = emit
         self._pending = PendingOffsets() if pending is None else pending
@@ -52,21 +50,12 @@ class AdminHandler:
         group = self._consumer_groups.get(group_id)
         return None if group is None or group.is_(ConsumerGroupState.DEAD) else group
 
-    def _describe_consumer_group(self, group: ConsumerGroup) -> DescribedGroup:
-        members = tuple(
-            DescribedMember(m.member_id, m.instance_id, m.client_id, m.client_host, b"",
-                            encode_assignment(Assignment(sorted(m.assigned_partitions))))
-            for m in group.members.values()
-        )
-        return DescribedGroup(E.NONE, group.group_id, group.state.value, "consumer",
-                              group.preferred_assignor(self._default_server_assignor), members)
-
     def _describe_one(self, group_id: str) -> DescribedGroup:
-        consumer_group = self._consumer_group(group_id)
-        if consumer_group is not None:
-            return self._describe_consumer_group(consumer_group)
+        # A KIP-848 consumer group is no classic group: Kafka's GroupMetadataManager.describeGroups
+        # answers it as a missing one, Dead with no members (Kafka 4.4's recorded answer to
+        # consumer.describe-groups-on-consumer-group); ConsumerGroupDescribe describes it.
         group = self._groups.get(group_id)
-        if group is None or group.is_(S.DEAD):
+        if group is None or group.is_(S.DEAD) or self._consumer_group(group_id) is not None:
             return DescribedGroup(E.NONE, group_id, S.DEAD.value)
         # Kafka's describeGroups: member metadata and the protocol only when Stable (the selected
         # protocol is final then); the assignment as stored, whatever the state.

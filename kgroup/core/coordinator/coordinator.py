@@ -104,7 +104,7 @@ class GroupCoordinator:
             classic.groups, classic.create_group, consumer.groups, context.emit, pending,
             config.offset_metadata_max_bytes)
         self._admin = AdminHandler(classic.groups, classic.cancel_group_timers, context.emit, consumer.groups,
-                                   config.consumer_group_assignors[0], pending)
+                                   pending)
         deliver = context.deliver
         offsets, admin = self._offsets, self._admin
         self._handlers: dict[type, Callable[..., None]] = {
