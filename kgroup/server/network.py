@@ -167,6 +167,8 @@ class Network:
         self.connections: Dict[int, _ClientSocket] = {}
         self.servers: Dict[int, asyncio.AbstractServer] = {}
         self._timer: Optional[asyncio.TimerHandle] = None
+        #: The engine deadline ``_timer`` is armed for.
+        self._timer_deadline_ms: Optional[int] = None
         #: Decodes large request frames and encodes large answers off the event loop: pure work
         #: that would otherwise hold every other client for seconds (a 2.7 MB Metadata request
         #: takes ~0.5 s to decode).  One thread, so big requests queue rather than pile up memory.
@@ -322,11 +324,14 @@ class Network:
             return
         deadline = self.get_timer()
         if self._timer is not None:
+            if deadline == self._timer_deadline_ms:
+                return  # armed for it already: re-arming after every request only churned the loop's heap
             self._timer.cancel()
             self._timer = None
         if deadline is None:
             return
         delay_s = max(0, deadline - self.clock()) / 1000
+        self._timer_deadline_ms = deadline
         self._timer = asyncio.get_running_loop().call_later(delay_s, self._on_real_timer)
 
     def _on_real_timer(self) -> None:
