@@ -81,7 +81,7 @@ class _ClientSocket(asyncio.Protocol):
                 self.close()
                 return
             if len(self._buffer) < 4 + size:
-                return
+                break  # the frames completed so far are handled now, not once this one is complete
             with memoryview(self._buffer) as view:
                 self._frames.append(bytes(view[4:4 + size]))  # one copy, not a bytearray slice and then bytes
             del self._buffer[:4 + size]
