@@ -122,5 +122,5 @@ def _crc32c_py(data: Union[bytes, bytearray, memoryview]) -> int:
 def crc32c(data: Union[bytes, bytearray, memoryview]) -> int:
     """CRC-32C of ``data`` (the C extension's when installed)."""
     if _crc32c_c is not None:
-        return _crc32c_c(bytes(data))
+        return _crc32c_c(data)  # the extension reads any buffer: a view of a batch is not copied
     return _crc32c_py(data)

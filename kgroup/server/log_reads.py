@@ -3,7 +3,7 @@ lookups and OffsetForLeaderEpoch's epoch ends.  Moved out of :mod:`kgroup.server
 (issue 25); no state of its own."""
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Tuple, Union
 
 from kgroup.core.cluster.replica_log import ReplicaLog
 from kgroup.server.record_log import BatchSlice
@@ -22,7 +22,7 @@ def read_batches(log: ReplicaLog, offset: int, max_bytes: int, first: bool,
     """Whole batches from the one holding ``offset`` up to ``end_offset`` (the HW, or the LSO for
     read_committed), and the offset after the last one returned.  The first batch of a response is
     returned even when larger than the limit (KIP-74), so a consumer always progresses."""
-    chunks: List[bytes] = []
+    chunks: List[Union[bytes, memoryview]] = []
     size = 0
     entries = log.entries
     while offset < end_offset:
@@ -33,10 +33,12 @@ def read_batches(log: ReplicaLog, offset: int, max_bytes: int, first: bool,
         batch = payload.batch
         if batch.next_offset > end_offset:
             break
-        if size + len(batch.data) > max_bytes and not (first and not chunks):
+        batch_size = batch.size
+        if size + batch_size > max_bytes and not (first and not chunks):
             break
-        chunks.append(batch.data)
-        size += len(batch.data)
+        chunks.append(batch.head)  # the patched base offset and leader epoch, then the client's bytes
+        chunks.append(batch.tail)
+        size += batch_size
         offset = batch.next_offset
     return b"".join(chunks), offset
 

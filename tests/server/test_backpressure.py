@@ -80,3 +80,23 @@ def test_300_unread_megabyte_fetches_hold_at_most_one_answer(server1, raw_client
         assert time.monotonic() - started < 5
     finally:
         silent.close()
+
+
+def test_a_complete_request_is_answered_while_the_next_one_is_still_arriving(
+        server1, raw_client, kafka_codec):
+    """Issue 28: a read that completed one request and began the next returned before handing
+    the complete one to the engine, so it waited for the next request's last byte (a pipelining
+    producer's every request waited for the one behind it).  Kafka's Selector hands a receive
+    over as soon as it is complete."""
+    request_frame, decode_response, _ = kafka_codec
+    first = ApiVersionsRequest(version=0)
+    body = request_frame(first, 1, "pipelining")
+    second = request_frame(ApiVersionsRequest(version=0), 2, "pipelining")
+    client = raw_client(server1.listener(1))
+    framed_second = len(second).to_bytes(4, "big") + second
+    client.send_bytes(len(body).to_bytes(4, "big") + body + framed_second[:6])  # the next one: 6 bytes so far
+    answer = client.recv_frame(timeout_s=5.0)  # before: socket.timeout (no answer until the rest came)
+    assert answer is not None
+    assert decode_response(first, answer).header.correlation_id == 1
+    client.send_bytes(framed_second[6:])
+    assert client.recv_frame(timeout_s=5.0) is not None

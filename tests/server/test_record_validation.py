@@ -11,6 +11,7 @@ inconsistent count; a CRC mismatch is CorruptRecordException, CORRUPT_MESSAGE (2
 from __future__ import annotations
 
 import gzip
+import random
 import struct
 
 import pytest
@@ -167,3 +168,59 @@ def test_records_with_keys_and_headers_pass_the_walk():
     data = bytes(builder.build())
     (batch,) = parse_batches(data)
     assert (batch.record_count, batch.max_timestamp) == (200, 1_199)
+
+
+# -- the uniform-run check (issue 28) -------------------------------------------------------------------
+
+
+def _records_of(batch: bytes) -> bytes:
+    return bytes(batch[_RECORDS_AT:])
+
+
+def _walked(payload: bytes, count: int, monkeypatch, runs) -> object:
+    """What _check_records answers (its largest timestamp delta, or the InvalidRecords it raises)."""
+    monkeypatch.setattr(record_log, "_UNIFORM_RUNS", runs)
+    try:
+        return ("ok", record_log._check_records(payload, count))
+    except InvalidRecords as error:
+        return ("refused", error.code, str(error))
+
+
+def test_a_producers_batch_of_1_kb_records_is_checked_a_field_at_a_time():
+    """kafka-python and confluent-kafka write records of one layout: the walk takes them as two
+    uniform runs (offset deltas of one byte, then two) rather than one record at a time."""
+    payload = _records_of(_batch([bytes(1024)] * 1000, timestamps=[5_000 + i // 20 for i in range(1000)]))
+    first_run = record_log._uniform_run(payload, 0, len(payload), 0, 64, 1)
+    assert first_run is not None and first_run[1] == 3  # records 60-63: 5_003
+    second_run = record_log._uniform_run(payload, first_run[0], len(payload), 64, 936, 2)
+    assert second_run == (len(payload), 49)
+    assert record_log._check_records(payload, 1000) == 49
+
+
+def test_the_uniform_run_check_answers_as_the_record_walk_does(monkeypatch):
+    """Every batch, whatever was changed in it, gets the same answer (largest timestamp delta, or
+    the same error) with the uniform-run check as from the record-at-a-time walk alone."""
+    rng = random.Random(28)
+    runs = record_log._UNIFORM_RUNS
+    compared = accepted_fast = 0
+    for case in range(400):
+        count = rng.choice([4, 5, 63, 64, 65, 70, 130])
+        value = bytes(rng.choice([0, 1, 60, 64, 1024]))
+        spread = rng.choice([0, 5, 63, 64, 200])  # timestamp deltas past 63 need two bytes
+        timestamps = [10_000 + rng.randint(-spread, spread) for _ in range(count)]
+        values = [value] * count
+        if case % 5 == 0:  # one record of another size
+            values[rng.randrange(count)] = value + b"x"
+        payload = bytearray(_records_of(_batch(values, timestamps=timestamps)))
+        if case % 3:
+            for _ in range(rng.randint(1, 3)):  # bytes a hostile or broken client got wrong
+                wrong = rng.choice([0, 1, 2, 0x7F, 0x80, 0xFF, rng.randrange(256)])
+                payload[rng.randrange(len(payload))] = wrong
+        if case % 7 == 0:
+            payload = payload[:rng.randrange(len(payload))]
+        fast = _walked(bytes(payload), count, monkeypatch, runs)
+        slow = _walked(bytes(payload), count, monkeypatch, ())
+        assert fast == slow, case
+        compared += 1
+        accepted_fast += fast[0] == "ok"
+    assert compared == 400 and accepted_fast > 50  # both outcomes were exercised
