@@ -1,4 +1,5 @@
-"""The Metadata answer (API key 3) with its per-topic cache of partition entries.
+"""The Metadata answer (API key 3) with its per-topic cache of packed partition entries (the
+bytes :mod:`kgroup.server.metadata_encoding` joins into the response).
 
 Moved out of :mod:`kgroup.server.data_plane` (issue 25).  ``KafkaApis.handleTopicMetadataRequest``
 is the reference.
@@ -144,12 +145,13 @@ class MetadataAnswer:
         self.cluster = cluster
         self.config = config
         self.topics = topics
-        #: Per topic, the Metadata partition entries built last and what they were built from
-        #: (version, each partition's leader/epoch/replicas/ISR, the live brokers).  A topic's
-        #: leadership rarely changes, and building 10,000 kafka-python structs costs about 100 ms
-        #: where reading what they depend on costs a few (issue 23: Metadata of a 10,000-partition
-        #: topic).  Reading the partitions, rather than being told of changes, keeps it right when
-        #: anything moves a leader or an ISR.  Bounded by the number of topics; dropped on delete.
+        #: Per topic and entry layout (kgroup.server.metadata_encoding.partition_layout), the
+        #: partition entries packed last and the state they were packed from (each partition's
+        #: leader/epoch/replicas/ISR, the live brokers).  A topic's leadership rarely changes, and
+        #: packing 10,000 entries costs ~10 ms where reading what they depend on costs a few
+        #: (issue 23: Metadata of a 10,000-partition topic).  Reading the partitions, rather than
+        #: being told of changes, keeps it right when anything moves a leader or an ISR.  Bounded
+        #: by the number of topics (four layouts at most each); dropped on delete.
         self._partitions_cache: Dict[Tuple[str, int], _TopicEntries] = {}
 
     def forget(self, topic: str) -> None:
