@@ -181,3 +181,30 @@ def test_a_leaderless_partitions_code_reaches_the_trace_without_decoding_entries
     assert error_codes_of(response) == (5,)
     assert isinstance(response.topics[0].partitions, EncodedPartitions)
     assert encode_response(response, 9, 3) == encode_metadata_frame(response, 9, 3)
+
+
+def test_through_the_engine_a_created_topics_first_metadata_packs_nothing(make_engine, monkeypatch):
+    """CreateTopics elects every leader before it answers, so what the creation packed (for the
+    version the client had used) is what the first Metadata answers: nothing is packed then."""
+    from kgroup.server import metadata_answer
+
+    harness = make_engine(brokers=3)
+    connection = harness.connect(1)
+
+    def metadata_v1(topic: str) -> Any:
+        asked = [MetadataRequest.MetadataRequestTopic(version=1, name=topic)]
+        [reply] = harness.send(connection, MetadataRequest(version=1, topics=asked))
+        return MetadataResponse.decode(reply.frame()[4:], version=1, header=True)
+
+    metadata_v1("unknown")  # a client's bootstrap request
+    creatable = CreateTopicsRequest.CreatableTopic
+    harness.send(connection, CreateTopicsRequest(version=4, timeout_ms=10_000, validate_only=False, topics=[
+        creatable(version=4, name="wide", num_partitions=500, replication_factor=3, assignments=[],
+                  configs=[])]))
+    packed: List[int] = []
+    pack = metadata_answer.encode_partition_entries
+    monkeypatch.setattr(metadata_answer, "encode_partition_entries",
+                        lambda layout, indexes, *rest: packed.extend(indexes) or pack(layout, indexes, *rest))
+    [topic] = metadata_v1("wide").topics
+    assert len(topic.partitions) == 500 and all(p.error_code == 0 for p in topic.partitions)
+    assert packed == []

@@ -135,3 +135,24 @@ def test_entries_encode_as_kafka_pythons_own_constructor_builds_them(plane, vers
                                 topics=[topic]).encode(version=version)
 
     assert encoded(fast) == encoded(slow)
+
+
+def test_a_created_topic_is_packed_at_creation_for_the_versions_clients_ask(plane, monkeypatch):
+    """The first Metadata after a creation answers from entries the creation packed (for the
+    layouts clients had been asking for: v1 here, and v9-v12 share one), so it costs what a
+    later answer does; a topic deleted and created again is packed anew, never answered stale."""
+    _partitions(plane, topic="other", version=1)
+    _partitions(plane, topic="other", version=12)
+    assert plane.topics.create_topic("t", 50, 3) == 0
+    packed = _count_packed(monkeypatch)
+    assert len(_partitions(plane, version=1)) == 50 and len(_partitions(plane, version=9)) == 50
+    assert packed == []
+    plane.cluster.delete_topic("t")
+    plane.metadata_answer.forget("t")  # what TopicAdmin's delete tells the cache
+    assert plane.topics.create_topic("t", 3, 3) == 0
+    assert packed == [0, 1, 2, 0, 1, 2]  # at creation, for v1 and v12
+    assert [e.partition_index for e in _partitions(plane, version=1)] == [0, 1, 2]
+    live = set(plane.cluster.live_brokers())
+    assert _view(_partitions(plane, version=12)) == _view(
+        [plane._partition_metadata(p, 12, live) for p in plane.cluster.topics["t"]])
+    assert packed == [0, 1, 2, 0, 1, 2]
