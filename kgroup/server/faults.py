@@ -16,6 +16,7 @@ import attrs
 from kafka.protocol.data_container import DataContainer
 
 from kgroup.errors import ConfigError
+from kgroup.server.metadata_encoding import EncodedPartitions
 
 __all__ = ["FaultAction", "FaultRule", "FaultRules", "RequestTrace", "RequestTraceEntry", "WireFaultKind",
            "error_codes_of"]
@@ -214,6 +215,9 @@ def error_codes_of(response: Any) -> Tuple[int, ...]:
         elif isinstance(value, list):
             for item in value:
                 walk(item)
+        elif isinstance(value, EncodedPartitions):
+            # A Metadata topic's packed entries know their codes: no struct decoded for them.
+            found.extend(code for code in value.error_codes if code not in found)
 
     walk(response)
     return tuple(found)

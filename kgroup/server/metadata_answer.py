@@ -1,13 +1,17 @@
-"""The Metadata answer (API key 3) with its per-topic cache of partition entries.
+"""The Metadata answer (API key 3) with its per-topic cache of packed partition entries (the
+bytes :mod:`kgroup.server.metadata_encoding` joins into the response).
 
 Moved out of :mod:`kgroup.server.data_plane` (issue 25).  ``KafkaApis.handleTopicMetadataRequest``
 is the reference.
 """
 from __future__ import annotations
 
+import operator
 import uuid
+from itertools import chain
 from typing import Any, Dict, Generator, List, Optional, Tuple
 
+import attrs
 from kafka.protocol.metadata import MetadataResponse
 
 from kgroup.core.cluster.offsets_topic import GROUP_METADATA_TOPIC
@@ -16,6 +20,8 @@ from kgroup.core.cluster.state_machine import ClusterStateMachine
 from kgroup.core.error_codes import ErrorCode
 from kgroup.server.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, bit_set
 from kgroup.server.config import ServerConfig
+from kgroup.server.metadata_encoding import (
+    PARTITION_LAYOUTS, EncodedPartitions, encode_partition_entries, partition_layout)
 from kgroup.server.topic_admin import NIL_UUID, TopicAdmin
 
 __all__ = ["INTERNAL_TOPICS", "MetadataAnswer", "partition_metadata"]
@@ -68,22 +74,103 @@ def partition_metadata(p: Partition, version: int, live: set) -> Any:
     return entry
 
 
+_INDEX = operator.attrgetter("index")
+_LEADER = operator.attrgetter("leader")
+_EPOCH = operator.attrgetter("leader_epoch")
+_ASSIGNED = operator.attrgetter("assigned")
+_ISR = operator.attrgetter("isr")
+_LEADERLESS = (int(E.LEADER_NOT_AVAILABLE),)
+
+
+@attrs.frozen
+class _PartitionsState:
+    """What a topic's partition entries say (leaders, epochs, replicas, ISRs, live brokers), read as
+    a few flat lists: comparing two is a handful of C loops, and keeping one allocates a handful of
+    objects, not three per partition (issue 23: 20,000 lists kept per topic woke the collector,
+    whose full pass over a 10,000-partition heap took 100 ms)."""
+
+    leaders: List[Optional[int]]
+    epochs: List[int]
+    replica_counts: List[int]
+    replicas: List[int]
+    isr_counts: List[int]
+    isrs: List[int]
+    live_brokers: Tuple[int, ...]
+
+    @classmethod
+    def read(cls, parts: List[Partition], live: set) -> "_PartitionsState":
+        # Fresh lists, never the partitions' own (those change in place).
+        return cls(leaders=list(map(_LEADER, parts)), epochs=list(map(_EPOCH, parts)),
+                   replica_counts=list(map(len, map(_ASSIGNED, parts))),
+                   replicas=list(chain.from_iterable(map(_ASSIGNED, parts))),
+                   isr_counts=list(map(len, map(_ISR, parts))),
+                   isrs=list(chain.from_iterable(map(_ISR, parts))),
+                   live_brokers=tuple(sorted(live)))
+
+    def changed_since(self, old: "_PartitionsState") -> List[int]:
+        """The partitions whose entry differs from ``old``'s (new partitions included)."""
+        changed = []
+        known = len(old.leaders)
+        replicas_at = old_replicas_at = isrs_at = old_isrs_at = 0
+        for i, (replica_count, isr_count) in enumerate(zip(self.replica_counts, self.isr_counts)):
+            if i >= known:
+                changed.append(i)
+                continue
+            old_replica_count, old_isr_count = old.replica_counts[i], old.isr_counts[i]
+            if self.leaders[i] != old.leaders[i] or self.epochs[i] != old.epochs[i] \
+                    or replica_count != old_replica_count or isr_count != old_isr_count \
+                    or self.replicas[replicas_at:replicas_at + replica_count] \
+                    != old.replicas[old_replicas_at:old_replicas_at + replica_count] \
+                    or self.isrs[isrs_at:isrs_at + isr_count] \
+                    != old.isrs[old_isrs_at:old_isrs_at + isr_count]:
+                changed.append(i)
+            replicas_at += replica_count
+            isrs_at += isr_count
+            old_replicas_at += old_replica_count
+            old_isrs_at += old_isr_count
+        return changed
+
+
+@attrs.define
+class _TopicEntries:
+    """A topic's packed partition entries for one layout and the state they were packed from."""
+
+    state: _PartitionsState
+    entries: List[bytes]
+    answer: EncodedPartitions
+
+
 class MetadataAnswer:
     def __init__(self, cluster: ClusterStateMachine, config: ServerConfig, topics: TopicAdmin) -> None:
         self.cluster = cluster
         self.config = config
         self.topics = topics
-        #: Per topic, the Metadata partition entries built last and what they were built from
-        #: (version, each partition's leader/epoch/replicas/ISR, the live brokers).  A topic's
-        #: leadership rarely changes, and building 10,000 kafka-python structs costs about 100 ms
-        #: where reading what they depend on costs a few (issue 23: Metadata of a 10,000-partition
-        #: topic).  Reading the partitions, rather than being told of changes, keeps it right when
-        #: anything moves a leader or an ISR.  Bounded by the number of topics; dropped on delete.
-        self._partitions_cache: Dict[str, Tuple[int, tuple, Tuple[int, ...], List[Any]]] = {}
+        #: Per topic and entry layout (kgroup.server.metadata_encoding.partition_layout), the
+        #: partition entries packed last and the state they were packed from (each partition's
+        #: leader/epoch/replicas/ISR, the live brokers).  A topic's leadership rarely changes, and
+        #: packing 10,000 entries costs ~10 ms where reading what they depend on costs a few
+        #: (issue 23: Metadata of a 10,000-partition topic).  Reading the partitions, rather than
+        #: being told of changes, keeps it right when anything moves a leader or an ISR.  Bounded
+        #: by the number of topics (four layouts at most each); dropped on delete.
+        self._partitions_cache: Dict[Tuple[str, int], _TopicEntries] = {}
+        #: Per entry layout, the latest Metadata version a client asked for with it: the entries
+        #: a new topic gets packed for at once.
+        self._versions_asked: Dict[int, int] = {}
 
     def forget(self, topic: str) -> None:
-        """Drop what the cache holds for ``topic`` (created or deleted)."""
-        self._partitions_cache.pop(topic, None)
+        """Drop what the cache holds for ``topic`` (created or deleted).
+
+        A topic that exists now was just created: its entries are packed at once, for the
+        versions clients have been asking for, so that the first Metadata answer after a
+        creation (a producer's or a consumer's next request) costs what a later one does; the
+        creation pays it (~10 ms per 10,000 partitions and version, a creation of that size
+        takes ~0.5 s)."""
+        for layout in range(PARTITION_LAYOUTS):
+            self._partitions_cache.pop((topic, layout), None)
+        if topic in self.cluster.topics:
+            live = set(self.cluster.live_brokers())
+            for version in self._versions_asked.values():
+                self._partitions_metadata(topic, version, live)
 
     def metadata(self, node_id: int, request: Any, version: int) -> Any:
         steps = self.metadata_in_slices(node_id, request, version, None)
@@ -109,6 +196,7 @@ class MetadataAnswer:
         every_topic = request.topics is None or (version == 0 and not request.topics)
         asked: List[Any] = list(self.cluster.topics) if every_topic else request.topics
         auto_create = self.config.auto_create_topics and (version < 4 or request.allow_auto_topic_creation)
+        self._versions_asked[partition_layout(version)] = version
         topics = []
         for position, item in enumerate(asked):
             if slice_topics and position and position % slice_topics == 0:
@@ -141,20 +229,31 @@ class MetadataAnswer:
         _set_authorized_operations(response, request, version)
         return response
 
-    def _partitions_metadata(self, name: str, version: int, live: set) -> List[Any]:
+    def _partitions_metadata(self, name: str, version: int, live: set) -> EncodedPartitions:
         parts = self.cluster.topics[name]
-        built_from = tuple([(p.leader, p.leader_epoch, tuple(p.assigned), tuple(p.isr)) for p in parts])
-        live_brokers = tuple(sorted(live))
-        cached = self._partitions_cache.get(name)
-        if cached is not None and cached[:3] == (version, built_from, live_brokers):
-            return cached[3]
-        if cached is not None and cached[0] == version and cached[2] == live_brokers \
-                and len(cached[1]) <= len(built_from):
-            # One leader or ISR moved (or partitions were added): rebuild only what changed.
-            old_from, old_entries = cached[1], cached[3]
-            entries = [old_entries[i] if i < len(old_from) and old_from[i] == state
-                       else partition_metadata(parts[i], version, live) for i, state in enumerate(built_from)]
+        layout = partition_layout(version)
+        state = _PartitionsState.read(parts, live)
+        cached = self._partitions_cache.get((name, layout))
+        if cached is not None and cached.state == state:
+            if cached.answer.version != version:  # the same layout, another version (v9 and v12)
+                cached.answer = EncodedPartitions(version, cached.entries, cached.answer.error_codes)
+            return cached.answer
+        if cached is not None and cached.state.live_brokers == state.live_brokers \
+                and len(cached.entries) <= len(parts):
+            # A leader or an ISR moved (or partitions were added): pack only what changed.
+            changed = state.changed_since(cached.state)
+            entries = cached.entries + [b""] * (len(parts) - len(cached.entries))
+            fresh = encode_partition_entries(layout, [parts[i].index for i in changed],
+                                             [state.leaders[i] for i in changed],
+                                             [state.epochs[i] for i in changed],
+                                             [parts[i].assigned for i in changed],
+                                             [parts[i].isr for i in changed],
+                                             live)
+            for i, entry in zip(changed, fresh):
+                entries[i] = entry
         else:
-            entries = [partition_metadata(p, version, live) for p in parts]
-        self._partitions_cache[name] = (version, built_from, live_brokers, entries)
-        return entries
+            entries = encode_partition_entries(layout, list(map(_INDEX, parts)), state.leaders, state.epochs,
+                                               list(map(_ASSIGNED, parts)), list(map(_ISR, parts)), live)
+        answer = EncodedPartitions(version, entries, _LEADERLESS if None in state.leaders else ())
+        self._partitions_cache[(name, layout)] = _TopicEntries(state, entries, answer)
+        return answer
