@@ -317,6 +317,8 @@ class _Simulation:
         self.scheduler = EventScheduler(self.clock)
         # The simulation reaches the cluster only through the hub: its deadline can wait for a change.
         self.kafka.hub.cache_timer = True
+        # ... from this one thread: no locks on a request's way (InProcessHub.drive_single_threaded).
+        self.kafka.hub.drive_single_threaded()
         self.scheduler.add_timers(self.kafka.hub)
         self.producers = [Producer(f"p{i}", TOPIC, self.cluster, self.history,
                                    random.Random(f"producer-{seed}-{i}"), config.produce_interval_ms, i,
