@@ -125,6 +125,10 @@ class SimConfig:
     extra_faults: Tuple[str, ...] = ()
     #: One of :data:`PROCESSING_MODES`.
     processing: str = "plain"
+    #: Plain consumers long-poll (issue 28): a poll that would find nothing blocks until records arrive,
+    #: the member has news, or the application's auto-commit interval passes (docs/simulator.md, *The
+    #: application*).  False: every poll at the application's cadence, as before.
+    long_poll: bool = True
     #: A rolling restart (:mod:`kgroup.sim.rollout`): every member restarts once, one by one, into this
     #: group protocol; ``""``: none.  The group's own protocol is a plain redeploy; the other one is the
     #: online migration (KIP-848: ``consumer`` upgrades a classic group, ``classic`` downgrades).
@@ -334,6 +338,9 @@ class _Simulation:
         self._members_by_name: Dict[str, Any] = {}
         self.violations: List[Violation] = []
         self._failovers_seen = 0
+        #: What last woke the long-polling applications: the cluster's replication rounds and the
+        #: producers' appends (what moves a high watermark, besides faults).
+        self._records_seen = (-1, -1)
         self._acknowledged_at_move: Optional[tuple] = None
         #: Processes started so far per member name: a restarted KIP-848 member makes a new member id.
         self._incarnations: Dict[str, int] = {}
@@ -387,7 +394,8 @@ class _Simulation:
         producer = eos.transactional_producer(name) if eos is not None else None
         app = ConsumerApp(name, member.config.group_instance_id, member, profile, self.cluster, self.history,
                           now, reachable=self._reachable, on_failed=self._member_failed, producer=producer,
-                          data=eos.data if eos is not None else None, output_partitions=config.partitions)
+                          data=eos.data if eos is not None else None, output_partitions=config.partitions,
+                          long_poll=config.long_poll)
         transport = self.network.transport(name, self.kafka.transport(name), self.clock, _broker_key,
                                            observer=app)
         app.runner = MemberRunner(member, transport, self.clock)
@@ -514,6 +522,8 @@ class _Simulation:
 
     def _after_instant(self, now_ms: int) -> None:
         ownership, scheduler = self.ownership, self.scheduler
+        if self.config.long_poll:
+            self._wake_long_polls()
         if ownership.holding or (scheduler.touched and (
                 scheduler.touched_keys is None or not ownership.unchanged(
                     self._members_by_name, scheduler.touched_keys))):
@@ -535,6 +545,18 @@ class _Simulation:
             self.eos.observe_failovers()
         if self.config.migrates:
             self.deployment.observe_group_type(GROUP, now_ms)
+
+    def _wake_long_polls(self) -> None:
+        """A replication round or an append may have moved a high watermark: an application blocked in
+        a long poll asks again whether records arrived (it then polls at the next instant, as a fetch
+        answered once the records are there)."""
+        seen = (self.cluster.partition_rounds, sum(p.sequence for p in self.producers))
+        if seen == self._records_seen:
+            return
+        self._records_seen = seen
+        for name, app in self.apps.items():
+            if app.waiting_for_records:
+                self.scheduler.app_timer_moved(name)
 
     def _check_failover_kept_commits(self, now_ms: int) -> None:
         """The new coordinator, once loaded, serves every commit acknowledged before the move."""
