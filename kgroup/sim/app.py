@@ -398,7 +398,8 @@ class Producer:
     picks."""
 
     def __init__(self, name: str, topic: str, cluster: ClusterStateMachine, history: History,
-                 rng: random.Random, interval_ms: int, first_ms: int, stop_ms: int, batch: int = 1) -> None:
+                 rng: random.Random, interval_ms: int, first_ms: int, stop_ms: int, batch: int = 1,
+                 appends: Optional[List[int]] = None) -> None:
         self.batch = batch
         self.name = name
         self.topic = topic
@@ -412,6 +413,9 @@ class Producer:
         self.refused = 0
         #: One TopicPartition per partition index, shared by every Appended event (immutable values).
         self._partition_keys: Dict[int, TopicPartition] = {}
+        #: A counter (shared with other producers) bumped at every batch appended: what may move a
+        #: high watermark, for the simulator's long-polling applications.
+        self.appends = appends if appends is not None else [0]
 
     def get_timer(self) -> Optional[int]:
         return self.next_ms
@@ -443,6 +447,7 @@ class Producer:
                 next_offset[index] = self.cluster.produce_many(topic, index, payloads)
             except ClusterError:
                 self.refused += len(payloads)
+        self.appends[0] += 1
         record, keys = self.history.record, self._partition_keys
         for index, payload in drawn:
             offset = next_offset.get(index)

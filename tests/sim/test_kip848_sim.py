@@ -55,9 +55,7 @@ def test_unreconciled_partitions_reported_as_owned_keep_seed_83_safe(monkeypatch
     """kgroup's member reports partitions it was assigned and has not reconciled as owned (a departure
     from Kafka's client, docs/guide/consumer-protocol.md); without it two members own one partition."""
     schedule = parse_schedule(SEED_83)
-    # The history this schedule makes with every poll at its cadence, where the campaign found it; with
-    # long polling (issue 28) its polls move and the two owners do not meet (docs/simulator.md).
-    config = SimConfig(group_protocol="consumer", assignor="range", long_poll=False)
+    config = SimConfig(group_protocol="consumer", assignor="range")
     assert run(schedule, config).ok
     monkeypatch.setattr(ConsumerProtocolMember, "_incoming", lambda self: frozenset())
     verdict = run(schedule, config)

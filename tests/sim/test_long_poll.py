@@ -6,7 +6,7 @@ from kgroup.core.cluster import ClusterStateMachine
 from kgroup.sim import SimConfig, run
 from kgroup.sim.app import ConsumerApp, Producer
 
-QUIET = dict(members=2, partitions=4, duration_ms=8_000, faults="none", assignor="range")
+QUIET = dict(members=2, partitions=4, duration_ms=8_000, faults="none", assignor="range", long_poll=True)
 
 
 def _record_polls(monkeypatch):
@@ -35,7 +35,7 @@ def test_without_records_a_settled_consumer_polls_only_at_its_poll_timeout(monke
         start(app, name, *args, **kwargs)
         profiles[name] = app.profile
     monkeypatch.setattr(ConsumerApp, "__init__", keep_profile)
-    verdict = run(1, SimConfig(producers=0, long_poll=long_poll, **QUIET))
+    verdict = run(1, SimConfig(producers=0, **{**QUIET, "long_poll": long_poll}))
     assert verdict.ok, verdict.describe()
     for name, profile in profiles.items():
         # From 3 s on: the group settled and every owner resumed from its committed offsets.

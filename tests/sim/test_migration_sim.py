@@ -179,10 +179,8 @@ def test_a_conversion_during_a_cooperative_rebalance_is_caught_by_the_checker():
     assignment) and hands a partition at once to the new member while the cooperative classic member still
     processes it: two owners in one epoch, a commit going back.  docs/simulator.md, *Migrating between the
     protocols*."""
-    # Found with every poll at its cadence; with long polling (issue 28) seed 5's polls move and the
-    # conversion no longer falls inside the rebalance (docs/simulator.md).
     config = SimConfig(assignor="uniform", group_protocol="consumer", rolling_restart_to="classic",
-                       rolling_restart_assignor="cooperative-sticky", long_poll=False, **SMALL)
+                       rolling_restart_assignor="cooperative-sticky", **SMALL)
     verdict = run(5, config)
     assert {"same-generation-owners", "offset-went-back"} <= verdict.checks_failed()
     assert [new for _old, new in _group_types(verdict.history)] == [
