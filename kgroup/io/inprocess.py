@@ -11,6 +11,11 @@ cluster's coordinators (:class:`kgroup.core.cluster.group_hosting.GroupHosting`)
 Every request travels with its :class:`~kgroup.core.broker.RequestContext`:
 the transport's client id and host, and the request's own header data where
 it states them (JoinGroup).
+
+A single-threaded driver (the simulator: a MockClock, no timer thread, every call from one thread)
+may call :meth:`InProcessHub.drive_single_threaded`: the hub and its transports then skip their
+locks and condition variables, which only serve real threads (issue 28: a request's way through
+them was a measurable share of a simulated request).
 """
 from __future__ import annotations
 
@@ -24,6 +29,7 @@ from kgroup.core.broker import (DEFAULT_CLIENT_HOST, DEFAULT_CLIENT_ID, BrokerBa
                                 RequestContext)
 from kgroup.core.coordinator.standalone import StandaloneCoordinator
 from kgroup.core.error_codes import ErrorCode
+from kgroup.errors import ConfigError
 from kgroup.io.clock import Clock, monotonic_ms, wait_until_ms
 from kgroup.io.transport import Completion, NodeId, Transport, TransportError
 
@@ -61,10 +67,20 @@ class InProcessHub:
         self.cache_timer = False
         self._timer_seen = -1
         self._timer: Optional[int] = None
+        #: Set by :meth:`drive_single_threaded`: no lock, no condition variable, no notify.
+        self.single_threaded = False
         if run_timers if run_timers is not None else clock is None:
             self._thread = threading.Thread(target=self._run_timers, name="kgroup-inprocess-timers",
                                             daemon=True)
             self._thread.start()
+
+    def drive_single_threaded(self) -> None:
+        """Promise that one thread makes every call from now on (a MockClock driver such as the
+        simulator): sends, timers and deliveries skip the locks that serve real threads.  Refused on a
+        hub whose own thread fires the timers."""
+        if self._thread is not None:
+            raise ConfigError("a hub that runs its timers on its own thread is not single-threaded")
+        self.single_threaded = True
 
     def transport(self, client_id: str = DEFAULT_CLIENT_ID,
                   client_host: str = DEFAULT_CLIENT_HOST) -> "InProcessTransport":
@@ -84,21 +100,28 @@ class InProcessHub:
              context: Optional[RequestContext] = None) -> None:
         if context is None:
             context = RequestContext.of(request)
+        if self.single_threaded:
+            self._send(tid, correlation_id, request, node_id, context)
+            return
         with self._lock:
-            self.changes += 1
-            try:
-                deliveries = self.backend.send(node_id, (tid, correlation_id), request, self.clock(),
-                                               context=context)
-            except Exception:
-                # One bad request must not take down the hub that serves every other group: like
-                # a Kafka broker, answer it UNKNOWN_SERVER_ERROR and carry on.
-                log.exception("in-process backend failed on %s", type(request).__name__)
-                response = m.error_response(request, ErrorCode.UNKNOWN_SERVER_ERROR)
-                if response is None:
-                    response = TransportError(f"backend failed on {type(request).__name__}")
-                deliveries = [((tid, correlation_id), response)]
-            self._route(deliveries)
+            self._send(tid, correlation_id, request, node_id, context)
             self._timer_wake.notify()  # the coordinator's next deadline may have moved
+
+    def _send(self, tid: int, correlation_id: int, request: object, node_id: NodeId,
+              context: RequestContext) -> None:
+        self.changes += 1
+        try:
+            deliveries = self.backend.send(node_id, (tid, correlation_id), request, self.clock(),
+                                           context=context)
+        except Exception:
+            # One bad request must not take down the hub that serves every other group: like
+            # a Kafka broker, answer it UNKNOWN_SERVER_ERROR and carry on.
+            log.exception("in-process backend failed on %s", type(request).__name__)
+            response = m.error_response(request, ErrorCode.UNKNOWN_SERVER_ERROR)
+            if response is None:
+                response = TransportError(f"backend failed on {type(request).__name__}")
+            deliveries = [((tid, correlation_id), response)]
+        self._route(deliveries)
 
     def get_timer(self) -> Optional[int]:
         """The backend's next deadline (a MockClock driver's question; the real clock's thread asks
@@ -117,6 +140,10 @@ class InProcessHub:
 
     def handle_timer(self, now_ms: int) -> None:
         """Do what the backend has due at ``now_ms`` and route what it answers."""
+        if self.single_threaded:
+            self.changes += 1
+            self._route(self.backend.handle_timer(now_ms))
+            return
         with self._lock:
             self.changes += 1
             self._route(self.backend.handle_timer(now_ms))
@@ -193,10 +220,23 @@ class InProcessTransport(Transport):
         self._correlation = itertools.count(1)
         self._in_flight: set[int] = set()
         self._isolated = False
+        #: The context of every request but a JoinGroup (which states its own): one frozen value.
+        self._context = RequestContext(client_id, client_host)
         self._tid = self.hub._register(self)
 
     def send(self, request: object, node_id: NodeId = None) -> int:
         correlation_id = next(self._correlation)
+        if self.hub.single_threaded:
+            # No other thread: no condition variable (InProcessHub.drive_single_threaded).
+            self._in_flight.add(correlation_id)
+            if self._isolated:
+                self._deliver(Completion(correlation_id,
+                                         TransportError("network partition: client is isolated")))
+            else:
+                context = (self._context if not isinstance(request, m.JoinGroupRequest)
+                           else RequestContext.of(request, self.client_id, self.client_host))
+                self.hub.send(self._tid, correlation_id, request, node_id, context)
+            return correlation_id
         with self._cond:
             self._in_flight.add(correlation_id)
             isolated = self._isolated
@@ -208,6 +248,11 @@ class InProcessTransport(Transport):
         return correlation_id
 
     def _deliver(self, completion: Completion) -> None:
+        if self.hub.single_threaded:
+            if completion.correlation_id in self._in_flight:  # else failed by an isolation: lost
+                self._in_flight.discard(completion.correlation_id)
+                self._inbox.append(completion)
+            return
         with self._cond:
             if completion.correlation_id not in self._in_flight:
                 return  # already failed by an isolation: the answer is lost with the connection
@@ -235,6 +280,11 @@ class InProcessTransport(Transport):
         return bool(self._inbox)
 
     def poll(self, timeout_ms: int) -> list[Completion]:
+        if self.hub.single_threaded:
+            # Nothing can arrive while this thread waits: never wait.
+            self._woken = False
+            out, self._inbox = self._inbox, []
+            return out
         with self._cond:
             if not self._inbox and not self._woken and timeout_ms > 0:
                 self._cond.wait(timeout_ms / 1000)

@@ -85,7 +85,8 @@ class ConsumerApp:
                  cluster: ClusterStateMachine, history: History, now_ms: int,
                  reachable=lambda member, broker: True, on_failed=lambda name: None,
                  producer: Optional[TransactionalProducer] = None,
-                 data: Optional[TransactionalData] = None, output_partitions: int = 0) -> None:
+                 data: Optional[TransactionalData] = None, output_partitions: int = 0,
+                 long_poll: bool = False) -> None:
         self.name = name
         #: Exactly-once mode (kgroup.sim.eos): each batch is processed in one transaction of this
         #: producer, read_committed from ``data``, its outputs spread over ``output_partitions``.
@@ -121,6 +122,11 @@ class ConsumerApp:
         self.next_ms = now_ms
         self.last_poll_ms = now_ms
         self.paused_until_ms = -1
+        #: Long polling (plain processing only, ``SimConfig.long_poll``): a poll that would find nothing
+        #: blocks until records arrive, the member has news or ``auto_commit_interval_ms`` passes.
+        self.long_poll = long_poll and data is None
+        #: The last ``get_timer`` found the loop blocked in such a poll (the simulator wakes it).
+        self.waiting_for_records = False
 
     # -- the scheduler's timed component: the application's poll loop ---------------------------
 
@@ -137,7 +143,39 @@ class ConsumerApp:
             # a rebalance or a failure; otherwise at the commit's deadline.
             woken = self.last_poll_ms + 1 if self.member.has_events() else self.sync_deadline_ms
             return max(woken, self.paused_until_ms)
+        if self.long_poll and self._waits_for_records():
+            # Blocked in poll(timeout) (issue 28): Kafka's poll returns once records arrive, or at the
+            # timeout; the simulator re-asks when a replication round or an append may have moved a
+            # high watermark (``waiting_for_records``), and the scheduler when the member is stepped.
+            self.waiting_for_records = True
+            return max(self.next_ms + self.profile.auto_commit_interval_ms, self.paused_until_ms)
+        self.waiting_for_records = False
         return max(self.next_ms, self.paused_until_ms)
+
+    def _waits_for_records(self) -> bool:
+        """Whether a poll now would only find nothing: the last batch processed and committed as the
+        profile says, the member settled without news, and no owned partition with records past the
+        position below its leader's high watermark (or its leader unreachable)."""
+        member = self.member
+        if self.batch or not member.settled or member.has_events():
+            return False
+        profile = self.profile
+        if profile.commit_mode != "auto" and self.batches_since_commit >= profile.commit_every_batches:
+            return False  # a commit falls due at this poll
+        positions, awaiting, topics = self.positions, self.awaiting, self.cluster.topics
+        for tp in member.assignment:
+            position = positions.get(tp)
+            if position is None or tp in awaiting:
+                continue  # waits for its committed offset: a member event wakes the loop
+            partitions = topics.get(tp.topic)
+            if partitions is None or not 0 <= tp.partition < len(partitions):
+                continue
+            partition = partitions[tp.partition]
+            leader = partition.leader
+            if (leader is not None and partition.logs[leader].hw > position
+                    and self.reachable(self.name, leader)):
+                return False
+        return True
 
     def handle_timer(self, now: int) -> None:
         """One pass of the application's poll loop (the steps of the module doc)."""
@@ -360,7 +398,8 @@ class Producer:
     picks."""
 
     def __init__(self, name: str, topic: str, cluster: ClusterStateMachine, history: History,
-                 rng: random.Random, interval_ms: int, first_ms: int, stop_ms: int, batch: int = 1) -> None:
+                 rng: random.Random, interval_ms: int, first_ms: int, stop_ms: int, batch: int = 1,
+                 appends: Optional[List[int]] = None) -> None:
         self.batch = batch
         self.name = name
         self.topic = topic
@@ -374,6 +413,9 @@ class Producer:
         self.refused = 0
         #: One TopicPartition per partition index, shared by every Appended event (immutable values).
         self._partition_keys: Dict[int, TopicPartition] = {}
+        #: A counter (shared with other producers) bumped at every batch appended: what may move a
+        #: high watermark, for the simulator's long-polling applications.
+        self.appends = appends if appends is not None else [0]
 
     def get_timer(self) -> Optional[int]:
         return self.next_ms
@@ -405,6 +447,7 @@ class Producer:
                 next_offset[index] = self.cluster.produce_many(topic, index, payloads)
             except ClusterError:
                 self.refused += len(payloads)
+        self.appends[0] += 1
         record, keys = self.history.record, self._partition_keys
         for index, payload in drawn:
             offset = next_offset.get(index)

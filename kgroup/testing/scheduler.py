@@ -234,6 +234,10 @@ class Scheduler:
                 best = deadline
         return max(self.clock() + 1, best)
 
+    def app_timer_moved(self, key: object) -> None:
+        """The application of member ``key`` may be due earlier for a reason the scheduler cannot see;
+        this scheduler asks every application at every instant, so there is nothing to do."""
+
     def touch_all(self) -> None:
         """Something outside the scheduler may have called the members: drain each at the next instant."""
         for driven in self.members.values():
@@ -323,6 +327,14 @@ class EventScheduler(Scheduler):
     def touch_all(self) -> None:
         super().touch_all()
         self._touched_next = True
+
+    def app_timer_moved(self, key: object) -> None:
+        """The application of member ``key`` may be due earlier for a reason the scheduler cannot see
+        (the simulator's long poll: records arrived): ask its ``get_timer()`` again now."""
+        driven = self.members.get(key)
+        if driven is not None and driven.app is not None:
+            due = driven.app.get_timer()
+            driven.poll_at = NEVER if due is None else due
 
     def instant(self) -> None:
         clock = self.clock
