@@ -340,7 +340,9 @@ class DataPlane:
                     answer.offset, answer.timestamp = 0, -1
                 else:
                     answer.offset, answer.timestamp = offset_for_timestamp(log, lp.timestamp, fetchable)
-                answer.leader_epoch = p.leader_epoch
+                # A timestamp lookup that found no record answers no epoch (Kafka's
+                # UnifiedLog.fetchOffsetByTimestamp; Kafka 4.4's recorded broker.list-offsets.* answers).
+                answer.leader_epoch = p.leader_epoch if answer.offset != -1 else -1
             topics.append(topic_cls(version=version, name=t.name, partitions=parts))
         return ListOffsetsResponse(version=version, throttle_time_ms=0, topics=topics)
 

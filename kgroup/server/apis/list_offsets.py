@@ -13,14 +13,7 @@ if TYPE_CHECKING:
 
 
 def _handle(data: "DataPlane", node_id: int, request: Any, version: int) -> Any:
-    response = data.list_offsets(node_id, request, version)
-    for topic in response.topics:
-        for partition in topic.partitions:
-            if partition.error_code == 0 and partition.offset == -1:
-                # A timestamp lookup that found no record: Kafka's UnifiedLog.fetchOffsetByTimestamp
-                # answers no epoch with it (Kafka 4.4's recorded broker.list-offsets.* answers).
-                partition.leader_epoch = -1
-    return response
+    return data.list_offsets(node_id, request, version)
 
 
 def _error_answer(request: Any, version: int, code: int) -> Any:
