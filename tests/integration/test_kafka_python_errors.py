@@ -80,6 +80,13 @@ CASES = [
      Errors.UnknownTopicOrPartitionError, True),
     (kg.ClusterError("refused"), Errors.KafkaError, False),
     (TransportError("kafka-python network client unavailable"), Errors.KafkaConnectionError, True),
+    # The in-memory cluster's transactional producer (kgroup.testing), as kafka-python's producer raises.
+    (kg.ProducerFencedError("fenced", ErrorCode.PRODUCER_FENCED), Errors.ProducerFencedError, False),
+    (kg.TransactionAbortableError("abort it"), Errors.TransactionAbortableError, False),
+    (kg.TransactionStateError("send outside a transaction"), Errors.IllegalStateError, False),
+    (kg.ProducerTimeoutError("max_block_ms passed"), Errors.KafkaTimeoutError, True),
+    (kg.TransactionError("refused", ErrorCode.INVALID_TXN_STATE), Errors.InvalidTxnStateError, False),
+    (kg.TransactionError("refused"), Errors.KafkaError, False),
     (kg.KGroupError("anything else"), Errors.KafkaError, False),
 ]
 

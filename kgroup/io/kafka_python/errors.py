@@ -40,6 +40,11 @@ InvalidProtocolMetadata                KafkaProtocolError
 IllegalStateTransition, ProtocolError  IllegalStateError
 ClusterError                           the code's class, else KafkaError
 TransportError                         KafkaConnectionError
+ProducerFencedError                    ProducerFencedError
+TransactionAbortableError              TransactionAbortableError
+TransactionStateError                  IllegalStateError
+ProducerTimeoutError                   KafkaTimeoutError
+TransactionError                       the code's class, else KafkaError
 any other KGroupError                  KafkaError
 =====================================  ==============================================================
 """
@@ -66,9 +71,14 @@ __all__ = [
     "InvalidProtocolMetadata",
     "KGroupError",
     "MemberClosedError",
+    "ProducerFencedError",
+    "ProducerTimeoutError",
     "ProtocolError",
     "RebalanceInProgressError",
     "RetriableCommitFailedError",
+    "TransactionAbortableError",
+    "TransactionError",
+    "TransactionStateError",
     "TransportError",
     "UnknownAssignorError",
     "to_kafka_error",
@@ -147,6 +157,29 @@ class TransportError(_KgTransportError, Errors.KafkaConnectionError):
     """A request could not be carried (the network client is closed or broke)."""
 
 
+class TransactionError(kg.TransactionError, Errors.KafkaError):
+    """A transactional producer's call failed (refined by the error's code when it has one)."""
+
+
+class ProducerFencedError(kg.ProducerFencedError, Errors.ProducerFencedError):
+    """Another producer with the same ``transactional.id`` took over: this one can only close."""
+
+
+class TransactionAbortableError(kg.TransactionAbortableError, Errors.TransactionAbortableError):
+    """The open transaction cannot commit: abort it and start again."""
+
+
+class TransactionStateError(kg.TransactionStateError, Errors.IllegalStateError):
+    """The call is not legal in the producer's transaction state."""
+
+
+class ProducerTimeoutError(kg.ProducerTimeoutError, Errors.KafkaTimeoutError):
+    """A blocking producer call did not finish within ``max_block_ms``."""
+
+
+ProducerTimeoutError.__name__ = ProducerTimeoutError.__qualname__ = "KafkaTimeoutError"
+
+
 #: Most specific kgroup class first: the first entry the error is an instance of wins.
 _DUALS: tuple[tuple[type, type], ...] = (
     (kg.FencedInstanceIdError, FencedInstanceIdError),
@@ -161,11 +194,16 @@ _DUALS: tuple[tuple[type, type], ...] = (
     (kg.ProtocolError, ProtocolError),
     (kg.ClusterError, ClusterError),
     (_KgTransportError, TransportError),
+    (kg.ProducerFencedError, ProducerFencedError),
+    (kg.TransactionAbortableError, TransactionAbortableError),
+    (kg.TransactionStateError, TransactionStateError),
+    (kg.ProducerTimeoutError, ProducerTimeoutError),
+    (kg.TransactionError, TransactionError),
     (kg.KGroupError, KGroupError),
 )
 
 #: Dual classes whose kafka-python class is refined by the error's ``error_code``.
-_BY_CODE = (RetriableCommitFailedError, GroupMemberError, ClusterError)
+_BY_CODE = (RetriableCommitFailedError, GroupMemberError, ClusterError, TransactionError)
 
 _lock = threading.Lock()
 _combined: dict[tuple[type, type], type] = {}
