@@ -13,6 +13,7 @@ import attrs
 from kafka.protocol.api_key import ApiKey
 
 from kgroup.server.apis import SERVED_APIS
+from kgroup.server.produce_encoding import decode_produce_request, encode_produce_response
 
 __all__ = ["DecodedRequest", "FrameError", "UnsupportedRequestVersion", "decode_request", "encode_response"]
 
@@ -101,6 +102,10 @@ def decode_request(frame: bytes) -> DecodedRequest:
             if decoded is not None and _null_field(request_class._struct, decoded, version) is not None:
                 decoded = None
         raise UnsupportedRequestVersion(api_key, version, correlation_id, decoded)
+    if api_key is ApiKey.Produce:  # the hot path, by hand; None: left to kafka-python's codec below
+        produce = decode_produce_request(frame, version)
+        if produce is not None:
+            return DecodedRequest(api_key, version, correlation_id, produce[0] or "", produce[1])
     try:
         request = request_class.decode(frame, version=version, header=True)
     except Exception as error:
@@ -146,6 +151,9 @@ def _null_field(struct: Any, value: Any, version: int, path: str = "") -> Option
 
 def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
     """A response frame (length prefix, header, body) for ``response`` at ``version``."""
+    produce = encode_produce_response(response, version, correlation_id)  # None: not a Produce response
+    if produce is not None:
+        return produce
     if response.API_VERSION != version:
         response.API_VERSION = version  # before the header exists: kafka-python's setter would write into it
     response.with_header(correlation_id=correlation_id)
