@@ -13,7 +13,7 @@ import attrs
 from kafka.protocol.api_key import ApiKey
 
 from kgroup.server.apis import SERVED_APIS
-from kgroup.server.produce_encoding import decode_produce_request, encode_produce_response
+from kgroup.server.produce_encoding import as_struct, decode_produce_request, encode_produce_response
 
 __all__ = ["DecodedRequest", "FrameError", "UnsupportedRequestVersion", "decode_request", "encode_response"]
 
@@ -154,6 +154,7 @@ def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
     produce = encode_produce_response(response, version, correlation_id)  # None: not a Produce response
     if produce is not None:
         return produce
+    response = as_struct(response, version)  # a ProduceAnswer the hand encoder left: kafka-python's struct
     if response.API_VERSION != version:
         response.API_VERSION = version  # before the header exists: kafka-python's setter would write into it
     response.with_header(correlation_id=correlation_id)

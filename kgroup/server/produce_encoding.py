@@ -20,8 +20,9 @@ from typing import Any, List, Optional, Tuple
 
 from kafka.protocol.producer import ProduceResponse
 
-__all__ = ["FIRST_VERSION", "LAST_VERSION", "PartitionProduceData", "ProduceRequestData",
-           "TopicProduceData", "decode_produce_request", "encode_produce_response"]
+__all__ = ["FIRST_VERSION", "LAST_VERSION", "PartitionProduceAnswer", "PartitionProduceData", "ProduceAnswer",
+           "ProduceRequestData", "TopicProduceAnswer", "TopicProduceData", "as_struct",
+           "decode_produce_request", "encode_produce_response"]
 
 #: The Produce versions both ends cover: v3 (the first Kafka 4 accepts) to v12 (v13 names
 #: topics by id, KIP-516).
@@ -203,18 +204,108 @@ def _decode(frame: bytes, flexible: bool) -> Tuple[Optional[str], ProduceRequest
     return client_id, ProduceRequestData(transactional_id, acks, timeout_ms, topics)
 
 
+# -- answers -----------------------------------------------------------------------------------
+
+class PartitionProduceAnswer:
+    """One partition of a Produce response, with kafka-python's field names and defaults (built per
+    partition on the hot path, where kafka-python's struct costs several times more)."""
+
+    __slots__ = ("index", "error_code", "base_offset", "log_append_time_ms", "log_start_offset",
+                 "record_errors", "error_message", "current_leader")
+
+    def __init__(self, index: int, error_code: int = 0, base_offset: int = -1, log_append_time_ms: int = -1,
+                 log_start_offset: int = -1, error_message: Optional[str] = None) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self.log_start_offset = log_start_offset
+        #: BatchIndexAndErrorMessage structs (v8+); kgroup refuses whole batches, so none so far.
+        self.record_errors: List[Any] = []
+        self.error_message = error_message
+        #: A LeaderIdAndEpoch struct (tag 0, v10+), or None: not written.
+        self.current_leader: Any = None
+
+    def __repr__(self) -> str:
+        return (f"PartitionProduceAnswer(index={self.index}, error_code={self.error_code}, "
+                f"base_offset={self.base_offset}, log_append_time_ms={self.log_append_time_ms}, "
+                f"log_start_offset={self.log_start_offset}, record_errors={self.record_errors!r}, "
+                f"error_message={self.error_message!r}, current_leader={self.current_leader!r})")
+
+
+class TopicProduceAnswer:
+    __slots__ = ("name", "partition_responses")
+
+    def __init__(self, name: str, partition_responses: List[PartitionProduceAnswer]) -> None:
+        self.name = name
+        self.partition_responses = partition_responses
+
+    def __repr__(self) -> str:
+        return f"TopicProduceAnswer(name={self.name!r}, partition_responses={self.partition_responses!r})"
+
+
+class ProduceAnswer:
+    """A Produce response: encoded by :func:`encode_produce_response`, or turned into kafka-python's
+    struct by :func:`as_struct` for what that does not cover."""
+
+    __slots__ = ("responses", "throttle_time_ms", "node_endpoints")
+
+    def __init__(self, responses: List[TopicProduceAnswer], throttle_time_ms: int = 0) -> None:
+        self.responses = responses
+        self.throttle_time_ms = throttle_time_ms
+        #: NodeEndpoint structs (tag 0, v10+), or empty: not written.
+        self.node_endpoints: List[Any] = []
+
+    def error_codes(self) -> Tuple[int, ...]:
+        """Every non-zero partition error code, in field order, each once (faults.error_codes_of)."""
+        found: List[int] = []
+        for topic in self.responses:
+            for p in topic.partition_responses:
+                if p.error_code and p.error_code not in found:
+                    found.append(int(p.error_code))
+        return tuple(found)
+
+    def __repr__(self) -> str:
+        return f"ProduceAnswer(responses={self.responses!r}, throttle_time_ms={self.throttle_time_ms})"
+
+
+def as_struct(response: Any, version: int) -> Any:
+    """``response`` as kafka-python's ``ProduceResponse`` at ``version`` when it is a
+    :class:`ProduceAnswer`, else ``response`` unchanged."""
+    if type(response) is not ProduceAnswer:
+        return response
+    topic_cls = ProduceResponse.TopicProduceResponse
+    partition_cls = topic_cls.PartitionProduceResponse
+    topics = []
+    for topic in response.responses:
+        partitions = []
+        for p in topic.partition_responses:
+            struct_partition = partition_cls(
+                version=version, index=p.index, error_code=p.error_code, base_offset=p.base_offset,
+                log_append_time_ms=p.log_append_time_ms, log_start_offset=p.log_start_offset,
+                record_errors=p.record_errors, error_message=p.error_message)
+            struct_partition.current_leader = p.current_leader
+            partitions.append(struct_partition)
+        topics.append(topic_cls(version=version, name=topic.name, partition_responses=partitions))
+    return ProduceResponse(version=version, throttle_time_ms=response.throttle_time_ms, responses=topics,
+                           node_endpoints=response.node_endpoints)
+
+
 # -- encoding -----------------------------------------------------------------------------------
 
 def encode_produce_response(response: Any, version: int, correlation_id: int) -> Optional[bytes]:
     """The response frame (length prefix, header, body) kafka-python's codec would write for the
-    ``ProduceResponse`` ``response`` at ``version``, or None when ``response`` is something else
-    or this module does not cover it."""
-    if type(response) is not ProduceResponse or not FIRST_VERSION <= version <= LAST_VERSION:
+    ``ProduceResponse`` or :class:`ProduceAnswer` ``response`` at ``version``, or None when
+    ``response`` is something else or this module does not cover it."""
+    if type(response) not in _RESPONSE_TYPES or not FIRST_VERSION <= version <= LAST_VERSION:
         return None
     try:
         return _encode(response, version, correlation_id)
     except (_NotCovered, struct.error, AttributeError, TypeError):
         return None
+
+
+_RESPONSE_TYPES = (ProduceResponse, ProduceAnswer)
 
 
 def _uvarint_bytes(value: int) -> bytes:
