@@ -2,7 +2,9 @@
 
 Only the first eight bytes of a request header (API key, API version, correlation id) are
 read by hand, because they decide which class decodes the rest and must be known to
-answer a request that cannot be decoded.  Everything else is kafka-python's codec.
+answer a request that cannot be decoded.  Everything else is kafka-python's codec, except
+Produce at the versions :mod:`kgroup.server.produce_encoding` covers (the hot path; it hands
+back to kafka-python's codec whatever it does not cover, so errors stay the generic path's).
 """
 from __future__ import annotations
 
