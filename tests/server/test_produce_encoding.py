@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
-from kgroup.server import frames, produce_encoding
+from kgroup.server import frames
 from kgroup.server.faults import error_codes_of
 from kgroup.server.produce_encoding import (
     FIRST_VERSION, LAST_VERSION, PartitionProduceAnswer, ProduceAnswer, ProduceRequestData,
@@ -288,8 +288,3 @@ def test_answer_the_hand_encoder_cannot_write_goes_through_kafka_pythons_struct(
         frames.encode_response(answer, 9, 1)
     with pytest.raises(type(raised.value)):
         _generic_response_frame(as_struct(answer, 9), 9, 1)
-
-
-def test_module_is_a_leaf_of_the_server_package():
-    """Kept apart from frames.py (one import and two hooks there)."""
-    assert set(produce_encoding.__all__) >= {"decode_produce_request", "encode_produce_response"}
