@@ -17,6 +17,7 @@ from kafka.protocol.data_container import DataContainer
 
 from kgroup.errors import ConfigError
 from kgroup.server.metadata_encoding import EncodedPartitions
+from kgroup.server.produce_encoding import ProduceAnswer
 
 __all__ = ["FaultAction", "FaultRule", "FaultRules", "RequestTrace", "RequestTraceEntry", "WireFaultKind",
            "error_codes_of"]
@@ -202,6 +203,8 @@ def error_codes_of(response: Any) -> Tuple[int, ...]:
 
     Only fields that can hold structs are walked (planned once per class from the schema), so a
     Metadata answer's 10,000 partitions cost one attribute read each, not one per field."""
+    if type(response) is ProduceAnswer:  # the Produce hot path's own answer type
+        return response.error_codes()
     found: List[int] = []
 
     def walk(value: Any) -> None:

@@ -4,7 +4,8 @@ Only the first eight bytes of a request header (API key, API version, correlatio
 read by hand, because they decide which class decodes the rest and must be known to
 answer a request that cannot be decoded.  Everything else is kafka-python's codec, except the
 Metadata response (:mod:`kgroup.server.metadata_encoding`, the one answer that lists thousands of
-entries).
+entries) and Produce at the versions :mod:`kgroup.server.produce_encoding` covers (the hot path; it
+hands back to kafka-python's codec whatever it does not cover, so errors stay the generic path's).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kafka.protocol.metadata import MetadataResponse
 
 from kgroup.server.apis import SERVED_APIS
 from kgroup.server.metadata_encoding import encode_metadata_frame
+from kgroup.server.produce_encoding import as_struct, decode_produce_request, encode_produce_response
 
 __all__ = ["DecodedRequest", "FrameError", "UnsupportedRequestVersion", "decode_request", "encode_response"]
 
@@ -105,6 +107,10 @@ def decode_request(frame: bytes) -> DecodedRequest:
             if decoded is not None and _null_field(request_class._struct, decoded, version) is not None:
                 decoded = None
         raise UnsupportedRequestVersion(api_key, version, correlation_id, decoded)
+    if api_key is ApiKey.Produce:  # the hot path, by hand; None: left to kafka-python's codec below
+        produce = decode_produce_request(frame, version)
+        if produce is not None:
+            return DecodedRequest(api_key, version, correlation_id, produce[0] or "", produce[1])
     try:
         request = request_class.decode(frame, version=version, header=True)
     except Exception as error:
@@ -156,6 +162,10 @@ def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
         frame = encode_metadata_frame(response, version, correlation_id)
         if frame is not None:
             return frame
+    produce = encode_produce_response(response, version, correlation_id)  # None: not a Produce response
+    if produce is not None:
+        return produce
+    response = as_struct(response, version)  # a ProduceAnswer the hand encoder left: kafka-python's struct
     if response.API_VERSION != version:
         response.API_VERSION = version  # before the header exists: kafka-python's setter would write into it
     response.with_header(correlation_id=correlation_id)

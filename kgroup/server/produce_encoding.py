@@ -1,0 +1,396 @@
+"""Produce requests decoded and Produce responses encoded by hand, for the versions clients send.
+
+A profile of kafka-python's producer against ``python -m kgroup.server --brokers 3`` (issue 28)
+put about a third of the server's CPU per Produce request in kafka-python's generic message
+machinery: header parsing, struct objects, the null-field walk and the response encoder.  The
+Produce request is the hot path of every producer, so its two ends are written out here from
+Kafka's schemas (``ProduceRequest.json`` / ``ProduceResponse.json``, v3..v12; flexible from v9,
+KIP-482) and checked byte for byte against kafka-python's codec in
+tests/server/test_produce_encoding.py.
+
+Neither end decides anything on its own: whatever it does not cover (another version, a null
+where the schema allows none, truncated or malformed bytes, a response built from tuples) makes
+it return None and :mod:`kgroup.server.frames` runs kafka-python's generic codec, which then
+answers or refuses exactly as before.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any, List, Optional, Tuple
+
+from kafka.protocol.producer import ProduceResponse
+
+__all__ = ["FIRST_VERSION", "LAST_VERSION", "PartitionProduceAnswer", "PartitionProduceData", "ProduceAnswer",
+           "ProduceRequestData", "TopicProduceAnswer", "TopicProduceData", "as_struct",
+           "decode_produce_request", "encode_produce_response"]
+
+#: The Produce versions both ends cover: v3 (the first Kafka 4 accepts) to v12 (v13 names
+#: topics by id, KIP-516).
+FIRST_VERSION, LAST_VERSION = 3, 12
+_FIRST_FLEXIBLE = 9
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_ACKS_TIMEOUT = struct.Struct(">hi")
+_RESPONSE_HEADER = struct.Struct(">ii")  # frame length, correlation id
+#: index, error_code, base_offset, log_append_time_ms (v2+) [, log_start_offset (v5+)]
+_PARTITION_V3 = struct.Struct(">ihqq")
+_PARTITION_V5 = struct.Struct(">ihqqq")
+_LEADER_ID_AND_EPOCH = struct.Struct(">ii")
+
+
+class _NotCovered(Exception):
+    """Bytes or values this module leaves to kafka-python's codec."""
+
+
+class PartitionProduceData:
+    """One partition of a Produce request (the attributes kafka-python's struct has)."""
+
+    __slots__ = ("index", "records")
+
+    def __init__(self, index: int, records: Optional[bytes]) -> None:
+        self.index = index
+        self.records = records
+
+    def __repr__(self) -> str:
+        size = None if self.records is None else len(self.records)
+        return f"PartitionProduceData(index={self.index}, records=<{size} bytes>)"
+
+
+class TopicProduceData:
+    """One topic of a Produce request."""
+
+    __slots__ = ("name", "partition_data")
+
+    def __init__(self, name: str, partition_data: List[PartitionProduceData]) -> None:
+        self.name = name
+        self.partition_data = partition_data
+
+    def __repr__(self) -> str:
+        return f"TopicProduceData(name={self.name!r}, partition_data={self.partition_data!r})"
+
+
+class ProduceRequestData:
+    """A decoded Produce request with the field names of kafka-python's ``ProduceRequest``."""
+
+    __slots__ = ("transactional_id", "acks", "timeout_ms", "topic_data")
+
+    def __init__(self, transactional_id: Optional[str], acks: int, timeout_ms: int,
+                 topic_data: List[TopicProduceData]) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = topic_data
+
+    def __repr__(self) -> str:
+        return (f"ProduceRequestData(transactional_id={self.transactional_id!r}, acks={self.acks}, "
+                f"timeout_ms={self.timeout_ms}, topic_data={self.topic_data!r})")
+
+
+# -- decoding -----------------------------------------------------------------------------------
+
+def decode_produce_request(frame: bytes, version: int) -> Optional[Tuple[Optional[str], ProduceRequestData]]:
+    """(client id, request) of a Produce request frame body (API key 0, its length prefix removed)
+    at ``version``, or None to leave it to kafka-python's codec.  Bytes after the request are
+    ignored, as Kafka's ``AbstractRequest.parseRequest`` and kafka-python do."""
+    if not FIRST_VERSION <= version <= LAST_VERSION:
+        return None
+    try:
+        return _decode(frame, version >= _FIRST_FLEXIBLE)
+    except (_NotCovered, struct.error, IndexError, ValueError):  # ValueError: UnicodeDecodeError too
+        return None
+
+
+def _uvarint(frame: bytes, at: int) -> Tuple[int, int]:
+    """An unsigned varint (KIP-482's compact lengths and tags) and the position after it."""
+    value = shift = 0
+    while True:
+        byte = frame[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+        if shift > 28:
+            raise _NotCovered("varint longer than 5 bytes")
+
+
+def _skip_tagged_fields(frame: bytes, at: int) -> int:
+    """Past a tagged-field section.  ProduceRequest v9..v12 defines no tag, so all are unknown
+    and skipped, as Kafka's generated readers do."""
+    count, at = _uvarint(frame, at)
+    for _ in range(count):
+        _tag, at = _uvarint(frame, at)
+        size, at = _uvarint(frame, at)
+        at += size
+        if at > len(frame):
+            raise _NotCovered("tagged field past the end of the request")
+    return at
+
+
+def _string(frame: bytes, at: int, flexible: bool) -> Tuple[Optional[str], int]:
+    if flexible:
+        length, at = _uvarint(frame, at)
+        length -= 1
+    else:
+        (length,) = _INT16.unpack_from(frame, at)
+        at += 2
+    if length < 0:
+        if length == -1:
+            return None, at
+        raise _NotCovered("negative string length")
+    end = at + length
+    if end > len(frame):
+        raise _NotCovered("string past the end of the request")
+    return str(frame[at:end], "utf-8"), end
+
+
+def _array_length(frame: bytes, at: int, flexible: bool) -> Tuple[int, int]:
+    """The length of a non-nullable array: a null one (or a negative length) is not covered."""
+    if flexible:
+        length, at = _uvarint(frame, at)
+        length -= 1
+    else:
+        (length,) = _INT32.unpack_from(frame, at)
+        at += 4
+    if length < 0:
+        raise _NotCovered("null array")
+    return length, at
+
+
+def _decode(frame: bytes, flexible: bool) -> Tuple[Optional[str], ProduceRequestData]:
+    # Request header v1 (v3..v8) / v2 (v9+): the client id is a classic nullable string in both.
+    client_id, at = _string(frame, 8, False)
+    if flexible:
+        at = _skip_tagged_fields(frame, at)
+    transactional_id, at = _string(frame, at, flexible)
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, at)
+    at += _ACKS_TIMEOUT.size
+    topic_count, at = _array_length(frame, at, flexible)
+    topics: List[TopicProduceData] = []
+    size = len(frame)
+    for _ in range(topic_count):
+        name, at = _string(frame, at, flexible)
+        if name is None:
+            raise _NotCovered("null topic name")
+        partition_count, at = _array_length(frame, at, flexible)
+        partitions: List[PartitionProduceData] = []
+        for _ in range(partition_count):
+            (index,) = _INT32.unpack_from(frame, at)
+            at += 4
+            if flexible:
+                length, at = _uvarint(frame, at)
+                length -= 1
+            else:
+                (length,) = _INT32.unpack_from(frame, at)
+                at += 4
+            records: Optional[bytes] = None
+            if length >= 0:
+                end = at + length
+                if end > size:
+                    raise _NotCovered("records past the end of the request")
+                records = frame[at:end]
+                at = end
+            elif length != -1:
+                raise _NotCovered("negative records length")
+            if flexible:
+                at = _skip_tagged_fields(frame, at)
+            partitions.append(PartitionProduceData(index, records))
+        if flexible:
+            at = _skip_tagged_fields(frame, at)
+        topics.append(TopicProduceData(name, partitions))
+    if flexible:
+        _skip_tagged_fields(frame, at)
+    return client_id, ProduceRequestData(transactional_id, acks, timeout_ms, topics)
+
+
+# -- answers -----------------------------------------------------------------------------------
+
+class PartitionProduceAnswer:
+    """One partition of a Produce response, with kafka-python's field names and defaults (built per
+    partition on the hot path, where kafka-python's struct costs several times more)."""
+
+    __slots__ = ("index", "error_code", "base_offset", "log_append_time_ms", "log_start_offset",
+                 "record_errors", "error_message", "current_leader")
+
+    def __init__(self, index: int, error_code: int = 0, base_offset: int = -1, log_append_time_ms: int = -1,
+                 log_start_offset: int = -1, error_message: Optional[str] = None) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self.log_start_offset = log_start_offset
+        #: BatchIndexAndErrorMessage structs (v8+); kgroup refuses whole batches, so none so far.
+        self.record_errors: List[Any] = []
+        self.error_message = error_message
+        #: A LeaderIdAndEpoch struct (tag 0, v10+), or None: not written.
+        self.current_leader: Any = None
+
+    def __repr__(self) -> str:
+        return (f"PartitionProduceAnswer(index={self.index}, error_code={self.error_code}, "
+                f"base_offset={self.base_offset}, log_append_time_ms={self.log_append_time_ms}, "
+                f"log_start_offset={self.log_start_offset}, record_errors={self.record_errors!r}, "
+                f"error_message={self.error_message!r}, current_leader={self.current_leader!r})")
+
+
+class TopicProduceAnswer:
+    __slots__ = ("name", "partition_responses")
+
+    def __init__(self, name: str, partition_responses: List[PartitionProduceAnswer]) -> None:
+        self.name = name
+        self.partition_responses = partition_responses
+
+    def __repr__(self) -> str:
+        return f"TopicProduceAnswer(name={self.name!r}, partition_responses={self.partition_responses!r})"
+
+
+class ProduceAnswer:
+    """A Produce response: encoded by :func:`encode_produce_response`, or turned into kafka-python's
+    struct by :func:`as_struct` for what that does not cover."""
+
+    __slots__ = ("responses", "throttle_time_ms", "node_endpoints")
+
+    def __init__(self, responses: List[TopicProduceAnswer], throttle_time_ms: int = 0) -> None:
+        self.responses = responses
+        self.throttle_time_ms = throttle_time_ms
+        #: NodeEndpoint structs (tag 0, v10+), or empty: not written.
+        self.node_endpoints: List[Any] = []
+
+    def error_codes(self) -> Tuple[int, ...]:
+        """Every non-zero partition error code, in field order, each once (faults.error_codes_of)."""
+        found: List[int] = []
+        for topic in self.responses:
+            for p in topic.partition_responses:
+                if p.error_code and p.error_code not in found:
+                    found.append(int(p.error_code))
+        return tuple(found)
+
+    def __repr__(self) -> str:
+        return f"ProduceAnswer(responses={self.responses!r}, throttle_time_ms={self.throttle_time_ms})"
+
+
+def as_struct(response: Any, version: int) -> Any:
+    """``response`` as kafka-python's ``ProduceResponse`` at ``version`` when it is a
+    :class:`ProduceAnswer`, else ``response`` unchanged."""
+    if type(response) is not ProduceAnswer:
+        return response
+    topic_cls = ProduceResponse.TopicProduceResponse
+    partition_cls = topic_cls.PartitionProduceResponse
+    topics = []
+    for topic in response.responses:
+        partitions = []
+        for p in topic.partition_responses:
+            struct_partition = partition_cls(
+                version=version, index=p.index, error_code=p.error_code, base_offset=p.base_offset,
+                log_append_time_ms=p.log_append_time_ms, log_start_offset=p.log_start_offset,
+                record_errors=p.record_errors, error_message=p.error_message)
+            struct_partition.current_leader = p.current_leader
+            partitions.append(struct_partition)
+        topics.append(topic_cls(version=version, name=topic.name, partition_responses=partitions))
+    return ProduceResponse(version=version, throttle_time_ms=response.throttle_time_ms, responses=topics,
+                           node_endpoints=response.node_endpoints)
+
+
+# -- encoding -----------------------------------------------------------------------------------
+
+def encode_produce_response(response: Any, version: int, correlation_id: int) -> Optional[bytes]:
+    """The response frame (length prefix, header, body) kafka-python's codec would write for the
+    ``ProduceResponse`` or :class:`ProduceAnswer` ``response`` at ``version``, or None when
+    ``response`` is something else or this module does not cover it."""
+    if type(response) not in _RESPONSE_TYPES or not FIRST_VERSION <= version <= LAST_VERSION:
+        return None
+    try:
+        return _encode(response, version, correlation_id)
+    except (_NotCovered, struct.error, AttributeError, TypeError):
+        return None
+
+
+_RESPONSE_TYPES = (ProduceResponse, ProduceAnswer)
+
+
+def _uvarint_bytes(value: int) -> bytes:
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _string_bytes(value: Optional[str], flexible: bool, nullable: bool) -> bytes:
+    if value is None:
+        if not nullable:
+            raise _NotCovered("null in a non-nullable string")
+        return b"\x00" if flexible else b"\xff\xff"
+    encoded = value.encode("utf-8")
+    if flexible:
+        return _uvarint_bytes(len(encoded) + 1) + encoded
+    return _INT16.pack(len(encoded)) + encoded
+
+
+def _array_prefix(items: Any, flexible: bool) -> bytes:
+    if items is None:
+        raise _NotCovered("null array")
+    return _uvarint_bytes(len(items) + 1) if flexible else _INT32.pack(len(items))
+
+
+def _encode(response: Any, version: int, correlation_id: int) -> bytes:
+    flexible = version >= _FIRST_FLEXIBLE
+    partition_struct = _PARTITION_V5 if version >= 5 else _PARTITION_V3
+    parts: List[bytes] = [b"", b"\x00"] if flexible else [b""]  # frame header; response header v1 tags
+    append = parts.append
+    topics = response.responses
+    append(_array_prefix(topics, flexible))
+    for topic in topics:
+        append(_string_bytes(topic.name, flexible, nullable=False))
+        partitions = topic.partition_responses
+        append(_array_prefix(partitions, flexible))
+        for p in partitions:
+            if version >= 5:
+                append(partition_struct.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
+                                             p.log_start_offset))
+            else:
+                append(partition_struct.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms))
+            if version >= 8:
+                record_errors = p.record_errors
+                append(_array_prefix(record_errors, flexible))
+                for record_error in record_errors:
+                    append(_INT32.pack(record_error.batch_index))
+                    append(_string_bytes(record_error.batch_index_error_message, flexible, nullable=True))
+                    if flexible:
+                        append(b"\x00")
+                append(_string_bytes(p.error_message, flexible, nullable=True))
+            if flexible:
+                # Tag 0 (v10+): CurrentLeader, written when it differs from its default (None),
+                # as kafka-python's TaggedFields does; the struct ends with its own empty tags.
+                leader = p.current_leader if version >= 10 else None
+                if leader is None:
+                    append(b"\x00")
+                else:
+                    append(b"\x01\x00\x09")  # one tag, tag 0, 9 bytes
+                    append(_LEADER_ID_AND_EPOCH.pack(leader.leader_id, leader.leader_epoch))
+                    append(b"\x00")
+        if flexible:
+            append(b"\x00")
+    append(_INT32.pack(response.throttle_time_ms))
+    if flexible:
+        endpoints = response.node_endpoints if version >= 10 else []
+        if endpoints is None:
+            raise _NotCovered("null node endpoints")
+        if not endpoints:  # the default: not written
+            append(b"\x00")
+        else:
+            encoded = [_uvarint_bytes(len(endpoints) + 1)]
+            for node in endpoints:
+                encoded.append(_INT32.pack(node.node_id))
+                encoded.append(_string_bytes(node.host, True, nullable=False))
+                encoded.append(_INT32.pack(node.port))
+                encoded.append(_string_bytes(node.rack, True, nullable=True))
+                encoded.append(b"\x00")
+            value = b"".join(encoded)
+            append(b"\x01\x00" + _uvarint_bytes(len(value)) + value)
+    body_size = sum(map(len, parts))
+    parts[0] = _RESPONSE_HEADER.pack(body_size + 4, correlation_id)
+    return b"".join(parts)
