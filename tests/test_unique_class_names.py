@@ -15,6 +15,9 @@ DROP_IN_DUALS = frozenset({
     "ClusterError", "CommitFailedError", "ConfigError", "FencedInstanceIdError", "GroupMemberError",
     "IllegalStateTransition", "InvalidProtocolMetadata", "KGroupError", "MemberClosedError", "ProtocolError",
     "RetriableCommitFailedError", "TransportError", "UnknownAssignorError",
+    # The in-memory cluster's transactional producer's errors (issue 26), dual like the others.
+    "ProducerFencedError", "ProducerTimeoutError", "TransactionAbortableError", "TransactionError",
+    "TransactionStateError",
 })
 #: Nothing else is defined twice (issue 25: kgroup.server's trace entry is RequestTraceEntry, the KIP-848
 #: wire structs moved to kgroup.wire as ...Struct).
