@@ -40,6 +40,11 @@ def _topic_code(connection: Any, topic: str) -> int:
     return int(connection.request(builders.metadata(12, [topic])).topics[0].error_code)
 
 
+def _partition_count(connection: Any, topic: str) -> int:
+    """How many partitions Metadata lists for ``topic`` now (not recorded: a wait's probe)."""
+    return len(connection.request(builders.metadata(12, [topic])).topics[0].partitions)
+
+
 def _without_configs(value: Any) -> Any:
     """CreateTopics v5+ lists every config of a created topic with its source: defaults are the
     broker's own (kgroup keeps none), so only the figures and the errors are compared."""
@@ -183,6 +188,11 @@ def _create_partitions(scenario_id: str, description: str, count: int, validate_
             ctx.create_topic(ctx.name("t"), 2)
         connection = ctx.connect()
         ctx.call(connection, builders.create_partitions(3, ctx.name("t"), count, validate_only))
+        if exists and count > 2 and not validate_only:
+            # Kafka answers once its controller committed the partitions; the broker serving Metadata
+            # learns them from the metadata log a moment later (a run saw 2 of 4): a bounded wait.
+            ctx.wait_until(lambda: _partition_count(connection, ctx.name("t")) >= count,
+                           "the new partitions in Metadata")
         if exists:
             ctx.call(connection, builders.metadata(12, [ctx.name("t")]), "Metadata after", view=_topic_errors)
 
