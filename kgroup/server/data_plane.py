@@ -137,7 +137,7 @@ class DataPlane:
                 if p is None:
                     result.error_code = code
                     continue
-                wait = self._append(p, data.records, request.acks, result, version)
+                wait = self._append(p, data, request.acks, result, version)
                 if wait is not None:
                     waits.append(wait)
             topics.append(TopicProduceAnswer(t.name, results))
@@ -147,10 +147,11 @@ class DataPlane:
         # Not kafka-python's struct: built per request, it cost more than the hand encoder (issue 28).
         return ProduceAnswer(topics), waits
 
-    def _append(self, p: Partition, records: Optional[bytes], acks: int,
-                result: Any, version: int) -> Optional[ProduceWait]:
+    def _append(self, p: Partition, data: Any, acks: int, result: Any, version: int) -> Optional[ProduceWait]:
         try:
-            batches = parse_batches(records)
+            # The hand decoder's records are a view of the request, read in place (``frame``).
+            frame = getattr(data, "frame", None)
+            batches = parse_batches(data.records, frame or None, getattr(data, "records_at", 0))
             # Kafka's ProduceRequest.validateRecords (v3+, every version served here).
             if len(batches) != 1:
                 raise InvalidRecords(E.INVALID_RECORD, f"Produce requests with version {version} are only "

@@ -33,8 +33,8 @@ from kgroup.server.data_plane import DataPlane, ProduceWait
 from kgroup.server.faults import FaultRules, RequestTrace, RequestTraceEntry, WireFaultKind, error_codes_of
 from kgroup.server.transactions import transaction_hosting_for
 from kgroup.server.frames import (
-    DecodedRequest, FrameError, UnsupportedRequestVersion, decode_request, encode_response, peek_client_id,
-    peek_header, response_version_for,
+    DecodedRequest, FrameError, RequestFrame, UnsupportedRequestVersion, decode_request, encode_response,
+    peek_client_id, peek_header, response_version_for,
 )
 from kgroup.core.error_codes import ErrorCode
 
@@ -152,7 +152,7 @@ class ServerEngine:
     # -- requests ----------------------------------------------------------------------------
 
     @staticmethod
-    def decode(frame: bytes) -> Any:
+    def decode(frame: RequestFrame) -> Any:
         """What :meth:`handle` makes of ``frame``: the DecodedRequest, or the FrameError or
         UnsupportedRequestVersion it raised.  Pure, so a caller may run it on another thread for
         a large frame and pass the outcome to ``handle(..., decoded=outcome)``."""
@@ -161,7 +161,8 @@ class ServerEngine:
         except (FrameError, UnsupportedRequestVersion) as error:
             return error
 
-    def handle(self, connection_id: int, frame: bytes, now_ms: int, decoded: Any = None) -> List[Reply]:
+    def handle(self, connection_id: int, frame: RequestFrame, now_ms: int,
+               decoded: Any = None) -> List[Reply]:
         """Answer one request frame (its length prefix already removed); ``decoded`` is
         :meth:`decode`'s outcome for it when the caller decoded it already."""
         out = self._advance(now_ms)
@@ -466,7 +467,7 @@ class ServerEngine:
         return Reply(connection_id, encode_response(response, encodable, unsupported.correlation_id))
 
     @staticmethod
-    def _frame_trace(connection_id: int, connection: _Connection, frame: bytes, now_ms: int,
+    def _frame_trace(connection_id: int, connection: _Connection, frame: RequestFrame, now_ms: int,
                      why: str) -> RequestTraceEntry:
         try:
             api_key, version, correlation_id = peek_header(frame)
@@ -522,7 +523,7 @@ class _Encoding:
         return data
 
 
-def _client_id(frame: bytes, connection: _Connection) -> str:
+def _client_id(frame: RequestFrame, connection: _Connection) -> str:
     """The client id a request that did not decode names in its header, else the connection's last."""
     found = peek_client_id(frame)
     return connection.client_id if found is None else found

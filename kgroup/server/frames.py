@@ -18,7 +18,9 @@ from kafka.protocol.metadata import MetadataResponse
 
 from kgroup.server.apis import SERVED_APIS
 from kgroup.server.metadata_encoding import encode_metadata_frame
-from kgroup.server.produce_encoding import as_struct, decode_produce_request, encode_produce_response
+from kgroup.server.produce_encoding import (
+    RequestFrame, as_struct, decode_produce_request, encode_produce_response,
+)
 
 __all__ = ["DecodedRequest", "FrameError", "UnsupportedRequestVersion", "decode_request", "encode_response"]
 
@@ -54,14 +56,14 @@ class DecodedRequest:
     request: Any
 
 
-def peek_header(frame: bytes) -> tuple:
+def peek_header(frame: RequestFrame) -> tuple:
     """(api key, api version, correlation id) of a request frame body; FrameError when too short."""
     if len(frame) < _HEADER_PREFIX.size:
         raise FrameError(f"request of {len(frame)} bytes is shorter than a request header")
     return _HEADER_PREFIX.unpack_from(frame)
 
 
-def peek_client_id(frame: bytes) -> Optional[str]:
+def peek_client_id(frame: RequestFrame) -> Optional[str]:
     """The client id of a request frame body ("" when null), None when the bytes do not hold one.
 
     Request headers v1 and v2 both carry it as a classic (non-compact) string right after
@@ -80,7 +82,7 @@ def peek_client_id(frame: bytes) -> Optional[str]:
         return None
 
 
-def decode_request(frame: bytes) -> DecodedRequest:
+def decode_request(frame: RequestFrame) -> DecodedRequest:
     """Decode a request frame body (without its length prefix).
 
     Raises :class:`UnsupportedRequestVersion` for a known API at a version its

@@ -27,7 +27,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional
 
 from kgroup.io.clock import Clock
 from kgroup.server.engine import Reply, ServerEngine
-from kgroup.server.frames import MAX_FRAME_BYTES
+from kgroup.server.frames import MAX_FRAME_BYTES, RequestFrame
 
 __all__ = ["Network"]
 
@@ -41,21 +41,46 @@ LARGE_FRAME_BYTES = 65_536
 #: its records, which kafka-python decodes as one slice (~20 us for 1 MB), so the codec thread only
 #: adds two thread hops and GIL hand-offs (up to sys.getswitchinterval, 5 ms) to every request.
 _DECODED_ON_LOOP = frozenset({0})  # Produce
+#: API keys whose large frames go to the engine as the bytearray they were read into.
+_READ_IN_PLACE = frozenset({0})  # Produce
+#: Each connection's buffer for frames read whole (64 KiB: every common request but Produce's).
+STAGING_BYTES = 65_536
+#: A larger frame is read into a buffer of its own, reserved up to this size at once (1 MiB: a
+#: producer's usual request, librdkafka's message.max.bytes) and grown as more arrives past it.
+LARGE_RESERVE_BYTES = 1_048_576
 
 
-class _ClientSocket(asyncio.Protocol):
+class _ClientSocket(asyncio.BufferedProtocol):
+    """One client connection.  A BufferedProtocol: the kernel copies what arrives straight into
+    our buffers (``get_buffer``), so a produced megabyte is not copied three more times on its way
+    to the engine (asyncio's chunk, our reassembly buffer, the frame): small frames are cut out of
+    a fixed staging buffer, and a frame too big for it is read into a buffer of its own."""
+
     def __init__(self, network: "Network", node_id: int) -> None:
         self.network = network
         self.node_id = node_id
         self.connection_id = next(network.connection_ids)
         self.transport: Optional[asyncio.Transport] = None
-        self._buffer = bytearray()
-        self._frames: Deque[bytes] = deque()
+        #: Bytes read but not yet cut into frames are ``_staging[_start:_staged]``.
+        self._staging = bytearray(STAGING_BYTES)
+        self._start = 0
+        self._staged = 0
+        #: The frame being read into its own buffer (too big for the staging one): its body so far is
+        #: ``_large[:_large_filled]`` of ``_large_size`` bytes.
+        self._large: Optional[bytearray] = None
+        self._large_filled = 0
+        self._large_size = 0
+        self._frames: Deque[RequestFrame] = deque()
         self._busy = False
         #: The previous answer is still in the transport's buffer (the client is not reading).
         self._writing_paused = False
         self._reading_paused = False
         self.closed = False
+
+    def held_bytes(self) -> int:
+        """Request bytes held for this connection: read but not yet handled."""
+        large = len(self._large) if self._large is not None else 0
+        return self._staged - self._start + large + sum(len(frame) for frame in self._frames)
 
     # -- asyncio.Protocol ---------------------------------------------------------------------
 
@@ -71,25 +96,71 @@ class _ClientSocket(asyncio.Protocol):
         transport.set_write_buffer_limits(high=0, low=0)
         self.network.opened(self, host)
 
-    def data_received(self, data: bytes) -> None:
-        self._buffer.extend(data)
-        while len(self._buffer) >= 4:
-            (size,) = _SIZE.unpack_from(self._buffer)
-            if size < 0 or size > MAX_FRAME_BYTES:
-                log.warning("closing connection %d to broker %d: frame size %d outside 0..%d",
-                            self.connection_id, self.node_id, size, MAX_FRAME_BYTES)
-                self.close()
+    def get_buffer(self, sizehint: int) -> memoryview:
+        large = self._large
+        if large is not None:
+            if self._large_filled == len(large):
+                # A frame past LARGE_RESERVE_BYTES: its buffer grows as its bytes come, so a client
+                # announcing a huge frame holds at most twice what it has sent.
+                large.extend(bytes(min(len(large), self._large_size - len(large))))
+            return memoryview(large)[self._large_filled:]
+        if self._staged == len(self._staging):
+            # Only the start of a frame that fits is left: move it to the front (same length: allowed
+            # while asyncio may still hold a view of the buffer).
+            kept = self._staged - self._start
+            self._staging[:kept] = self._staging[self._start:self._staged]
+            self._start, self._staged = 0, kept
+        return memoryview(self._staging)[self._staged:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        large = self._large
+        if large is not None:
+            self._large_filled += nbytes
+            if self._large_filled < self._large_size:
                 return
-            if len(self._buffer) < 4 + size:
-                break  # the frames completed so far are handled now, not once this one is complete
-            with memoryview(self._buffer) as view:
-                self._frames.append(bytes(view[4:4 + size]))  # one copy, not a bytearray slice and then bytes
-            del self._buffer[:4 + size]
+            self._large = None
+            # A Produce request is handed on as it was read (its records are read and stored in place,
+            # and a copy of a fresh megabyte costs more in page faults than in copying); any other
+            # frame as bytes.
+            self._frames.append(large if _API_KEY.unpack_from(large)[0] in _READ_IN_PLACE else bytes(large))
+        else:
+            self._staged += nbytes
+        if not self._cut_frames():
+            return
         self._next()
         if self._frames and not self._reading_paused and not self.closed and self.transport is not None:
             # A request is waiting behind the one in progress: read no more until it is taken.
             self._reading_paused = True
             self.transport.pause_reading()
+
+    def _cut_frames(self) -> bool:
+        """Cut the complete frames out of the staging buffer; False if the connection was closed."""
+        staging, start, staged = self._staging, self._start, self._staged
+        while staged - start >= 4:
+            (size,) = _SIZE.unpack_from(staging, start)
+            if size < 0 or size > MAX_FRAME_BYTES:
+                log.warning("closing connection %d to broker %d: frame size %d outside 0..%d",
+                            self.connection_id, self.node_id, size, MAX_FRAME_BYTES)
+                self.close()
+                return False
+            end = start + 4 + size
+            if end <= staged:
+                with memoryview(staging) as view:
+                    self._frames.append(bytes(view[start + 4:end]))
+                start = end
+                continue
+            if 4 + size > len(staging):
+                # Too big for the staging buffer: the rest of its body is read into its own buffer.
+                have = staged - start - 4
+                large = bytearray(min(size, LARGE_RESERVE_BYTES))
+                large[:have] = staging[start + 4:staged]
+                self._large, self._large_filled, self._large_size = large, have, size
+                start = staged
+            break  # the frames completed so far are handled now, not once this one is complete
+        if start == staged:
+            start = staged = 0
+        self._start, self._staged = start, staged
+        return True
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -99,11 +170,16 @@ class _ClientSocket(asyncio.Protocol):
         self._next()
 
     def connection_lost(self, exc) -> None:
-        if not self.closed and self._buffer:
+        if not self.closed and (self._large is not None or self._staged > self._start):
             # The client went away in the middle of a request: what it sent so far is dropped.
-            expected = f" of {_SIZE.unpack_from(self._buffer)[0] + 4}" if len(self._buffer) >= 4 else ""
+            if self._large is not None:
+                received, expected = 4 + self._large_filled, f" of {self._large_size + 4}"
+            else:
+                received = self._staged - self._start
+                expected = (f" of {_SIZE.unpack_from(self._staging, self._start)[0] + 4}" if received >= 4
+                            else "")
             log.warning("connection %d to broker %d closed by the client mid-request (%d%s bytes received); "
-                        "the partial request is dropped", self.connection_id, self.node_id, len(self._buffer),
+                        "the partial request is dropped", self.connection_id, self.node_id, received,
                         expected)
         self.closed = True
         self.network.lost(self)
@@ -155,7 +231,7 @@ class Network:
             transport = connection.transport
             if transport is not None and not connection.closed:
                 total += transport.get_write_buffer_size()
-            total += len(connection._buffer) + sum(len(frame) for frame in connection._frames)
+            total += connection.held_bytes()
         return total
 
     def __init__(self, engine: ServerEngine, clock: Clock, host: str, real_time: bool) -> None:
@@ -243,7 +319,7 @@ class Network:
             if not self._gc_holders and self._gc_was_enabled:
                 gc.enable()
 
-    def handle(self, connection: _ClientSocket, frame: bytes) -> None:
+    def handle(self, connection: _ClientSocket, frame: RequestFrame) -> None:
         if len(frame) >= LARGE_FRAME_BYTES and _API_KEY.unpack_from(frame)[0] not in _DECODED_ON_LOOP:
             self._hold_gc(connection.connection_id)
             self._off_loop(connection, self.engine.decode, frame,
@@ -251,7 +327,7 @@ class Network:
             return
         self._handle(connection, frame, None)
 
-    def _handle(self, connection: _ClientSocket, frame: bytes, decoded: Any) -> None:
+    def _handle(self, connection: _ClientSocket, frame: RequestFrame, decoded: Any) -> None:
         if connection.closed:
             return
         try:

@@ -34,14 +34,15 @@ def test_a_flipped_bit_after_the_crc_is_corrupt_message(position):
 
 def test_a_stored_batch_keeps_the_clients_bytes_and_patches_only_its_head():
     """Issue 28: appending copied a 1 MB batch twice (bytearray, then bytes) to patch 12 bytes.
-    Now the stored batch is a patched 16-byte head and a view of the client's bytes; a consumer
+    Now the stored batch is a patched 16-byte head and a view of the client's bytes (parsing makes
+    no copy either since the batch header is read without kafka-python's DefaultRecordBatch); a consumer
     reads the two one after the other: the client's batch with the leader's base offset and epoch."""
     from kafka.record.default_records import DefaultRecordBatch
 
     data = _batch([b"v" * 1000] * 3)
     (produced,) = parse_batches(data)
     stored = produced.stored_at(base_offset=4_000, leader_epoch=7)
-    assert stored.tail.obj is produced.data  # a view, not a copy
+    assert stored.tail.obj is data  # a view of the request's bytes, not a copy (nor is the parsed batch)
     assert len(stored.head) == 16 and stored.size == len(data)
     whole = stored.head + bytes(stored.tail)
     assert whole[16:] == data[16:] and whole[8:12] == data[8:12]  # only base offset and epoch differ
