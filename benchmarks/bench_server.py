@@ -157,16 +157,18 @@ def _bare_interpreter_s() -> float:
 
 def measure_traffic(rounds: int = ROUNDS, records: Optional[Dict[str, int]] = None,
                     samples: int = LATENCY_SAMPLES, warmup: int = LATENCY_WARMUP,
-                    peers: Sequence[str] = PEERS) -> dict:
+                    peers: Sequence[str] = PEERS, kgroup_brokers: int = 3) -> dict:
     """Throughput and latency against one long-running server of each kind (started one after the
-    other, all running while any is measured)."""
+    other, all running while any is measured); kgroup with ``kgroup_brokers`` brokers (1: like
+    Tansu and Kafka here, one leader for every partition)."""
     records = records or RECORDS
     names = ("kgroup", *peers)
     throughput: Dict[tuple, List[dict]] = {}
     latency: Dict[tuple, List[float]] = {}
     memory: Dict[str, dict] = {}
     with contextlib.ExitStack() as running:
-        servers = {name: running.enter_context(_START[name]()) for name in names}
+        start = {**_START, "kgroup": lambda: kgroup_server(brokers=kgroup_brokers)}
+        servers = {name: running.enter_context(start[name]()) for name in names}
         for name, server in servers.items():
             memory[name] = {"started_kb": rss_kb(server.pid)}
         for r in range(rounds):
@@ -184,7 +186,7 @@ def measure_traffic(rounds: int = ROUNDS, records: Optional[Dict[str, int]] = No
             memory[name].update(after_kb=rss_kb(server.pid), peak_kb=peak_rss_kb(server.pid),
                                 stored_records=stored)
     return {"throughput": throughput, "latency": latency, "memory": memory, "records": records,
-            "rounds": rounds, "servers": names}
+            "rounds": rounds, "servers": names, "labels": {name: servers[name].name for name in names}}
 
 
 def _throughput_round(server: Server, client: str, count: int) -> dict:
@@ -474,13 +476,18 @@ def _startup_report(startup: Optional[dict], traffic: Optional[dict]) -> List[st
 
 def run(sections, rounds: int = ROUNDS, records: Optional[Dict[str, int]] = None,
         clients=CLIENTS, strategies=STRATEGIES, peers: Sequence[str] = PEERS,
-        baseline: Optional[str] = None, startup_repeats: int = STARTUP_REPEATS) -> str:
+        baseline: Optional[str] = None, startup_repeats: int = STARTUP_REPEATS,
+        kgroup_brokers: int = 3) -> str:
     started = time.perf_counter()
     startup = (measure_startup(startup_repeats, peers=peers, baseline=baseline)
                if "startup" in sections else None)
-    traffic = measure_traffic(rounds, records, peers=peers) if "traffic" in sections else None
+    traffic = (measure_traffic(rounds, records, peers=peers, kgroup_brokers=kgroup_brokers)
+               if "traffic" in sections else None)
     rebalance = measure_rebalance(clients, strategies) if "rebalance" in sections else None
     text = report(startup, traffic, rebalance)
+    if traffic is not None and kgroup_brokers != 3:
+        text += (f"\n(traffic: kgroup ran {kgroup_brokers} broker(s), topics replicated "
+                 f"{min(3, kgroup_brokers)} times)\n")
     text += f"\n(measured in {time.perf_counter() - started:.0f} s)\n"
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(text)
@@ -494,6 +501,15 @@ def run(sections, rounds: int = ROUNDS, records: Optional[Dict[str, int]] = None
 def test_wire_server_vs_tansu():
     print("\n" + run(("startup", "traffic", "rebalance")))
     print(f"markdown: {RESULTS}")
+
+
+def test_smoke_traffic_section_with_one_kgroup_broker():
+    """``--kgroup-brokers 1``: the traffic section against a one-broker kgroup (topics of one copy)."""
+    traffic = measure_traffic(rounds=1, records={"kafka-python": 100, "confluent": 100}, samples=5, warmup=1,
+                              peers=(), kgroup_brokers=1)
+    (row,) = traffic["throughput"][("kgroup", "kafka-python")]
+    assert row["produce_rate"] > 0 and len(traffic["latency"][("kgroup", "confluent")]) == 5
+    assert traffic["labels"]["kgroup"].startswith("kgroup (1 brokers")
 
 
 def test_smoke_wire_server_measurements():
@@ -582,12 +598,15 @@ def main(argv=None) -> int:
     parser.add_argument("--startup-baseline", metavar="CHECKOUT",
                         help="startup section: also start the kgroup server of this checkout, alternating "
                              "with this one's (before/after)")
+    parser.add_argument("--kgroup-brokers", type=int, default=3, choices=(1, 3),
+                        help="traffic section: kgroup's brokers (default 3, topics replicated 3 times; 1 is "
+                             "like Tansu and Kafka here: one leader for every partition)")
     args = parser.parse_args(argv)
     records = {"kafka-python": args.records_kafka_python, "confluent": args.records_confluent}
     print(run(args.section or ("startup", "traffic", "rebalance"), args.rounds, records,
               tuple(args.client or CLIENTS), tuple(args.strategy or STRATEGIES),
               tuple(p for p in PEERS if p in (args.peer or PEERS)), args.startup_baseline,
-              args.startup_repeats))
+              args.startup_repeats, args.kgroup_brokers))
     print(f"markdown: {RESULTS}")
     return 0
 

@@ -43,8 +43,9 @@ LARGE_FRAME_BYTES = 65_536
 _DECODED_ON_LOOP = frozenset({0})  # Produce
 #: API keys whose large frames go to the engine as the bytearray they were read into.
 _READ_IN_PLACE = frozenset({0})  # Produce
-#: Each connection's buffer for frames read whole (64 KiB: every common request but Produce's).
-STAGING_BYTES = 65_536
+#: Each connection's buffer for frames read whole (16 KiB: small, as every connection holds one;
+#: most requests but Produce fit).  A larger frame gets a buffer of its own, sized to it.
+STAGING_BYTES = 16_384
 #: A larger frame is read into a buffer of its own, reserved up to this size at once (1 MiB: a
 #: producer's usual request, librdkafka's message.max.bytes) and grown as more arrives past it.
 LARGE_RESERVE_BYTES = 1_048_576

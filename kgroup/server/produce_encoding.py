@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 from typing import Any, List, Optional, Tuple, Union
 
+import attrs
 from kafka.protocol.producer import ProduceResponse
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "PartitionProduceAnswer", "PartitionProduceData", "ProduceAnswer",
@@ -49,6 +50,11 @@ class _NotCovered(Exception):
     """Bytes or values this module leaves to kafka-python's codec."""
 
 
+def _records_repr(records: Optional[memoryview]) -> str:
+    return "None" if records is None else f"<{len(records)} bytes>"
+
+
+@attrs.define(eq=False)
 class PartitionProduceData:
     """One partition of a Produce request (the attributes kafka-python's struct has).
 
@@ -56,48 +62,28 @@ class PartitionProduceData:
     fifth of the server's time, issue 28); ``frame`` and ``records_at`` tell where it lies in them,
     so the records are validated in place."""
 
-    __slots__ = ("index", "records", "frame", "records_at")
-
-    def __init__(self, index: int, records: Optional[memoryview], frame: RequestFrame = b"",
-                 records_at: int = 0) -> None:
-        self.index = index
-        self.records = records
-        self.frame = frame
-        self.records_at = records_at
-
-    def __repr__(self) -> str:
-        size = None if self.records is None else len(self.records)
-        return f"PartitionProduceData(index={self.index}, records=<{size} bytes>)"
+    index: int
+    records: Optional[memoryview] = attrs.field(repr=_records_repr)
+    frame: RequestFrame = attrs.field(default=b"", repr=False)
+    records_at: int = attrs.field(default=0, repr=False)
 
 
+@attrs.define(eq=False)
 class TopicProduceData:
     """One topic of a Produce request."""
 
-    __slots__ = ("name", "partition_data")
-
-    def __init__(self, name: str, partition_data: List[PartitionProduceData]) -> None:
-        self.name = name
-        self.partition_data = partition_data
-
-    def __repr__(self) -> str:
-        return f"TopicProduceData(name={self.name!r}, partition_data={self.partition_data!r})"
+    name: str
+    partition_data: List[PartitionProduceData]
 
 
+@attrs.define(eq=False)
 class ProduceRequestData:
     """A decoded Produce request with the field names of kafka-python's ``ProduceRequest``."""
 
-    __slots__ = ("transactional_id", "acks", "timeout_ms", "topic_data")
-
-    def __init__(self, transactional_id: Optional[str], acks: int, timeout_ms: int,
-                 topic_data: List[TopicProduceData]) -> None:
-        self.transactional_id = transactional_id
-        self.acks = acks
-        self.timeout_ms = timeout_ms
-        self.topic_data = topic_data
-
-    def __repr__(self) -> str:
-        return (f"ProduceRequestData(transactional_id={self.transactional_id!r}, acks={self.acks}, "
-                f"timeout_ms={self.timeout_ms}, topic_data={self.topic_data!r})")
+    transactional_id: Optional[str]
+    acks: int
+    timeout_ms: int
+    topic_data: List[TopicProduceData]
 
 
 # -- decoding -----------------------------------------------------------------------------------
@@ -222,55 +208,38 @@ def _decode(frame: RequestFrame, flexible: bool) -> Tuple[Optional[str], Produce
 
 # -- answers -----------------------------------------------------------------------------------
 
+@attrs.define(eq=False)
 class PartitionProduceAnswer:
     """One partition of a Produce response, with kafka-python's field names and defaults (built per
     partition on the hot path, where kafka-python's struct costs several times more)."""
 
-    __slots__ = ("index", "error_code", "base_offset", "log_append_time_ms", "log_start_offset",
-                 "record_errors", "error_message", "current_leader")
-
-    def __init__(self, index: int, error_code: int = 0, base_offset: int = -1, log_append_time_ms: int = -1,
-                 log_start_offset: int = -1, error_message: Optional[str] = None) -> None:
-        self.index = index
-        self.error_code = error_code
-        self.base_offset = base_offset
-        self.log_append_time_ms = log_append_time_ms
-        self.log_start_offset = log_start_offset
-        #: BatchIndexAndErrorMessage structs (v8+); kgroup refuses whole batches, so none so far.
-        self.record_errors: List[Any] = []
-        self.error_message = error_message
-        #: A LeaderIdAndEpoch struct (tag 0, v10+), or None: not written.
-        self.current_leader: Any = None
-
-    def __repr__(self) -> str:
-        return (f"PartitionProduceAnswer(index={self.index}, error_code={self.error_code}, "
-                f"base_offset={self.base_offset}, log_append_time_ms={self.log_append_time_ms}, "
-                f"log_start_offset={self.log_start_offset}, record_errors={self.record_errors!r}, "
-                f"error_message={self.error_message!r}, current_leader={self.current_leader!r})")
+    index: int
+    error_code: int = 0
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: Optional[str] = None
+    #: BatchIndexAndErrorMessage structs (v8+); kgroup refuses whole batches, so none so far.
+    record_errors: List[Any] = attrs.field(init=False, factory=list)
+    #: A LeaderIdAndEpoch struct (tag 0, v10+), or None: not written.
+    current_leader: Any = attrs.field(init=False, default=None)
 
 
+@attrs.define(eq=False)
 class TopicProduceAnswer:
-    __slots__ = ("name", "partition_responses")
-
-    def __init__(self, name: str, partition_responses: List[PartitionProduceAnswer]) -> None:
-        self.name = name
-        self.partition_responses = partition_responses
-
-    def __repr__(self) -> str:
-        return f"TopicProduceAnswer(name={self.name!r}, partition_responses={self.partition_responses!r})"
+    name: str
+    partition_responses: List[PartitionProduceAnswer]
 
 
+@attrs.define(eq=False)
 class ProduceAnswer:
     """A Produce response: encoded by :func:`encode_produce_response`, or turned into kafka-python's
     struct by :func:`as_struct` for what that does not cover."""
 
-    __slots__ = ("responses", "throttle_time_ms", "node_endpoints")
-
-    def __init__(self, responses: List[TopicProduceAnswer], throttle_time_ms: int = 0) -> None:
-        self.responses = responses
-        self.throttle_time_ms = throttle_time_ms
-        #: NodeEndpoint structs (tag 0, v10+), or empty: not written.
-        self.node_endpoints: List[Any] = []
+    responses: List[TopicProduceAnswer]
+    throttle_time_ms: int = 0
+    #: NodeEndpoint structs (tag 0, v10+), or empty: not written.
+    node_endpoints: List[Any] = attrs.field(init=False, factory=list, repr=False)
 
     def error_codes(self) -> Tuple[int, ...]:
         """Every non-zero partition error code, in field order, each once (faults.error_codes_of)."""
@@ -280,9 +249,6 @@ class ProduceAnswer:
                 if p.error_code and p.error_code not in found:
                     found.append(int(p.error_code))
         return tuple(found)
-
-    def __repr__(self) -> str:
-        return f"ProduceAnswer(responses={self.responses!r}, throttle_time_ms={self.throttle_time_ms})"
 
 
 def as_struct(response: Any, version: int) -> Any:

@@ -8,7 +8,9 @@ answers whole batches from the one holding the fetch offset, as Kafka does (the 
 skips records before its position).  Neither rewritten field is covered by the batch CRC
 (it starts at the attributes), so the bytes stay valid without recompressing.
 
-Parsing and validation use kafka-python's record classes (:mod:`kafka.record`).
+Produced batches are parsed and validated here, in place (headers with one struct, records
+walked where they lie in the request); kafka-python's ``DefaultRecordBatch`` only reads a stored
+batch's record timestamps (ListOffsets).
 """
 from __future__ import annotations
 
