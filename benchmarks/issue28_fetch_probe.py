@@ -23,7 +23,8 @@ from benchmarks import _wire
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _round(server_path: str, records_confluent: int, records_kafka_python: int) -> Dict[str, Tuple[float, float]]:
+def _round(server_path: str, records_confluent: int,
+           records_kafka_python: int) -> Dict[str, Tuple[float, float]]:
     """{client: (records/s, server CPU us per record)} for one server run."""
     out: Dict[str, Tuple[float, float]] = {}
     with _wire.kgroup_server(server_path=server_path) as server:
@@ -41,7 +42,8 @@ def _round(server_path: str, records_confluent: int, records_kafka_python: int) 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--base", required=True, help="the 'before' checkout (holding kgroup/)")
     parser.add_argument("--after", default=str(REPO), help="the 'after' checkout (default: this one)")
     parser.add_argument("--rounds", type=int, default=3)
