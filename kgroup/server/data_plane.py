@@ -15,7 +15,7 @@ import uuid
 from typing import Any, List, Optional, Tuple, Union
 
 import attrs
-from kafka.protocol.consumer import FetchResponse, ListOffsetsResponse, OffsetForLeaderEpochResponse
+from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 
 from kgroup.core.cluster.partition import Partition
 from kgroup.core.cluster.state_machine import ClusterStateMachine
@@ -23,6 +23,9 @@ from kgroup.core.error_codes import ErrorCode
 from kgroup.core.transaction_markers import MarkerAppend, TxnMarker
 from kgroup.server.config import ServerConfig
 from kgroup.server.control_batches import end_txn_marker_batch
+from kgroup.server.fetch_encoding import (
+    AbortedTransactionAnswer, FetchAnswer, PartitionFetchAnswer, TopicFetchAnswer,
+)
 from kgroup.server.log_reads import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, epoch_end_offset, offset_for_timestamp, read_batches,
 )
@@ -245,8 +248,6 @@ class DataPlane:
         read_committed (isolation level 1) reads below the LSO only and lists the aborted
         transactions overlapping what it returns (UnifiedLog.read with FetchIsolation.TXN_COMMITTED);
         control batches are returned like any other (consumers skip them)."""
-        topic_cls = FetchResponse.FetchableTopicResponse
-        partition_cls = topic_cls.PartitionData
         budget = request.max_bytes if version >= 3 else 2 ** 31 - 1
         read_committed = request.isolation_level == _READ_COMMITTED
         total = 0
@@ -257,9 +258,7 @@ class DataPlane:
             for fp in t.partitions:
                 p, code = self._led_partition(node_id, t.topic, fp.partition,
                                               fp.current_leader_epoch if version >= 9 else -1)
-                answer = partition_cls(version=version, partition_index=fp.partition, error_code=code,
-                                       high_watermark=-1, last_stable_offset=-1, log_start_offset=-1,
-                                       aborted_transactions=None, preferred_read_replica=-1, records=b"")
+                answer = PartitionFetchAnswer(fp.partition, code)
                 parts.append(answer)
                 if p is None:
                     erred = True
@@ -273,20 +272,18 @@ class DataPlane:
                     answer.error_code = E.OFFSET_OUT_OF_RANGE
                     erred = True
                     continue
-                data, read_to = read_batches(log, fp.fetch_offset, min(fp.partition_max_bytes,
-                                                                       max(budget - total, 0)),
-                                             first=total == 0, end_offset=lso if read_committed else log.hw)
-                answer.records = data
-                total += len(data)
+                pieces, size, read_to = read_batches(log, fp.fetch_offset, min(fp.partition_max_bytes,
+                                                                               max(budget - total, 0)),
+                                                     first=total == 0,
+                                                     end_offset=lso if read_committed else log.hw)
+                answer.record_pieces = pieces
+                total += size
                 if read_committed:
-                    aborted_cls = partition_cls.AbortedTransaction
                     answer.aborted_transactions = [
-                        aborted_cls(version=version, producer_id=txn.producer_id,
-                                    first_offset=txn.first_offset)
-                        for txn in (state.aborted_overlapping(fp.fetch_offset, read_to) if data else ())]
-            topics.append(topic_cls(version=version, topic=t.topic, partitions=parts))
-        response = FetchResponse(version=version, throttle_time_ms=0, error_code=0, session_id=0,
-                                 responses=topics)
+                        AbortedTransactionAnswer(txn.producer_id, txn.first_offset)
+                        for txn in (state.aborted_overlapping(fp.fetch_offset, read_to) if size else ())]
+            topics.append(TopicFetchAnswer(t.topic, parts))
+        response = FetchAnswer(topics)
         return response, total, erred
 
     def fetch_state(self, node_id: int, request: Any) -> Tuple[Any, ...]:

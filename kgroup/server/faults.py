@@ -16,6 +16,7 @@ import attrs
 from kafka.protocol.data_container import DataContainer
 
 from kgroup.errors import ConfigError
+from kgroup.server.fetch_encoding import FetchAnswer
 from kgroup.server.metadata_encoding import EncodedPartitions
 from kgroup.server.produce_encoding import ProduceAnswer
 
@@ -198,12 +199,15 @@ def _plan(cls: type) -> Tuple[Tuple[str, bool], ...]:
     return plan
 
 
+_HAND_BUILT_ANSWERS = (ProduceAnswer, FetchAnswer)
+
+
 def error_codes_of(response: Any) -> Tuple[int, ...]:
     """Every non-zero ``error_code`` in a response struct, in field order, each once.
 
     Only fields that can hold structs are walked (planned once per class from the schema), so a
     Metadata answer's 10,000 partitions cost one attribute read each, not one per field."""
-    if type(response) is ProduceAnswer:  # the Produce hot path's own answer type
+    if type(response) in _HAND_BUILT_ANSWERS:  # the Produce and Fetch hot paths' own answer types
         return response.error_codes()
     found: List[int] = []
 

@@ -4,8 +4,9 @@ Only the first eight bytes of a request header (API key, API version, correlatio
 read by hand, because they decide which class decodes the rest and must be known to
 answer a request that cannot be decoded.  Everything else is kafka-python's codec, except the
 Metadata response (:mod:`kgroup.server.metadata_encoding`, the one answer that lists thousands of
-entries) and Produce at the versions :mod:`kgroup.server.produce_encoding` covers (the hot path; it
-hands back to kafka-python's codec whatever it does not cover, so errors stay the generic path's).
+entries), Produce at the versions :mod:`kgroup.server.produce_encoding` covers and Fetch responses
+at the versions :mod:`kgroup.server.fetch_encoding` covers (the hot paths; each hands back to
+kafka-python's codec whatever it does not cover, so errors stay the generic path's).
 """
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from kafka.protocol.api_key import ApiKey
 from kafka.protocol.metadata import MetadataResponse
 
 from kgroup.server.apis import SERVED_APIS
+from kgroup.server import fetch_encoding, produce_encoding
+from kgroup.server.fetch_encoding import encode_fetch_response
 from kgroup.server.metadata_encoding import encode_metadata_frame
-from kgroup.server.produce_encoding import (
-    RequestFrame, as_struct, decode_produce_request, encode_produce_response,
-)
+from kgroup.server.produce_encoding import RequestFrame, decode_produce_request, encode_produce_response
 
 __all__ = ["DecodedRequest", "FrameError", "UnsupportedRequestVersion", "decode_request", "encode_response"]
 
@@ -164,10 +165,14 @@ def encode_response(response: Any, version: int, correlation_id: int) -> bytes:
         frame = encode_metadata_frame(response, version, correlation_id)
         if frame is not None:
             return frame
-    produce = encode_produce_response(response, version, correlation_id)  # None: not a Produce response
-    if produce is not None:
-        return produce
-    response = as_struct(response, version)  # a ProduceAnswer the hand encoder left: kafka-python's struct
+    # Each hand encoder answers None for a response that is not its API's or that it does not cover.
+    frame = encode_fetch_response(response, version, correlation_id)
+    if frame is None:
+        frame = encode_produce_response(response, version, correlation_id)
+    if frame is not None:
+        return frame
+    # A hand-built answer the hand encoder left: kafka-python's struct, for its generic codec.
+    response = fetch_encoding.as_struct(produce_encoding.as_struct(response, version), version)
     if response.API_VERSION != version:
         response.API_VERSION = version  # before the header exists: kafka-python's setter would write into it
     response.with_header(correlation_id=correlation_id)

@@ -18,10 +18,12 @@ MAX_TIMESTAMP = -3
 
 
 def read_batches(log: ReplicaLog, offset: int, max_bytes: int, first: bool,
-                 end_offset: int) -> Tuple[bytes, int]:
+                 end_offset: int) -> Tuple[List[Union[bytes, memoryview]], int, int]:
     """Whole batches from the one holding ``offset`` up to ``end_offset`` (the HW, or the LSO for
-    read_committed), and the offset after the last one returned.  The first batch of a response is
-    returned even when larger than the limit (KIP-74), so a consumer always progresses."""
+    read_committed): their pieces (each batch's patched ``head`` then its ``tail``, not joined: the
+    Fetch encoder writes them straight into the response frame), their total size in bytes, and
+    the offset after the last one returned.  The first batch of a response is returned even when
+    larger than the limit (KIP-74), so a consumer always progresses."""
     chunks: List[Union[bytes, memoryview]] = []
     size = 0
     entries = log.entries
@@ -40,7 +42,7 @@ def read_batches(log: ReplicaLog, offset: int, max_bytes: int, first: bool,
         chunks.append(batch.tail)
         size += batch_size
         offset = batch.next_offset
-    return b"".join(chunks), offset
+    return chunks, size, offset
 
 
 def offset_for_timestamp(log: ReplicaLog, timestamp: int, end_offset: int) -> Tuple[int, int]:

@@ -76,8 +76,9 @@ def last_sequence(base_sequence: int, record_count: int) -> int:
 class StoredBatch:
     """One v2 record batch as stored: the client's bytes, untouched, behind a patched 16-byte
     ``head`` that carries the log's base offset and leader epoch.  Readers send ``head`` and
-    ``tail`` one after the other (:func:`kgroup.server.log_reads.read_batches` joins them into
-    the answer), so neither the append nor a fetch copies the batch once more for the patch."""
+    ``tail`` one after the other (:func:`kgroup.server.log_reads.read_batches` hands both to the
+    Fetch encoder, which joins them into the response frame), so neither the append nor a fetch
+    copies the batch once more for the patch."""
 
     head: bytes
     #: The client's bytes after the first 16 (a view: no copy of the produced batch is made).

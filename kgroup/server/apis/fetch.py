@@ -8,6 +8,7 @@ from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 
 from kgroup.server.apis.definition import AwaitData, broker_api
+from kgroup.server.fetch_encoding import FetchAnswer, PartitionFetchAnswer, TopicFetchAnswer
 
 if TYPE_CHECKING:
     from kgroup.server.data_plane import DataPlane
@@ -20,13 +21,11 @@ def _handle(data: "DataPlane", node_id: int, request: Any, version: int) -> Any:
 
 
 def _error_answer(request: Any, version: int, code: int) -> Any:
-    topic_cls = FetchResponse.FetchableTopicResponse
-    partition_cls = topic_cls.PartitionData
-    return FetchResponse(version=version, throttle_time_ms=0, error_code=0, session_id=0, responses=[
-        topic_cls(version=version, topic=t.topic, partitions=[
-            partition_cls(version=version, partition_index=p.partition, error_code=code, high_watermark=-1,
-                          records=None)
-            for p in t.partitions])
+    # Null records and an empty (not null) aborted list: what kafka-python's struct defaults wrote.
+    return FetchAnswer([
+        TopicFetchAnswer(t.topic, [PartitionFetchAnswer(p.partition, code, aborted_transactions=[],
+                                                        record_pieces=None)
+                                   for p in t.partitions])
         for t in request.topics])
 
 
