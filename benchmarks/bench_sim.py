@@ -33,3 +33,16 @@ def test_sim_one_seed_of_the_issue_shape(benchmark):
 @pytest.mark.slow
 def test_sim_twenty_seeds_of_the_issue_shape(benchmark):
     _measure(benchmark, 20)
+
+
+def test_sim_cpu_script_measures_the_issue_shape_without_a_data_path(tmp_path):
+    """``python -m benchmarks.sim_cpu --shape issue-no-data``: the floor of the issue's shape (no
+    producers) as the script measures it, one seed, in its own subprocess."""
+    import os
+
+    from benchmarks import sim_cpu
+
+    assert sim_cpu.SHAPES["issue-no-data"][-1] == 0  # no producers
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    rate, fault_rate, faults, cpu_s, violated = sim_cpu._round(here, sim_cpu.SHAPES["issue-no-data"], 0, 1)
+    assert float(rate) > 0 and float(cpu_s) > 0 and int(faults) >= 0 and violated == "0"

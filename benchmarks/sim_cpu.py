@@ -2,6 +2,7 @@
 
     python -m benchmarks.sim_cpu                                  # the issue's shape, 10 seeds, 3 rounds
     python -m benchmarks.sim_cpu --shape campaign --seeds 60      # kgroup campaign's default shape
+    python -m benchmarks.sim_cpu --shape issue-no-data            # the issue's shape without a data path
     python -m benchmarks.sim_cpu --base /tmp/base                 # and a base checkout, alternating
 
 CPU time (``time.process_time``) of each round, in a fresh subprocess so every round pays the same
@@ -18,13 +19,18 @@ import subprocess
 import sys
 from typing import Dict, List
 
-SHAPES = {"issue": (5, 12, 60_000, 8), "campaign": (3, 6, 10_000, 5)}
+#: (members, partitions, duration_ms, max_faults, producers).  ``issue-no-data``: the issue's shape
+#: without producers, so without any data path (no appends, fetches, processing or commits): the
+#: floor of what the group protocol alone costs at that shape (docs/simulator.md, seventh round).
+SHAPES = {"issue": (5, 12, 60_000, 8, 2), "campaign": (3, 6, 10_000, 5, 2),
+          "issue-no-data": (5, 12, 60_000, 8, 0)}
 
 _ROUND = """
 import sys, time
 from kgroup.sim import SimConfig, run
-members, partitions, duration_ms, max_faults, first, seeds = map(int, sys.argv[1:7])
-config = SimConfig(members=members, partitions=partitions, duration_ms=duration_ms, max_faults=max_faults)
+members, partitions, duration_ms, max_faults, producers, first, seeds = map(int, sys.argv[1:8])
+config = SimConfig(members=members, partitions=partitions, duration_ms=duration_ms, max_faults=max_faults,
+                   producers=producers)
 run(99, SimConfig(members=3, partitions=6, duration_ms=3000))  # imports and first-call costs, not timed
 started = time.process_time()
 faults = violated = 0
