@@ -16,13 +16,16 @@ kafka-python's codec on :func:`as_struct`'s struct, which answers or refuses exa
 """
 from __future__ import annotations
 
+import itertools
 import struct
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import attrs
 from kafka.protocol.consumer import FetchResponse
 
-from kgroup.server.produce_encoding import _NotCovered, _string_bytes, _uvarint_bytes
+from kgroup.server.hand_codec import (
+    NotCoveredByHand, array_prefix, distinct_error_codes, string_bytes, uvarint_bytes,
+)
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "AbortedTransactionAnswer", "FetchAnswer", "PartitionFetchAnswer",
            "RecordPiece", "TopicFetchAnswer", "as_struct", "encode_fetch_response"]
@@ -106,12 +109,8 @@ class FetchAnswer:
 
     def error_codes(self) -> Tuple[int, ...]:
         """Every non-zero error code, in field order, each once (faults.error_codes_of)."""
-        found: List[int] = [int(self.error_code)] if self.error_code else []
-        for topic in self.responses:
-            for p in topic.partitions:
-                if p.error_code and p.error_code not in found:
-                    found.append(int(p.error_code))
-        return tuple(found)
+        partition_codes = (p.error_code for topic in self.responses for p in topic.partitions)
+        return distinct_error_codes(itertools.chain((self.error_code,), partition_codes))
 
 
 def as_struct(response: Any, version: int) -> Any:
@@ -153,7 +152,7 @@ def encode_fetch_response(response: Any, version: int, correlation_id: int) -> O
         return None
     try:
         return _encode(response, version, correlation_id)
-    except (_NotCovered, struct.error, AttributeError, TypeError, ValueError):
+    except (NotCoveredByHand, struct.error, AttributeError, TypeError, ValueError):
         return None
 
 
@@ -168,7 +167,7 @@ def _record_pieces(partition: Any) -> Optional[Sequence[RecordPiece]]:
     if records is None:
         return None
     if not isinstance(records, _BYTES_TYPES):
-        raise _NotCovered("records that are not bytes")
+        raise NotCoveredByHand("records that are not bytes")
     return (records,)
 
 
@@ -183,15 +182,11 @@ def _encode(response: Any, version: int, correlation_id: int) -> bytes:
     else:
         append(_INT32.pack(response.throttle_time_ms))
     topics = response.responses
-    if topics is None:
-        raise _NotCovered("null responses")
-    append(_uvarint_bytes(len(topics) + 1) if flexible else _INT32.pack(len(topics)))
+    append(array_prefix(topics, flexible))
     for topic in topics:
-        append(_string_bytes(topic.topic, flexible, nullable=False))
+        append(string_bytes(topic.topic, flexible, nullable=False))
         partitions = topic.partitions
-        if partitions is None:
-            raise _NotCovered("null partitions")
-        append(_uvarint_bytes(len(partitions) + 1) if flexible else _INT32.pack(len(partitions)))
+        append(array_prefix(partitions, flexible))
         for p in partitions:
             if version >= 5:
                 append(partition_struct.pack(p.partition_index, p.error_code, p.high_watermark,
@@ -203,7 +198,7 @@ def _encode(response: Any, version: int, correlation_id: int) -> bytes:
             if aborted is None:
                 append(b"\x00" if flexible else b"\xff\xff\xff\xff")
             else:
-                append(_uvarint_bytes(len(aborted) + 1) if flexible else _INT32.pack(len(aborted)))
+                append(array_prefix(aborted, flexible))
                 for txn in aborted:
                     append(_INT64_PAIR.pack(txn.producer_id, txn.first_offset))
                     if flexible:
@@ -215,7 +210,7 @@ def _encode(response: Any, version: int, correlation_id: int) -> bytes:
                 append(b"\x00" if flexible else b"\xff\xff\xff\xff")
             else:
                 size = sum(map(len, pieces))
-                append(_uvarint_bytes(size + 1) if flexible else _INT32.pack(size))
+                append(uvarint_bytes(size + 1) if flexible else _INT32.pack(size))
                 extend(pieces)
             if flexible:
                 append(_partition_tags(p))

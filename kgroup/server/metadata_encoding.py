@@ -21,6 +21,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union, 
 from kafka.protocol.metadata import MetadataResponse
 
 from kgroup.core.error_codes import ErrorCode
+from kgroup.server.hand_codec import uvarint_bytes
 
 __all__ = [
     "EncodedPartitions", "MAX_ENCODED_VERSION", "PARTITION_LAYOUTS", "encode_metadata_frame",
@@ -50,15 +51,6 @@ def partition_layout(version: int) -> int:
     return 0
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 _PACKERS: Dict[Tuple[int, int, int, int], Any] = {}
 
 
@@ -78,7 +70,7 @@ def _packer(layout: int, replicas: int, isr: int, offline: int) -> Any:
 
 
 def _array_prefix(layout: int, count: int) -> bytes:
-    return _uvarint(count + 1) if layout == 3 else struct.pack(">i", count)
+    return uvarint_bytes(count + 1) if layout == 3 else struct.pack(">i", count)
 
 
 def _int32_array(layout: int, items: Optional[Iterable[int]]) -> bytes:
@@ -272,7 +264,7 @@ def _string(flexible: bool, value: Optional[str]) -> bytes:
     if value is None:
         return b"\x00" if flexible else b"\xff\xff"
     data = str(value).encode("utf-8")
-    return (_uvarint(len(data) + 1) if flexible else struct.pack(">h", len(data))) + data
+    return (uvarint_bytes(len(data) + 1) if flexible else struct.pack(">h", len(data))) + data
 
 
 def _bits(value: Optional[Iterable[int]]) -> bytes:

@@ -21,6 +21,10 @@ from typing import Any, List, Optional, Tuple, Union
 import attrs
 from kafka.protocol.producer import ProduceResponse
 
+from kgroup.server.hand_codec import (
+    NotCoveredByHand, array_prefix, distinct_error_codes, string_bytes, uvarint_bytes,
+)
+
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "PartitionProduceAnswer", "PartitionProduceData", "ProduceAnswer",
            "RequestFrame",
            "ProduceRequestData", "TopicProduceAnswer", "TopicProduceData", "as_struct",
@@ -44,10 +48,6 @@ _LEADER_ID_AND_EPOCH = struct.Struct(">ii")
 #: A request frame: bytes, or for a large Produce request the bytearray it was read into (read in
 #: place: only indexed, sliced and unpacked).
 RequestFrame = Union[bytes, bytearray]
-
-
-class _NotCovered(Exception):
-    """Bytes or values this module leaves to kafka-python's codec."""
 
 
 def _records_repr(records: Optional[memoryview]) -> str:
@@ -97,7 +97,7 @@ def decode_produce_request(frame: RequestFrame,
         return None
     try:
         return _decode(frame, version >= _FIRST_FLEXIBLE)
-    except (_NotCovered, struct.error, IndexError, ValueError):  # ValueError: UnicodeDecodeError too
+    except (NotCoveredByHand, struct.error, IndexError, ValueError):  # ValueError: UnicodeDecodeError too
         return None
 
 
@@ -112,7 +112,7 @@ def _uvarint(frame: RequestFrame, at: int) -> Tuple[int, int]:
             return value, at
         shift += 7
         if shift > 28:
-            raise _NotCovered("varint longer than 5 bytes")
+            raise NotCoveredByHand("varint longer than 5 bytes")
 
 
 def _skip_tagged_fields(frame: RequestFrame, at: int) -> int:
@@ -124,7 +124,7 @@ def _skip_tagged_fields(frame: RequestFrame, at: int) -> int:
         size, at = _uvarint(frame, at)
         at += size
         if at > len(frame):
-            raise _NotCovered("tagged field past the end of the request")
+            raise NotCoveredByHand("tagged field past the end of the request")
     return at
 
 
@@ -138,10 +138,10 @@ def _string(frame: RequestFrame, at: int, flexible: bool) -> Tuple[Optional[str]
     if length < 0:
         if length == -1:
             return None, at
-        raise _NotCovered("negative string length")
+        raise NotCoveredByHand("negative string length")
     end = at + length
     if end > len(frame):
-        raise _NotCovered("string past the end of the request")
+        raise NotCoveredByHand("string past the end of the request")
     return str(frame[at:end], "utf-8"), end
 
 
@@ -154,7 +154,7 @@ def _array_length(frame: RequestFrame, at: int, flexible: bool) -> Tuple[int, in
         (length,) = _INT32.unpack_from(frame, at)
         at += 4
     if length < 0:
-        raise _NotCovered("null array")
+        raise NotCoveredByHand("null array")
     return length, at
 
 
@@ -173,7 +173,7 @@ def _decode(frame: RequestFrame, flexible: bool) -> Tuple[Optional[str], Produce
     for _ in range(topic_count):
         name, at = _string(frame, at, flexible)
         if name is None:
-            raise _NotCovered("null topic name")
+            raise NotCoveredByHand("null topic name")
         partition_count, at = _array_length(frame, at, flexible)
         partitions: List[PartitionProduceData] = []
         for _ in range(partition_count):
@@ -190,11 +190,11 @@ def _decode(frame: RequestFrame, flexible: bool) -> Tuple[Optional[str], Produce
             if length >= 0:
                 end = at + length
                 if end > size:
-                    raise _NotCovered("records past the end of the request")
+                    raise NotCoveredByHand("records past the end of the request")
                 records = view[at:end]
                 at = end
             elif length != -1:
-                raise _NotCovered("negative records length")
+                raise NotCoveredByHand("negative records length")
             if flexible:
                 at = _skip_tagged_fields(frame, at)
             partitions.append(PartitionProduceData(index, records, frame, records_at))
@@ -243,12 +243,8 @@ class ProduceAnswer:
 
     def error_codes(self) -> Tuple[int, ...]:
         """Every non-zero partition error code, in field order, each once (faults.error_codes_of)."""
-        found: List[int] = []
-        for topic in self.responses:
-            for p in topic.partition_responses:
-                if p.error_code and p.error_code not in found:
-                    found.append(int(p.error_code))
-        return tuple(found)
+        return distinct_error_codes(p.error_code for topic in self.responses
+                                    for p in topic.partition_responses)
 
 
 def as_struct(response: Any, version: int) -> Any:
@@ -283,39 +279,11 @@ def encode_produce_response(response: Any, version: int, correlation_id: int) ->
         return None
     try:
         return _encode(response, version, correlation_id)
-    except (_NotCovered, struct.error, AttributeError, TypeError):
+    except (NotCoveredByHand, struct.error, AttributeError, TypeError):
         return None
 
 
 _RESPONSE_TYPES = (ProduceResponse, ProduceAnswer)
-
-
-def _uvarint_bytes(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _string_bytes(value: Optional[str], flexible: bool, nullable: bool) -> bytes:
-    if value is None:
-        if not nullable:
-            raise _NotCovered("null in a non-nullable string")
-        return b"\x00" if flexible else b"\xff\xff"
-    encoded = value.encode("utf-8")
-    if flexible:
-        return _uvarint_bytes(len(encoded) + 1) + encoded
-    return _INT16.pack(len(encoded)) + encoded
-
-
-def _array_prefix(items: Any, flexible: bool) -> bytes:
-    if items is None:
-        raise _NotCovered("null array")
-    return _uvarint_bytes(len(items) + 1) if flexible else _INT32.pack(len(items))
 
 
 def _encode(response: Any, version: int, correlation_id: int) -> bytes:
@@ -324,11 +292,11 @@ def _encode(response: Any, version: int, correlation_id: int) -> bytes:
     parts: List[bytes] = [b"", b"\x00"] if flexible else [b""]  # frame header; response header v1 tags
     append = parts.append
     topics = response.responses
-    append(_array_prefix(topics, flexible))
+    append(array_prefix(topics, flexible))
     for topic in topics:
-        append(_string_bytes(topic.name, flexible, nullable=False))
+        append(string_bytes(topic.name, flexible, nullable=False))
         partitions = topic.partition_responses
-        append(_array_prefix(partitions, flexible))
+        append(array_prefix(partitions, flexible))
         for p in partitions:
             if version >= 5:
                 append(partition_struct.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms,
@@ -337,13 +305,13 @@ def _encode(response: Any, version: int, correlation_id: int) -> bytes:
                 append(partition_struct.pack(p.index, p.error_code, p.base_offset, p.log_append_time_ms))
             if version >= 8:
                 record_errors = p.record_errors
-                append(_array_prefix(record_errors, flexible))
+                append(array_prefix(record_errors, flexible))
                 for record_error in record_errors:
                     append(_INT32.pack(record_error.batch_index))
-                    append(_string_bytes(record_error.batch_index_error_message, flexible, nullable=True))
+                    append(string_bytes(record_error.batch_index_error_message, flexible, nullable=True))
                     if flexible:
                         append(b"\x00")
-                append(_string_bytes(p.error_message, flexible, nullable=True))
+                append(string_bytes(p.error_message, flexible, nullable=True))
             if flexible:
                 # Tag 0 (v10+): CurrentLeader, written when it differs from its default (None),
                 # as kafka-python's TaggedFields does; the struct ends with its own empty tags.
@@ -360,19 +328,19 @@ def _encode(response: Any, version: int, correlation_id: int) -> bytes:
     if flexible:
         endpoints = response.node_endpoints if version >= 10 else []
         if endpoints is None:
-            raise _NotCovered("null node endpoints")
+            raise NotCoveredByHand("null node endpoints")
         if not endpoints:  # the default: not written
             append(b"\x00")
         else:
-            encoded = [_uvarint_bytes(len(endpoints) + 1)]
+            encoded = [uvarint_bytes(len(endpoints) + 1)]
             for node in endpoints:
                 encoded.append(_INT32.pack(node.node_id))
-                encoded.append(_string_bytes(node.host, True, nullable=False))
+                encoded.append(string_bytes(node.host, True, nullable=False))
                 encoded.append(_INT32.pack(node.port))
-                encoded.append(_string_bytes(node.rack, True, nullable=True))
+                encoded.append(string_bytes(node.rack, True, nullable=True))
                 encoded.append(b"\x00")
             value = b"".join(encoded)
-            append(b"\x01\x00" + _uvarint_bytes(len(value)) + value)
+            append(b"\x01\x00" + uvarint_bytes(len(value)) + value)
     body_size = sum(map(len, parts))
     parts[0] = _RESPONSE_HEADER.pack(body_size + 4, correlation_id)
     return b"".join(parts)

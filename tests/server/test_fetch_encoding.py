@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, List
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.producer import ProduceRequest
@@ -24,14 +24,9 @@ from kgroup.server.fetch_encoding import (
 from kgroup.server.log_reads import read_batches
 from kgroup.server.record_log import BatchSlice
 
-SETTINGS = settings(derandomize=True, deadline=None, database=None, max_examples=300,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-COVERED = list(range(FIRST_VERSION, LAST_VERSION + 1))
+from .hand_codec_checks import SETTINGS, generic_response_frame, int16, int32, int64, names
 
-int16 = st.integers(-2**15, 2**15 - 1)
-int32 = st.integers(-2**31, 2**31 - 1)
-int64 = st.integers(-2**63, 2**63 - 1)
-names = st.text(max_size=12)
+COVERED = list(range(FIRST_VERSION, LAST_VERSION + 1))
 #: A batch as (head, tail): the 16 patched bytes and the rest, as StoredBatch keeps them; one
 #: long enough for a multi-byte compact length now and then.
 batches = st.tuples(st.binary(min_size=16, max_size=16), st.binary(max_size=40) | st.binary(min_size=130,
@@ -106,24 +101,18 @@ def _answer(topic_list: list, throttle_time_ms: int, error_code: int, session_id
     return answer
 
 
-def _generic_response_frame(response: Any, version: int, correlation_id: int) -> bytes:
-    response.API_VERSION = version
-    response.with_header(correlation_id=correlation_id)
-    return bytes(response.encode(header=True, framed=True))
-
-
 @SETTINGS
 @given(version=st.sampled_from(COVERED), correlation_id=int32, topic_list=topics, throttle_time_ms=int32,
        error_code=int16, session_id=int32)
 def test_response_encodes_to_kafka_pythons_bytes(version, correlation_id, topic_list, throttle_time_ms,
                                                  error_code, session_id):
     values = (version, topic_list, throttle_time_ms, error_code, session_id)
-    expected = _generic_response_frame(_response(*values), version, correlation_id)
+    expected = generic_response_frame(_response(*values), version, correlation_id)
     assert encode_fetch_response(_response(*values), version, correlation_id) == expected
     answer = _answer(*values[1:])
     assert encode_fetch_response(answer, version, correlation_id) == expected
     assert frames.encode_response(answer, version, correlation_id) == expected
-    assert _generic_response_frame(as_struct(answer, version), version, correlation_id) == expected
+    assert generic_response_frame(as_struct(answer, version), version, correlation_id) == expected
     assert error_codes_of(answer) == error_codes_of(_response(*values))
 
 
@@ -132,7 +121,7 @@ def test_answer_beyond_the_covered_versions_goes_through_kafka_pythons_struct():
     answer = FetchAnswer([TopicFetchAnswer("t", [partition])])
     for version in (3, 13):
         assert encode_fetch_response(answer, version, 1) is None
-    assert frames.encode_response(answer, 3, 1) == _generic_response_frame(as_struct(answer, 3), 3, 1)
+    assert frames.encode_response(answer, 3, 1) == generic_response_frame(as_struct(answer, 3), 3, 1)
 
 
 def test_a_value_only_kafka_python_judges_is_refused_as_the_generic_path_refuses_it():
@@ -142,7 +131,7 @@ def test_a_value_only_kafka_python_judges_is_refused_as_the_generic_path_refuses
     with pytest.raises(Exception) as raised:
         frames.encode_response(answer, 12, 1)
     with pytest.raises(type(raised.value)):
-        _generic_response_frame(as_struct(answer, 12), 12, 1)
+        generic_response_frame(as_struct(answer, 12), 12, 1)
 
 
 def test_records_joins_the_pieces_and_sets_one_piece():
@@ -244,5 +233,5 @@ def test_the_fetch_error_answer_encodes_as_the_struct_it_replaced():
     struct_response = FetchResponse(version=12, throttle_time_ms=0, error_code=0, session_id=0, responses=[
         _TOPIC(version=12, topic="t", partitions=[
             _PARTITION(version=12, partition_index=0, error_code=6, high_watermark=-1, records=None)])])
-    assert frames.encode_response(answer, 12, 3) == _generic_response_frame(struct_response, 12, 3)
+    assert frames.encode_response(answer, 12, 3) == generic_response_frame(struct_response, 12, 3)
     assert error_codes_of(answer) == (6,)

@@ -9,7 +9,7 @@ import struct
 from typing import Any, List, Optional
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
@@ -20,14 +20,9 @@ from kgroup.server.produce_encoding import (
     TopicProduceAnswer, as_struct, decode_produce_request, encode_produce_response,
 )
 
-SETTINGS = settings(derandomize=True, deadline=None, database=None, max_examples=300,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-COVERED = list(range(FIRST_VERSION, LAST_VERSION + 1))
+from .hand_codec_checks import SETTINGS, generic_response_frame, int16, int32, int64, names
 
-int16 = st.integers(-2**15, 2**15 - 1)
-int32 = st.integers(-2**31, 2**31 - 1)
-int64 = st.integers(-2**63, 2**63 - 1)
-names = st.text(max_size=12)
+COVERED = list(range(FIRST_VERSION, LAST_VERSION + 1))
 nullable_names = st.none() | names
 
 
@@ -241,12 +236,6 @@ def _answer(version: int, topics: list, throttle_time_ms: int, endpoints: list) 
     return answer
 
 
-def _generic_response_frame(response: Any, version: int, correlation_id: int) -> bytes:
-    response.API_VERSION = version
-    response.with_header(correlation_id=correlation_id)
-    return bytes(response.encode(header=True, framed=True))
-
-
 @SETTINGS
 @given(version=st.sampled_from(COVERED), correlation_id=int32,
        topics=st.lists(st.tuples(names, partition_responses), max_size=3), throttle_time_ms=int32,
@@ -256,14 +245,14 @@ def test_response_encodes_to_kafka_pythons_bytes(version, correlation_id, topics
     encoded = encode_produce_response(_response(version, topics, throttle_time_ms, endpoints), version,
                                       correlation_id)
     assert encoded is not None
-    expected = _generic_response_frame(_response(version, topics, throttle_time_ms, endpoints), version,
-                                       correlation_id)
+    expected = generic_response_frame(_response(version, topics, throttle_time_ms, endpoints), version,
+                                      correlation_id)
     assert encoded == expected
     assert frames.encode_response(_response(version, topics, throttle_time_ms, endpoints), version,
                                   correlation_id) == expected
     answer = _answer(version, topics, throttle_time_ms, endpoints)
     assert encode_produce_response(answer, version, correlation_id) == expected
-    assert _generic_response_frame(as_struct(answer, version), version, correlation_id) == expected
+    assert generic_response_frame(as_struct(answer, version), version, correlation_id) == expected
     assert error_codes_of(answer) == error_codes_of(_response(version, topics, throttle_time_ms, endpoints))
 
 
@@ -274,17 +263,17 @@ def test_response_the_hand_encoder_cannot_write_is_left_to_kafka_python():
     assert encode_produce_response(response, 9, 1) is None
     tuples = ProduceResponse(version=9, throttle_time_ms=0, responses=[("t", [])])
     assert encode_produce_response(tuples, 9, 1) is None
-    assert frames.encode_response(tuples, 9, 1) == _generic_response_frame(
+    assert frames.encode_response(tuples, 9, 1) == generic_response_frame(
         ProduceResponse(version=9, throttle_time_ms=0, responses=[("t", [])]), 9, 1)
 
 
 def test_answer_the_hand_encoder_cannot_write_goes_through_kafka_pythons_struct():
     answer = ProduceAnswer([TopicProduceAnswer("t", [PartitionProduceAnswer(0, 0, 7, -1, 0)])])
     assert encode_produce_response(answer, 13, 1) is None  # v13 names topics by id: not covered
-    expected = _generic_response_frame(as_struct(answer, 13), 13, 1)
+    expected = generic_response_frame(as_struct(answer, 13), 13, 1)
     assert frames.encode_response(answer, 13, 1) == expected
     answer.responses[0].partition_responses[0].base_offset = None  # a value only kafka-python judges
     with pytest.raises(Exception) as raised:
         frames.encode_response(answer, 9, 1)
     with pytest.raises(type(raised.value)):
-        _generic_response_frame(as_struct(answer, 9), 9, 1)
+        generic_response_frame(as_struct(answer, 9), 9, 1)
