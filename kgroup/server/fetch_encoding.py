@@ -24,7 +24,7 @@ import attrs
 from kafka.protocol.consumer import FetchResponse
 
 from kgroup.server.hand_codec import (
-    NotCoveredByHand, array_prefix, distinct_error_codes, string_bytes, uvarint_bytes,
+    NotCoveredByHand, array_prefix, distinct_error_codes, null_length, string_bytes, uvarint_bytes,
 )
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "AbortedTransactionAnswer", "FetchAnswer", "PartitionFetchAnswer",
@@ -196,7 +196,7 @@ def _encode(response: Any, version: int, correlation_id: int) -> bytes:
                                              p.last_stable_offset))
             aborted = p.aborted_transactions
             if aborted is None:
-                append(b"\x00" if flexible else b"\xff\xff\xff\xff")
+                append(null_length(flexible))
             else:
                 append(array_prefix(aborted, flexible))
                 for txn in aborted:
@@ -207,7 +207,7 @@ def _encode(response: Any, version: int, correlation_id: int) -> bytes:
                 append(_INT32.pack(p.preferred_read_replica))
             pieces = _record_pieces(p)
             if pieces is None:
-                append(b"\x00" if flexible else b"\xff\xff\xff\xff")
+                append(null_length(flexible))
             else:
                 size = sum(map(len, pieces))
                 append(uvarint_bytes(size + 1) if flexible else _INT32.pack(size))

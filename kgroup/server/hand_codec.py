@@ -6,7 +6,8 @@ from __future__ import annotations
 import struct
 from typing import Any, Iterable, List, Optional, Tuple
 
-__all__ = ["NotCoveredByHand", "array_prefix", "distinct_error_codes", "string_bytes", "uvarint_bytes"]
+__all__ = ["NotCoveredByHand", "array_prefix", "distinct_error_codes", "null_length", "string_bytes",
+           "uvarint_bytes"]
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -27,6 +28,11 @@ def uvarint_bytes(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def null_length(flexible: bool) -> bytes:
+    """The length of a null array, records or bytes field: -1, or compact 0 when ``flexible``."""
+    return b"\x00" if flexible else b"\xff\xff\xff\xff"
 
 
 def string_bytes(value: Optional[str], flexible: bool, nullable: bool) -> bytes:

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple, Union, 
 from kafka.protocol.metadata import MetadataResponse
 
 from kgroup.core.error_codes import ErrorCode
-from kgroup.server.hand_codec import uvarint_bytes
+from kgroup.server.hand_codec import null_length, string_bytes, uvarint_bytes
 
 __all__ = [
     "EncodedPartitions", "MAX_ENCODED_VERSION", "PARTITION_LAYOUTS", "encode_metadata_frame",
@@ -75,7 +75,7 @@ def _array_prefix(layout: int, count: int) -> bytes:
 
 def _int32_array(layout: int, items: Optional[Iterable[int]]) -> bytes:
     if items is None:
-        return b"\x00" if layout == 3 else b"\xff\xff\xff\xff"
+        return null_length(layout == 3)
     values = list(items)
     return _array_prefix(layout, len(values)) + struct.pack(f">{len(values)}i", *values)
 
@@ -260,13 +260,6 @@ class EncodedPartitions(Sequence):
 
 # -- the response ----------------------------------------------------------------------------------
 
-def _string(flexible: bool, value: Optional[str]) -> bytes:
-    if value is None:
-        return b"\x00" if flexible else b"\xff\xff"
-    data = str(value).encode("utf-8")
-    return (uvarint_bytes(len(data) + 1) if flexible else struct.pack(">h", len(data))) + data
-
-
 def _bits(value: Optional[Iterable[int]]) -> bytes:
     """kafka-python's bitfield: the set of bits that are on, None for bit 31 alone."""
     if value is None:
@@ -285,7 +278,7 @@ def _uuid(value: Any) -> bytes:
 
 def _partitions(version: int, layout: int, partitions: Any) -> bytes:
     if partitions is None:
-        return b"\x00" if layout == 3 else b"\xff\xff\xff\xff"
+        return null_length(layout == 3)
     if isinstance(partitions, EncodedPartitions) and partition_layout(partitions.version) == layout:
         return _array_prefix(layout, len(partitions)) + partitions.encoded
     entries = [_entry_of_struct(layout, e) for e in partitions]
@@ -294,7 +287,7 @@ def _partitions(version: int, layout: int, partitions: Any) -> bytes:
 
 def _topic(version: int, layout: int, topic: Any) -> bytes:
     flexible = layout == 3
-    parts = [struct.pack(">h", topic.error_code), _string(flexible, topic.name)]
+    parts = [struct.pack(">h", topic.error_code), string_bytes(topic.name, flexible, nullable=True)]
     if version >= 10:
         parts.append(_uuid(topic.topic_id))
     if version >= 1:
@@ -308,10 +301,10 @@ def _topic(version: int, layout: int, topic: Any) -> bytes:
 
 
 def _broker(version: int, flexible: bool, broker: Any) -> bytes:
-    parts = [struct.pack(">i", broker.node_id), _string(flexible, broker.host),
+    parts = [struct.pack(">i", broker.node_id), string_bytes(broker.host, flexible, nullable=True),
              struct.pack(">i", broker.port)]
     if version >= 1:
-        parts.append(_string(flexible, broker.rack))
+        parts.append(string_bytes(broker.rack, flexible, nullable=True))
     if flexible:
         parts.append(b"\x00")
     return b"".join(parts)
@@ -319,7 +312,7 @@ def _broker(version: int, flexible: bool, broker: Any) -> bytes:
 
 def _array(flexible: bool, items: Optional[List[bytes]]) -> bytes:
     if items is None:
-        return b"\x00" if flexible else b"\xff\xff\xff\xff"
+        return null_length(flexible)
     return _array_prefix(3 if flexible else 0, len(items)) + b"".join(items)
 
 
@@ -338,7 +331,7 @@ def encode_metadata_frame(response: Any, version: int, correlation_id: int) -> O
     parts.append(_array(flexible, None if brokers is None
                         else [_broker(version, flexible, b) for b in brokers]))
     if version >= 2:
-        parts.append(_string(flexible, response.cluster_id))
+        parts.append(string_bytes(response.cluster_id, flexible, nullable=True))
     if version >= 1:
         parts.append(struct.pack(">i", response.controller_id))
     parts.append(_array(flexible, None if topics is None else [_topic(version, layout, t) for t in topics]))
