@@ -203,8 +203,8 @@ class DataPlane:
         if code not in (E.CORRUPT_MESSAGE, E.MESSAGE_TOO_LARGE):
             result.log_start_offset = LOG_START_OFFSET
 
-    def _append(self, p: Partition, batches: List[ProducedBatch], refused: Optional[InvalidRecords], acks: int,
-                result: Any) -> Optional[ProduceWait]:
+    def _append(self, p: Partition, batches: List[ProducedBatch], refused: Optional[InvalidRecords],
+                acks: int, result: Any) -> Optional[ProduceWait]:
         acks_all = acks == -1
         if acks_all and p.is_under_min_isr():
             self._refuse_in_log(result, E.NOT_ENOUGH_REPLICAS)

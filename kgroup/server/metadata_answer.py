@@ -217,7 +217,8 @@ class MetadataAnswer:
             if name not in self.cluster.topics:
                 # KafkaApis.getTopicMetadata without auto-creation: Topic.validate tells an invalid
                 # name (INVALID_TOPIC_EXCEPTION) from a missing one, at every version.
-                code = E.UNKNOWN_TOPIC_OR_PARTITION if is_valid_topic_name(name) else E.INVALID_TOPIC_EXCEPTION
+                code = E.UNKNOWN_TOPIC_OR_PARTITION if is_valid_topic_name(name) \
+                    else E.INVALID_TOPIC_EXCEPTION
                 topics.append(topic_cls(version=version, error_code=code, name=name, topic_id=NIL_UUID,
                                         is_internal=name in INTERNAL_TOPICS, partitions=[]))
                 continue

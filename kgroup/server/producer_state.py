@@ -33,9 +33,10 @@ _MAX_SEQUENCE = 2 ** 31 - 1
 
 
 class BatchMetadata(NamedTuple):
-    """Kafka's BatchMetadata: one of a producer's recent batches as appended.  ``max_timestamp`` is the
-    stored batch's (``ProducerAppendInfo`` records ``batch.maxTimestamp()``), which a retried batch's
-    answer carries as its log_append_time_ms (``UnifiedLog.append``: ``setLogAppendTime(duplicate.timestamp)``)."""
+    """Kafka's BatchMetadata: one of a producer's recent batches as appended.  ``max_timestamp`` is
+    the stored batch's (``ProducerAppendInfo`` records ``batch.maxTimestamp()``), which a retried
+    batch's answer carries as its log_append_time_ms (``UnifiedLog.append``:
+    ``setLogAppendTime(duplicate.timestamp)``)."""
 
     first_sequence: int
     last_sequence: int
