@@ -279,6 +279,18 @@ def test_a_produce_refused_before_the_log_answers_log_start_offset_minus_one(
     assert {t: log_end(engine, t) for t in ends} == ends  # nothing appended
 
 
+@pytest.mark.parametrize("topic", ["__consumer_offsets", "__transaction_state"])
+def test_internal_topics_are_refused_even_to_kafkas_admin_client_id(engine, topic):
+    """Deliberate departure (docs/conformance/broker.md): KafkaApis.handleProduceRequest lets the client
+    id ``__admin_client`` (AdminUtils.ADMIN_CLIENT_ID) append to internal topics; kgroup's coordinators
+    write their records in process, never by Produce, and would skip a raw batch there, so kgroup
+    refuses it from every client."""
+    engine.call(FindCoordinatorRequest(version=3, key="g", key_type=0, coordinator_keys=[]))
+    answer = engine.call(produce(_GOOD, topic), client_id="__admin_client").responses[0]
+    assert (answer.partition_responses[0].error_code, answer.partition_responses[0].log_start_offset) == (
+        E.INVALID_TOPIC_EXCEPTION, -1)
+
+
 @pytest.mark.parametrize("records, code", [
     (_with(batch(3), 57, ">i", 5, fix_crc=True), E.INVALID_RECORD),   # count 5 for 3 records
     (_with(batch(3), 21, ">h", 0x20, fix_crc=True), E.INVALID_RECORD),  # a control batch from a client
