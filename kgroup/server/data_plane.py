@@ -42,6 +42,9 @@ __all__ = ["DataPlane", "ProduceWait"]
 E = ErrorCode
 _ZSTD = 4
 _READ_COMMITTED = 1
+#: Every partition's log start offset: kgroup never removes records from a log's start (no
+#: retention, no DeleteRecords), so what Kafka's UnifiedLog.logStartOffset would answer is 0.
+LOG_START_OFFSET = 0
 
 
 @attrs.define
@@ -114,22 +117,39 @@ class DataPlane:
     # -- Produce -------------------------------------------------------------------------------
 
     def produce(self, node_id: int, request: Any, version: int) -> Tuple[Any, List[ProduceWait]]:
-        """Append every partition's batches; the response plus the acks=all appends to wait for."""
+        """Append every partition's batches; the response plus the acks=all appends to wait for.
+
+        Each partition is refused at the first check that fails, in Kafka's order: the request's
+        transactional id (KafkaApis), the partition's existence and ``ProduceRequest.validateRecords``
+        (KafkaApis.handleProduceRequest), acks (ReplicaManager.appendRecords), internal topics and
+        leadership (ReplicaManager.appendToLocalLog), min.insync.replicas
+        (Partition.appendRecordsToLeader), then what the log checks (UnifiedLog, LogValidator,
+        ProducerStateManager).  A refusal answers log_start_offset -1 (``PartitionResponse``'s
+        default, ``LogAppendInfo.UNKNOWN_LOG_APPEND_INFO``) except where appendToLocalLog's
+        ``processFailedRecord`` puts the partition's log start in (see :meth:`_refuse_in_log`)."""
         waits: List[ProduceWait] = []
         topics = []
         # KafkaApis.handleProduceRequest: transactional records need a transactional id (and the
         # right to use it: every id may, as no authorizer runs); the whole request is refused.
         unauthorized = request.transactional_id is None and any(
             starts_transactional(data.records) for t in request.topic_data for data in t.partition_data)
+        acks_valid = request.acks in (0, 1, -1)
         for t in request.topic_data:
             results = []
             for data in t.partition_data:
-                result = PartitionProduceAnswer(data.index, E.NONE, -1, -1, 0)
+                result = PartitionProduceAnswer(data.index)
                 results.append(result)
                 if unauthorized:
                     result.error_code = E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
                     continue
-                if request.acks not in (0, 1, -1):
+                if not self.has_partition(t.name, data.index):
+                    result.error_code = E.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                batches, refused = self._batches(data, version)
+                if refused is not None and refused.in_request:
+                    result.error_code, result.error_message = refused.code, str(refused)
+                    continue
+                if not acks_valid:
                     result.error_code = E.INVALID_REQUIRED_ACKS
                     continue
                 if t.name in INTERNAL_TOPICS:
@@ -140,7 +160,7 @@ class DataPlane:
                 if p is None:
                     result.error_code = code
                     continue
-                wait = self._append(p, data, request.acks, result, version)
+                wait = self._append(p, batches, refused, request.acks, result)
                 if wait is not None:
                     waits.append(wait)
             topics.append(TopicProduceAnswer(t.name, results))
@@ -150,7 +170,8 @@ class DataPlane:
         # Not kafka-python's struct: built per request, it cost more than the hand encoder (issue 28).
         return ProduceAnswer(topics), waits
 
-    def _append(self, p: Partition, data: Any, acks: int, result: Any, version: int) -> Optional[ProduceWait]:
+    def _batches(self, data: Any, version: int) -> Tuple[List[ProducedBatch], Optional[InvalidRecords]]:
+        """The partition's batches, or why they cannot be appended."""
         try:
             # The hand decoder's records are a view of the request, read in place (``frame``).
             frame = getattr(data, "frame", None)
@@ -158,34 +179,63 @@ class DataPlane:
             # Kafka's ProduceRequest.validateRecords (v3+, every version served here).
             if len(batches) != 1:
                 raise InvalidRecords(E.INVALID_RECORD, f"Produce requests with version {version} are only "
-                                     "allowed to contain exactly one record batch")
+                                     "allowed to contain exactly one record batch", in_request=True)
             if version < 7 and batches[0].compression_type == _ZSTD:
                 raise InvalidRecords(E.UNSUPPORTED_COMPRESSION_TYPE,
-                                     f"Produce requests with version {version} cannot use zstd (KIP-110)")
+                                     f"Produce requests with version {version} cannot use zstd (KIP-110)",
+                                     in_request=True)
+            # UnifiedLog.analyzeAndValidateRecords: RecordTooLargeException.
             if sum(len(b.data) for b in batches) > self.config.max_message_bytes:
                 raise InvalidRecords(E.MESSAGE_TOO_LARGE, "batch larger than max.message.bytes")
         except InvalidRecords as error:
-            result.error_code = error.code
-            result.error_message = str(error)
-            return None
+            return [], error
+        return batches, None
+
+    @staticmethod
+    def _refuse_in_log(result: Any, code: ErrorCode, message: Optional[str] = None) -> None:
+        """Answer an append the partition's leader refused.  ReplicaManager.appendToLocalLog answers
+        CorruptRecordException and RecordTooLargeException with UNKNOWN_LOG_APPEND_INFO (log start
+        -1), anything else (LogValidator's InvalidRecordException, InvalidTimestampException, the
+        producer state's OutOfOrderSequenceException, NotEnoughReplicasException...) with the
+        partition's log start offset (``processFailedRecord``)."""
+        result.error_code = code
+        result.error_message = message
+        if code not in (E.CORRUPT_MESSAGE, E.MESSAGE_TOO_LARGE):
+            result.log_start_offset = LOG_START_OFFSET
+
+    def _append(self, p: Partition, batches: List[ProducedBatch], refused: Optional[InvalidRecords],
+                acks: int, result: Any) -> Optional[ProduceWait]:
         acks_all = acks == -1
         if acks_all and p.is_under_min_isr():
-            result.error_code = E.NOT_ENOUGH_REPLICAS
+            self._refuse_in_log(result, E.NOT_ENOUGH_REPLICAS)
+            return None
+        if refused is not None:
+            self._refuse_in_log(result, refused.code, str(refused))
             return None
         first_offset: Optional[int] = None
         for produced in batches:
             state = self.producer_states.of(p)
             duplicate = state.check_batch(produced)
             if isinstance(duplicate, ErrorCode):
-                result.error_code = duplicate
+                if produced.is_transactional and duplicate is E.INVALID_PRODUCER_EPOCH:
+                    # An older epoch has no transaction open here, so Kafka's leader first asks the
+                    # transaction coordinator (KIP-890 verification, ReplicaManager.handleProduceAppend),
+                    # which refuses it: that answer is UNKNOWN_LOG_APPEND_INFO's (log start -1).
+                    result.error_code = duplicate
+                else:
+                    self._refuse_in_log(result, duplicate)
                 return None
             if duplicate is not None:
-                # A retried batch Kafka already holds: answer where it was appended (ProducerStateManager).
-                first_offset = duplicate if first_offset is None else first_offset
+                # A retried batch Kafka already holds: answered as it was appended, its max timestamp
+                # as the append time (ProducerStateEntry.findDuplicateBatch, UnifiedLog.append).
+                if first_offset is None:
+                    first_offset = duplicate.first_offset
+                    result.log_append_time_ms = duplicate.max_timestamp
                 continue
             offset = self._append_batch(p, produced)
             first_offset = offset if first_offset is None else first_offset
         result.base_offset = first_offset if first_offset is not None else -1
+        result.log_start_offset = LOG_START_OFFSET
         if not acks_all:
             return None
         log = p.leader_log()
@@ -264,14 +314,16 @@ class DataPlane:
                     erred = True
                     continue
                 log = p.logs[node_id]  # _led_partition: node_id leads p
-                state = self.producer_states.of(p)
-                answer.high_watermark = log.hw
-                answer.last_stable_offset = lso = state.last_stable_offset(log.hw)
-                answer.log_start_offset = 0
                 if fp.fetch_offset < 0 or fp.fetch_offset > log.leo:
+                    # ReplicaManager.readFromLocalLog answers OffsetOutOfRangeException with
+                    # createLogReadResult(e): high watermark, log start and LSO all unknown (-1).
                     answer.error_code = E.OFFSET_OUT_OF_RANGE
                     erred = True
                     continue
+                state = self.producer_states.of(p)
+                answer.high_watermark = log.hw
+                answer.last_stable_offset = lso = state.last_stable_offset(log.hw)
+                answer.log_start_offset = LOG_START_OFFSET
                 pieces, size, read_to = read_batches(log, fp.fetch_offset, min(fp.partition_max_bytes,
                                                                                max(budget - total, 0)),
                                                      first=total == 0,

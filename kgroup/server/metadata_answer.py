@@ -22,7 +22,7 @@ from kgroup.server.acl_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, b
 from kgroup.server.config import ServerConfig
 from kgroup.server.metadata_encoding import (
     PARTITION_LAYOUTS, EncodedPartitions, encode_partition_entries, partition_layout)
-from kgroup.server.topic_admin import NIL_UUID, TopicAdmin
+from kgroup.server.topic_admin import NIL_UUID, TopicAdmin, is_valid_topic_name
 
 __all__ = ["INTERNAL_TOPICS", "MetadataAnswer", "partition_metadata"]
 
@@ -215,8 +215,12 @@ class MetadataAnswer:
                     topics.append(topic_cls(version=version, error_code=code, name=name, partitions=[]))
                     continue
             if name not in self.cluster.topics:
-                topics.append(topic_cls(version=version, error_code=E.UNKNOWN_TOPIC_OR_PARTITION, name=name,
-                                        topic_id=NIL_UUID, partitions=[]))
+                # KafkaApis.getTopicMetadata without auto-creation: Topic.validate tells an invalid
+                # name (INVALID_TOPIC_EXCEPTION) from a missing one, at every version.
+                code = E.UNKNOWN_TOPIC_OR_PARTITION if is_valid_topic_name(name) \
+                    else E.INVALID_TOPIC_EXCEPTION
+                topics.append(topic_cls(version=version, error_code=code, name=name, topic_id=NIL_UUID,
+                                        is_internal=name in INTERNAL_TOPICS, partitions=[]))
                 continue
             topics.append(topic_cls(
                 version=version, error_code=E.NONE, name=name, topic_id=self.topics.topic_id(name),

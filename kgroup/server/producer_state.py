@@ -1,9 +1,9 @@
 """Producer state per partition, rebuilt from the leader's log (Kafka's ``ProducerStateManager``).
 
-For each producer id that wrote to a partition: its epoch, the sequences and offsets of its last
-five batches (to answer a retried batch with its original offset), the transaction coordinator
-epoch of its last marker, and the first offset of its ongoing transaction.  From those: the
-partition's last stable offset (LSO) and its aborted-transaction index.
+For each producer id that wrote to a partition: its epoch, the sequences, offsets and max
+timestamps of its last five batches (to answer a retried batch as the original was appended), the
+transaction coordinator epoch of its last marker, and the first offset of its ongoing transaction.
+From those: the partition's last stable offset (LSO) and its aborted-transaction index.
 
 Everything here is derived from the stored batches, which carry producer id, epoch, base sequence
 and attributes: a new leader rebuilds the state by reading its own log, as Kafka's
@@ -13,7 +13,7 @@ only grows, and the state is brought up to date by reading the batches appended 
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Tuple, Union
 
 import attrs
 
@@ -24,7 +24,7 @@ from kgroup.core.transaction_markers import TxnMarker
 from kgroup.server.control_batches import end_txn_marker
 from kgroup.server.record_log import BatchSlice, ProducedBatch, StoredBatch
 
-__all__ = ["AbortedTxn", "PartitionProducers", "ProducerEntry", "ProducerStates"]
+__all__ = ["AbortedTxn", "BatchMetadata", "PartitionProducers", "ProducerEntry", "ProducerStates"]
 
 #: How many recent batches per producer Kafka remembers to answer a retried batch
 #: (ProducerStateEntry.NUM_BATCHES_TO_RETAIN).
@@ -32,13 +32,25 @@ RETAINED_BATCHES = 5
 _MAX_SEQUENCE = 2 ** 31 - 1
 
 
+class BatchMetadata(NamedTuple):
+    """Kafka's BatchMetadata: one of a producer's recent batches as appended.  ``max_timestamp`` is
+    the stored batch's (``ProducerAppendInfo`` records ``batch.maxTimestamp()``), which a retried
+    batch's answer carries as its log_append_time_ms (``UnifiedLog.append``:
+    ``setLogAppendTime(duplicate.timestamp)``)."""
+
+    first_sequence: int
+    last_sequence: int
+    first_offset: int
+    max_timestamp: int
+
+
 @attrs.define
 class ProducerEntry:
     """Kafka's ProducerStateEntry: one producer id on one partition."""
 
     epoch: int
-    #: (first sequence, last sequence, first offset) of its latest batches in ``epoch``, oldest first.
-    batches: List[Tuple[int, int, int]] = attrs.field(factory=list)
+    #: Its latest batches in ``epoch``, oldest first.
+    batches: List[BatchMetadata] = attrs.field(factory=list)
     #: The coordinator epoch of the last marker written for it (-1: none yet).
     coordinator_epoch: int = -1
     #: The first offset of its ongoing transaction on this partition (None: no transaction open).
@@ -135,16 +147,17 @@ class PartitionProducers:
             entry.coordinator_epoch = coordinator_epoch
             return
         entry.set_epoch(batch.producer_epoch)
-        entry.batches.append((batch.base_sequence, batch.last_sequence, batch.base_offset))
+        entry.batches.append(BatchMetadata(batch.base_sequence, batch.last_sequence, batch.base_offset,
+                                           batch.max_timestamp))
         del entry.batches[:-RETAINED_BATCHES]
         if batch.is_transactional and entry.txn_first_offset is None:
             entry.txn_first_offset = self.ongoing[producer_id] = batch.base_offset
 
     # -- checks on a client's append -----------------------------------------------------------
 
-    def check_batch(self, produced: ProducedBatch) -> Union[None, int, ErrorCode]:
-        """None to append ``produced``; the base offset of the batch it repeats (a retry of one of
-        the producer's last five batches); or the error to answer.  Kafka's order:
+    def check_batch(self, produced: ProducedBatch) -> Union[None, BatchMetadata, ErrorCode]:
+        """None to append ``produced``; the batch it repeats (a retry of one of the producer's last
+        five batches); or the error to answer.  Kafka's order:
         ``ProducerStateEntry.findDuplicateBatch`` (same epoch, same first and last sequence), then
         ``ProducerAppendInfo``'s epoch check (INVALID_PRODUCER_EPOCH: Produce answers it in every
         version since 2.7, KIP-588), sequence check (OUT_OF_ORDER_SEQUENCE_NUMBER) and transaction
@@ -155,15 +168,15 @@ class PartitionProducers:
         base_sequence = produced.base_sequence
         if produced.producer_epoch == entry.epoch:
             last_sequence = produced.last_sequence
-            for first, last, base_offset in entry.batches:
-                if (first, last) == (base_sequence, last_sequence):
-                    return base_offset
+            for appended in entry.batches:
+                if (appended.first_sequence, appended.last_sequence) == (base_sequence, last_sequence):
+                    return appended
         if produced.producer_epoch < entry.epoch:
             return ErrorCode.INVALID_PRODUCER_EPOCH
         if produced.producer_epoch > entry.epoch:
             if base_sequence != 0:
                 return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-        elif not _in_sequence(entry.batches[-1][1] if entry.batches else -1, base_sequence):
+        elif not _in_sequence(entry.batches[-1].last_sequence if entry.batches else -1, base_sequence):
             return ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
         if entry.txn_first_offset is not None and not produced.is_transactional:
             return ErrorCode.INVALID_TXN_STATE

@@ -56,11 +56,14 @@ _KNOWN_CODECS = range(0, 5)
 
 
 class InvalidRecords(Exception):
-    """A produce request's records cannot be appended; ``code`` is the Kafka error to answer."""
+    """A produce request's records cannot be appended; ``code`` is the Kafka error to answer.
+    ``in_request``: Kafka refuses it before the log sees it (``ProduceRequest.validateRecords``, run
+    by ``KafkaApis.handleProduceRequest``), so its answer is a bare ``PartitionResponse(error)``."""
 
-    def __init__(self, code: ErrorCode, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str, in_request: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.in_request = in_request
 
 
 def last_sequence(base_sequence: int, record_count: int) -> int:
@@ -168,11 +171,16 @@ def parse_batches(records: Union[bytes, memoryview, None], source: Optional[byte
     """The batches of a produce request's partition data, validated as Kafka validates a client's
     append, so nothing a stock consumer cannot read is ever stored:
 
+    - ``ProduceRequest.validateRecords`` (``in_request``: refused before the log sees it): no whole
+      batch (an empty set, a batch cut short or whose length runs past the data) and magic other
+      than 2 are INVALID_RECORD (87); a length below the minimum record overhead is CORRUPT_MESSAGE
+      (2, ``ByteBufferLogInputStream.nextBatchSize``).  Bytes after the last whole batch are dropped,
+      as ``UnifiedLog.trimInvalidBytes`` drops them;
     - ``DefaultRecordBatch.ensureValid``: a batch shorter than its header or with a CRC that does
-      not match is CORRUPT_MESSAGE (2, CorruptRecordException);
+      not match is CORRUPT_MESSAGE (CorruptRecordException);
     - ``LogValidator.validateBatch``: a count that is not positive or disagrees with the last
       offset delta, a control batch, a producer id without a base sequence are INVALID_RECORD
-      (87, InvalidRecordException); ``ProduceRequest.validateRecords``: magic other than 2 too;
+      (InvalidRecordException);
     - the records themselves, as ``DefaultRecordBatch``'s record iterator reads them (after
       decompression): fewer records than the count ("premature EOF"), bytes left after the last
       one, a record whose fields do not fill its declared size, offset deltas other than
@@ -185,7 +193,8 @@ def parse_batches(records: Union[bytes, memoryview, None], source: Optional[byte
     are read in place: no copy).
     """
     if not records:
-        raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "empty record set")
+        raise InvalidRecords(ErrorCode.INVALID_RECORD, "Produce requests must have at least one record batch "
+                             "per partition", in_request=True)
     if source is not None:
         # ``records`` is a view of ``source`` from ``source_at``: read there, in place.
         data, position = source, source_at
@@ -202,22 +211,24 @@ def parse_batches(records: Union[bytes, memoryview, None], source: Optional[byte
         while end - position >= _LOG_OVERHEAD:
             (length,) = _BATCH_LENGTH.unpack_from(data, position + _BATCH_LENGTH_AT)
             batch_end = position + _LOG_OVERHEAD + length
+            if batch_end - position < _MIN_BATCH_SLICE:  # ByteBufferLogInputStream.nextBatchSize: first
+                raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "unreadable record batch: Record size is "
+                                     "less than the minimum record overhead", in_request=True)
             if batch_end > end:
                 break  # an incomplete batch: the trailing bytes below
-            if batch_end - position < _MIN_BATCH_SLICE:
-                raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "unreadable record batch: Record size is "
-                                     "less than the minimum record overhead")
             magic = data[position + _MAGIC_AT]
             if magic <= 1 or magic >= 0x80:  # (a signed byte: 0x80 and up are negative)
                 raise InvalidRecords(ErrorCode.INVALID_RECORD,
-                                     "produce requests may only hold record batches with magic 2")
+                                     "produce requests may only hold record batches with magic 2",
+                                     in_request=True)
             if batch_end - position < _RECORDS_AT:
                 raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "record batch shorter than its header")
             (_, _, _, magic, crc, attributes, last_offset_delta, first_timestamp, max_timestamp, producer_id,
              producer_epoch, base_sequence, count) = _BATCH_HEADER.unpack_from(data, position)
             if magic != 2:
                 raise InvalidRecords(ErrorCode.INVALID_RECORD,
-                                     "produce requests may only hold record batches with magic 2")
+                                     "produce requests may only hold record batches with magic 2",
+                                     in_request=True)
             raw = view[position:batch_end]
             # The CRC covers everything from the attributes on (kafka-python's own check is ~30x slower).
             if crc32c(raw[_ATTRIBUTES_AT:]) != crc:
@@ -255,14 +266,16 @@ def parse_batches(records: Union[bytes, memoryview, None], source: Optional[byte
             position = batch_end
             batches.append(ProducedBatch(raw, count, max_timestamp, producer_id, producer_epoch,
                                          base_sequence, bool(attributes & _TRANSACTIONAL), compression_type))
-        if position != end:
-            raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "trailing bytes after the last record batch")
+        # Bytes after the last whole batch (too few for one, or a batch cut short) are dropped, as
+        # Kafka's UnifiedLog.trimInvalidBytes drops them; with no whole batch at all,
+        # ProduceRequest.validateRecords finds none: INVALID_RECORD.
     except InvalidRecords:
         raise
     except Exception as error:  # struct.error on short input, or anything else a hostile batch finds
         raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, f"unreadable record batch: {error}") from None
     if not batches:
-        raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "no complete record batch")
+        raise InvalidRecords(ErrorCode.INVALID_RECORD, "Produce requests must have at least one record batch "
+                             "per partition", in_request=True)
     return batches
 
 

@@ -20,7 +20,7 @@ from kgroup.errors import ClusterError, ConfigError
 from kgroup.server.config import ServerConfig
 from kgroup.server.topic_configs import topic_config_error
 
-__all__ = ["MAX_PARTITIONS_PER_REQUEST", "NIL_UUID", "TopicAdmin"]
+__all__ = ["MAX_PARTITIONS_PER_REQUEST", "NIL_UUID", "TopicAdmin", "is_valid_topic_name"]
 
 E = ErrorCode
 _LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
@@ -29,6 +29,11 @@ NIL_UUID = uuid.UUID(int=0)
 #: (or, here, CreatePartitions) request may add; more is refused with POLICY_VIOLATION.
 MAX_PARTITIONS_PER_REQUEST = 10_000
 _TOO_MANY_PARTITIONS = "Excessively large number of partitions per request."
+
+
+def is_valid_topic_name(name: str) -> bool:
+    """Kafka's Topic.validate: 1 to 249 of ``[a-zA-Z0-9._-]``, and neither "." nor ".."."""
+    return bool(_LEGAL_TOPIC_NAME.match(name)) and name not in (".", "..")
 
 
 def _has_collision_chars(name: str) -> bool:
@@ -93,7 +98,7 @@ class TopicAdmin:
         factor), the figures Kafka's CreatableTopicResult carries, validate_only included
         (ReplicationControlManager.createTopic fills them before it knows whether records are kept)."""
         refused = (E.INVALID_TOPIC_EXCEPTION, -1, -1)
-        if not _LEGAL_TOPIC_NAME.match(name) or name in (".", ".."):
+        if not is_valid_topic_name(name):
             return refused
         if name in self.cluster.topics:
             return E.TOPIC_ALREADY_EXISTS, -1, -1

@@ -1,16 +1,24 @@
 """kgroup's broker fixed where the broker conformance suite found it answering differently from Kafka 4.4
 (kgroup/broker_conformance, recorded/kafka-4.4.0.json): CreateTopics validate_only figures, a topic named
 twice, colliding names; FindCoordinator of an unknown key type; SyncGroup v5 without protocol type and
-name; the classic DescribeGroups of a KIP-848 group; ListOffsets finding no record.  Each test failed
+name; the classic DescribeGroups of a KIP-848 group; ListOffsets finding no record; the data plane's
+answers: refused produces (log_start_offset -1, Kafka's order of checks, malformed batches), a duplicate
+idempotent batch's append time, an out-of-range fetch, Metadata of an invalid name.  Each test failed
 before its fix (the answer kgroup gave is in its docstring)."""
 from __future__ import annotations
 
+import struct
+
 import pytest
 from kafka.protocol.admin import CreateTopicsRequest, DescribeGroupsRequest
-from kafka.protocol.consumer import JoinGroupRequest, ListOffsetsRequest, SyncGroupRequest
-from kafka.protocol.metadata import FindCoordinatorRequest
+from kafka.protocol.consumer import FetchRequest, JoinGroupRequest, ListOffsetsRequest, SyncGroupRequest
+from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.producer import ProduceRequest
+from kafka.record.memory_records import MemoryRecordsBuilder
 
 from kgroup.core.error_codes import ErrorCode as E
+from kgroup.server.crc32c import crc32c
+from kgroup.server.topic_admin import NIL_UUID
 from kgroup.wire.kafka_python import ConsumerGroupHeartbeatRequestStruct
 
 _CREATABLE = CreateTopicsRequest.CreatableTopic
@@ -184,3 +192,213 @@ def test_list_offsets_finding_no_record_answers_no_leader_epoch(engine, version)
             for timestamp, _, _ in asked])]))
     got = [(p.error_code, p.offset, p.leader_epoch) for p in answer.topics[0].partitions]
     assert got == [(0, offset, epoch) for _, offset, epoch in asked]
+
+
+# -- Produce: what a refused append answers ---------------------------------------------------------
+
+
+def batch(count: int = 2, producer_id: int = -1, epoch: int = -1, sequence: int = -1,
+          transactional: bool = False, timestamps=None) -> bytes:
+    """A v2 record batch of ``count`` records, timestamps 1000, 1001... unless given."""
+    builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20)
+    if producer_id >= 0:
+        builder.set_producer_state(producer_id, epoch, sequence, transactional)
+    for i in range(count):
+        builder.append(timestamp=timestamps[i] if timestamps else 1_000 + i, key=b"k%d" % i,
+                       value=b"v%d" % i, headers=[])
+    builder.close()
+    return bytes(builder.buffer())
+
+
+def produce(records: bytes, topic: str = "foo", partition: int = 0, acks: int = -1, version: int = 9,
+            transactional_id=None) -> ProduceRequest:
+    topic_cls = ProduceRequest.TopicProduceData
+    return ProduceRequest(version=version, transactional_id=transactional_id, acks=acks, timeout_ms=1_000,
+                          topic_data=[topic_cls(version=version, name=topic, partition_data=[
+                              topic_cls.PartitionProduceData(version=version, index=partition,
+                                                             records=records)])])
+
+
+def produced(engine, request) -> tuple:
+    """(error code, base offset, log_append_time_ms, log_start_offset) of the one partition answered."""
+    answer = engine.call(request).responses[0].partition_responses[0]
+    return answer.error_code, answer.base_offset, answer.log_append_time_ms, answer.log_start_offset
+
+
+def log_end(engine, topic: str = "foo") -> int:
+    return engine.cluster.topics[topic][0].leader_log().leo
+
+
+def _with(data: bytes, at: int, fmt: str, value: int, fix_crc: bool = False) -> bytes:
+    changed = bytearray(data)
+    struct.pack_into(fmt, changed, at, value)
+    if fix_crc:
+        struct.pack_into(">I", changed, 17, crc32c(bytes(changed[21:])))
+    return bytes(changed)
+
+
+_GOOD = batch(3)
+_BAD_CRC = _GOOD[:-1] + bytes([_GOOD[-1] ^ 0xFF])
+
+
+@pytest.mark.parametrize("topic, partition, acks, records, code", [
+    ("nope", 0, -1, _GOOD, E.UNKNOWN_TOPIC_OR_PARTITION),
+    ("foo", 5, -1, _GOOD, E.UNKNOWN_TOPIC_OR_PARTITION),
+    ("foo", 0, 2, _GOOD, E.INVALID_REQUIRED_ACKS),
+    ("__consumer_offsets", 0, -1, _GOOD, E.INVALID_TOPIC_EXCEPTION),
+    ("__transaction_state", 0, -1, _GOOD, E.INVALID_TOPIC_EXCEPTION),
+    ("foo", 0, -1, _BAD_CRC, E.CORRUPT_MESSAGE),
+    ("foo", 0, -1, _with(_GOOD, 16, ">b", 1), E.INVALID_RECORD),                  # magic 1
+    ("foo", 0, -1, _GOOD[:-4], E.INVALID_RECORD),                                # cut short
+    ("foo", 0, -1, _with(_GOOD, 8, ">i", len(_GOOD) + 100), E.INVALID_RECORD),   # length past the data
+    ("foo", 0, -1, b"", E.INVALID_RECORD),                                       # no batch at all
+    ("foo", 0, -1, _GOOD[:11], E.INVALID_RECORD),                                # not even a length
+    ("foo", 0, -1, _with(_GOOD, 8, ">i", 5), E.CORRUPT_MESSAGE),                 # below the record overhead
+    ("foo", 0, -1, _GOOD + _GOOD, E.INVALID_RECORD),                             # two batches
+    ("foo", 0, 2, _GOOD[:-4], E.INVALID_RECORD),                                 # validateRecords before acks
+    ("foo", 0, 2, _BAD_CRC, E.INVALID_REQUIRED_ACKS),                            # acks before the log's CRC
+    ("nope", 0, 2, _GOOD[:-4], E.UNKNOWN_TOPIC_OR_PARTITION),                    # existence first
+    ("__consumer_offsets", 0, -1, _GOOD[:-4], E.INVALID_RECORD),                 # validateRecords first
+], ids=["unknown-topic", "unknown-partition", "acks-2", "consumer-offsets", "transaction-state", "crc",
+        "magic-1", "truncated", "length-past-data", "empty", "11-bytes", "length-below-overhead",
+        "two-batches", "truncated-acks-2", "crc-acks-2", "unknown-topic-acks-2", "internal-truncated"])
+def test_a_produce_refused_before_the_log_answers_log_start_offset_minus_one(
+        engine, topic, partition, acks, records, code):
+    """KafkaApis.handleProduceRequest answers an unknown partition and what
+    ProduceRequest.validateRecords refuses (no whole batch, magic other than 2, more than one batch:
+    INVALID_RECORD; a length below the record overhead: CORRUPT_MESSAGE) with
+    ``new PartitionResponse(error)``, whose base offset, append time and log start are -1;
+    ReplicaManager answers invalid acks (sendInvalidRequiredAcksResponse), an internal topic, a
+    CorruptRecordException (the CRC) with LogAppendInfo.UNKNOWN_LOG_APPEND_INFO, -1 as well; in that
+    order (scenarios broker.produce.unknown-topic, unknown-partition, invalid-acks, internal-topic,
+    malformed-crc/magic/truncated/length).  (kgroup answered log_start_offset 0, CORRUPT_MESSAGE for a
+    batch cut short or running past the data, and checked acks first.)"""
+    engine.call(FindCoordinatorRequest(version=3, key="g", key_type=0, coordinator_keys=[]))
+    ends = {t: log_end(engine, t) for t in ("foo", "__consumer_offsets") if t in engine.cluster.topics}
+    assert produced(engine, produce(records, topic, partition, acks)) == (code, -1, -1, -1)
+    assert {t: log_end(engine, t) for t in ends} == ends  # nothing appended
+
+
+@pytest.mark.parametrize("topic", ["__consumer_offsets", "__transaction_state"])
+def test_internal_topics_are_refused_even_to_kafkas_admin_client_id(engine, topic):
+    """Deliberate departure (docs/conformance/broker.md): KafkaApis.handleProduceRequest lets the client
+    id ``__admin_client`` (AdminUtils.ADMIN_CLIENT_ID) append to internal topics; kgroup's coordinators
+    write their records in process, never by Produce, and would skip a raw batch there, so kgroup
+    refuses it from every client."""
+    engine.call(FindCoordinatorRequest(version=3, key="g", key_type=0, coordinator_keys=[]))
+    answer = engine.call(produce(_GOOD, topic), client_id="__admin_client").responses[0]
+    assert (answer.partition_responses[0].error_code, answer.partition_responses[0].log_start_offset) == (
+        E.INVALID_TOPIC_EXCEPTION, -1)
+
+
+@pytest.mark.parametrize("records, code", [
+    (_with(batch(3), 57, ">i", 5, fix_crc=True), E.INVALID_RECORD),   # count 5 for 3 records
+    (_with(batch(3), 21, ">h", 0x20, fix_crc=True), E.INVALID_RECORD),  # a control batch from a client
+    (_with(batch(3), 21, ">h", 0x08, fix_crc=True), E.INVALID_TIMESTAMP),  # LogAppendTime from a client
+], ids=["count", "control", "log-append-time"])
+def test_a_batch_the_log_validator_refuses_answers_the_partitions_log_start(engine, records, code):
+    """ReplicaManager.appendToLocalLog answers what LogValidator refuses (InvalidRecordException,
+    InvalidTimestampException) with ``processFailedRecord``'s log start, the partition's: 0 (scenario
+    broker.produce.malformed-count, which matched before and still does)."""
+    assert produced(engine, produce(records)) == (code, -1, -1, 0)
+    assert log_end(engine) == 0
+
+
+def test_producer_state_refusals_answer_the_log_start_but_a_fenced_transactional_batch_minus_one(engine):
+    """An idempotent batch the producer state refuses (OutOfOrderSequenceException,
+    InvalidProducerEpochException) is answered with the partition's log start
+    (ReplicaManager.processFailedRecord, scenario broker.produce.out-of-order-sequence: 0).  A
+    transactional batch of an older epoch has no transaction open at its epoch, so Kafka's leader asks
+    the transaction coordinator first (KIP-890, ReplicaManager.handleProduceAppend) and answers its
+    refusal with UNKNOWN_LOG_APPEND_INFO: -1 (scenario txn.produce.fenced-epoch).  (kgroup answered 0.)"""
+    assert produced(engine, produce(batch(1, 7, 1, 0))) == (0, 0, -1, 0)
+    assert produced(engine, produce(batch(1, 7, 1, 5))) == (E.OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1, 0)
+    assert produced(engine, produce(batch(1, 7, 0, 1))) == (E.INVALID_PRODUCER_EPOCH, -1, -1, 0)
+    transactional = dict(transactional=True)
+    assert produced(engine, produce(batch(1, 8, 1, 0, **transactional), transactional_id="tx")) == (
+        0, 1, -1, 0)
+    assert produced(engine, produce(batch(1, 8, 0, 1, **transactional), transactional_id="tx")) == (
+        E.INVALID_PRODUCER_EPOCH, -1, -1, -1)
+    assert log_end(engine) == 2
+
+
+def test_bytes_after_the_last_whole_batch_are_dropped_as_kafka_trims_them(engine):
+    """UnifiedLog.trimInvalidBytes: a whole batch followed by a partial one is appended without the
+    partial bytes (ProduceRequest.validateRecords sees one batch).  (kgroup refused it,
+    CORRUPT_MESSAGE.)"""
+    assert produced(engine, produce(_GOOD + _GOOD[:30])) == (0, 0, -1, 0)
+    assert produced(engine, produce(batch(1) + b"\x00" * 11)) == (0, 3, -1, 0)
+    (stored,) = {id(e.payload.batch): e.payload.batch for e in engine.cluster.topics["foo"][0].leader_log()
+                 .entries[:3]}.values()
+    assert bytes(stored.tail) == _GOOD[16:]
+    assert log_end(engine) == 4
+
+
+# -- Produce: a duplicate idempotent batch ----------------------------------------------------------
+
+
+def test_a_duplicate_batch_answers_its_stored_max_timestamp_as_the_append_time(engine):
+    """ProducerStateEntry.findDuplicateBatch returns the appended batch's BatchMetadata, whose timestamp
+    ProducerAppendInfo took from ``batch.maxTimestamp()``; UnifiedLog.append answers a retried batch
+    with it as ``logAppendTime`` (scenario broker.produce.idempotent-duplicate: 1001).  The max, not the
+    last record's; the same once the producer state is rebuilt from the log (a new leader's
+    UnifiedLog.rebuildProducerState).  (kgroup answered -1.)"""
+    sent = batch(3, producer_id=9, epoch=0, sequence=0, timestamps=[1_000, 5_000, 3_000])
+    assert produced(engine, produce(sent)) == (0, 0, -1, 0)
+    assert produced(engine, produce(sent)) == (0, 0, 5_000, 0)
+    engine.engine.data.producer_states.forget("foo")
+    assert produced(engine, produce(sent)) == (0, 0, 5_000, 0)
+    assert log_end(engine) == 3
+
+
+# -- Fetch --------------------------------------------------------------------------------------------
+
+
+def fetch(offset: int, version: int = 12) -> FetchRequest:
+    fetch_topic = FetchRequest.FetchTopic
+    return FetchRequest(version=version, replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
+                        isolation_level=0, session_id=0, session_epoch=-1, forgotten_topics_data=[],
+                        rack_id="", topics=[fetch_topic(version=version, topic="foo", partitions=[
+                            fetch_topic.FetchPartition(version=version, partition=0, fetch_offset=offset,
+                                                       partition_max_bytes=1 << 20, current_leader_epoch=-1,
+                                                       last_fetched_epoch=-1, log_start_offset=-1)])])
+
+
+@pytest.mark.parametrize("version", [5, 12])
+def test_an_out_of_range_fetch_answers_no_high_watermark_lso_or_log_start(engine, version):
+    """ReplicaManager.readFromLocalLog answers OffsetOutOfRangeException with createLogReadResult(e):
+    high watermark, log start and last stable offset unknown, -1 (scenario broker.fetch.out-of-range).
+    (kgroup answered the high watermark, the LSO and 0.)"""
+    assert produced(engine, produce(batch(5))) == (0, 0, -1, 0)
+    (far,) = engine.call(fetch(100, version)).responses[0].partitions
+    assert (far.error_code, far.high_watermark, far.last_stable_offset, far.log_start_offset) == (
+        E.OFFSET_OUT_OF_RANGE, -1, -1, -1)
+    (near,) = engine.call(fetch(5, version)).responses[0].partitions
+    assert (near.error_code, near.high_watermark, near.last_stable_offset, near.log_start_offset) == (
+        0, 5, 5, 0)
+
+
+# -- Metadata -------------------------------------------------------------------------------------
+
+
+_INVALID_NAMES = ["", ".", "..", "bad/name", "bad name", "x" * 250]
+
+
+@pytest.mark.parametrize("version", [0, 1, 4, 9, 12])
+@pytest.mark.parametrize("auto_create", [False, True])
+def test_metadata_of_an_invalid_topic_name_is_invalid_topic_exception(make_engine, version, auto_create):
+    """KafkaApis.getTopicMetadata: a name missing from the cache is checked with Topic.validate, at every
+    version: INVALID_TOPIC_EXCEPTION for an invalid one, UNKNOWN_TOPIC_OR_PARTITION for a valid one
+    (without auto-creation; with it, DefaultAutoTopicCreationManager refuses the invalid ones the same
+    way) (scenarios broker.create-topics.name-*).  (kgroup answered UNKNOWN_TOPIC_OR_PARTITION.)"""
+    harness = make_engine(brokers=1, auto_create_topics=auto_create)
+    answer = harness.call(MetadataRequest(
+        version=version, allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+        topics=[MetadataRequest.MetadataRequestTopic(version=version, name=name, topic_id=NIL_UUID)
+                for name in _INVALID_NAMES + ["missing"]]))
+    got = [(t.name, t.error_code, t.partitions) for t in answer.topics]
+    assert got[:-1] == [(name, E.INVALID_TOPIC_EXCEPTION, []) for name in _INVALID_NAMES]
+    if not auto_create or version >= 4:  # Metadata v0-v3 ask for auto-creation (KIP-204: v4 may say no)
+        assert got[-1] == ("missing", E.UNKNOWN_TOPIC_OR_PARTITION, [])
+    assert not set(_INVALID_NAMES) & set(harness.cluster.topics)
