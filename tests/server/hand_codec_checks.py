@@ -1,16 +1,16 @@
 """What the hand-codec equivalence tests share: hypothesis settings and value strategies,
-kafka-python's own framing of a response, unsigned varints for test frames, and what
+kafka-python's own framing of a response, unsigned varints and strings for test frames, and what
 frames.decode_request makes of a request frame with and without the hand decoder."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from kgroup.server import frames
-from kgroup.server.hand_codec import uvarint_bytes
+from kgroup.server.hand_codec import string_bytes, uvarint_bytes
 
 SETTINGS = settings(derandomize=True, deadline=None, database=None, max_examples=300,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -30,6 +30,11 @@ def generic_response_frame(response: Any, version: int, correlation_id: int) -> 
 #: Unsigned varints (KIP-482) for test frames: the encoders' writer, which the response tests check
 #: byte for byte against kafka-python's, so request frames do not lean on the decoders under test.
 uvarint = uvarint_bytes
+
+
+def string(value: Optional[str], compact: bool) -> bytes:
+    """A nullable string for test frames (classic, or compact when ``compact``): the encoders' writer."""
+    return string_bytes(value, compact, nullable=True)
 
 
 def decode_outcome(frame: bytes, values: Callable[[Any], Any]) -> Any:

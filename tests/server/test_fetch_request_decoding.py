@@ -17,7 +17,9 @@ from kgroup.server.fetch_request_decoding import (
     FIRST_VERSION, LAST_VERSION, FetchRequestData, decode_fetch_request,
 )
 
-from .hand_codec_checks import SETTINGS, decode_outcome, generic_decode_outcome, int32, int64, names, uvarint
+from .hand_codec_checks import (
+    SETTINGS, decode_outcome, generic_decode_outcome, int32, int64, names, string, uvarint,
+)
 
 COVERED = list(range(FIRST_VERSION, LAST_VERSION + 1))
 nullable_names = st.none() | names
@@ -111,12 +113,6 @@ def _request_frame(version: int, correlation_id: int, client_id: Optional[str], 
     """A Fetch request frame body as FetchRequest.json lays it out; ``None`` for ``topics``,
     ``forgotten`` or a name writes a null."""
     flexible = version >= 12
-
-    def string(value: Optional[str], compact: bool) -> bytes:
-        if value is None:
-            return b"\x00" if compact else b"\xff\xff"
-        raw = value.encode()
-        return (uvarint(len(raw) + 1) if compact else struct.pack(">h", len(raw))) + raw
 
     def length(items: Optional[list]) -> bytes:
         if items is None:

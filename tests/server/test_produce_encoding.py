@@ -22,7 +22,7 @@ from kgroup.server.produce_encoding import (
 
 from .hand_codec_checks import (
     SETTINGS, decode_outcome, generic_decode_outcome, generic_response_frame, int16, int32, int64, names,
-    uvarint,
+    string, uvarint,
 )
 
 COVERED = list(range(FIRST_VERSION, LAST_VERSION + 1))
@@ -44,12 +44,6 @@ def _request_frame(version: int, correlation_id: int, client_id: Optional[str],
     """A Produce request frame body written independently of both codecs (to put unknown tagged
     fields where kafka-python's encoder cannot)."""
     flexible = version >= 9
-
-    def string(value: Optional[str], compact: bool) -> bytes:
-        if value is None:
-            return b"\x00" if compact else b"\xff\xff"
-        raw = value.encode()
-        return (uvarint(len(raw) + 1) if compact else struct.pack(">h", len(raw))) + raw
 
     def length(count: int) -> bytes:
         return uvarint(count + 1) if flexible else struct.pack(">i", count)
