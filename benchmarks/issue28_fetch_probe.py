@@ -5,8 +5,9 @@ Each round starts ``python -m kgroup.server --brokers 3`` from one checkout, fil
 3-partition topic with 1 KB records (confluent-kafka, acks=all), then reads it all with
 confluent-kafka and again with kafka-python (benchmarks/_wire.py's consumers: assign(), from the
 beginning); for each it reports the consume rate and the server process's CPU time (user +
-system) during the read, per record.  On a loaded, shared machine the CPU per record moves far
-less than the rate.
+system) during the read, per record (to 0.01 us: the CPU clock ticks every 10 ms, so read at least
+200,000 records for a figure good to a few per cent).  On a loaded, shared machine the CPU per
+record moves far less than the rate.
 
     python -m benchmarks.issue28_fetch_probe --base /tmp/fetchbase --rounds 3
 """
@@ -59,14 +60,14 @@ def main() -> None:
             for client, figures in _round(path, args.records_confluent, args.records_kafka_python).items():
                 results[label].setdefault(client, []).append(figures)
                 print(f"round {index + 1} {label:6} {client:12} {figures[0]:9.0f} rec/s "
-                      f"{figures[1]:6.1f} us CPU/record", flush=True)
+                      f"{figures[1]:6.2f} us CPU/record", flush=True)
     print()
     for client in ("confluent", "kafka-python"):
         for label in ("before", "after"):
             runs = results[label][client]
             print(f"{client:12} {label:6} rate median {statistics.median(r for r, _ in runs):9.0f} rec/s "
                   f"(best {max(r for r, _ in runs):.0f}); server CPU/record median "
-                  f"{statistics.median(c for _, c in runs):.1f} us (min {min(c for _, c in runs):.1f})")
+                  f"{statistics.median(c for _, c in runs):.2f} us (min {min(c for _, c in runs):.2f})")
 
 
 if __name__ == "__main__":

@@ -4,9 +4,10 @@ Only the first eight bytes of a request header (API key, API version, correlatio
 read by hand, because they decide which class decodes the rest and must be known to
 answer a request that cannot be decoded.  Everything else is kafka-python's codec, except the
 Metadata response (:mod:`kgroup.server.metadata_encoding`, the one answer that lists thousands of
-entries), Produce at the versions :mod:`kgroup.server.produce_encoding` covers and Fetch responses
-at the versions :mod:`kgroup.server.fetch_encoding` covers (the hot paths; each hands back to
-kafka-python's codec whatever it does not cover, so errors stay the generic path's).
+entries), Produce at the versions :mod:`kgroup.server.produce_encoding` covers, Fetch requests at
+the versions :mod:`kgroup.server.fetch_request_decoding` covers and Fetch responses at the versions
+:mod:`kgroup.server.fetch_encoding` covers (the hot paths; each hands back to kafka-python's codec
+whatever it does not cover, so errors stay the generic path's).
 """
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ from kafka.protocol.metadata import MetadataResponse
 from kgroup.server.apis import SERVED_APIS
 from kgroup.server import fetch_encoding, produce_encoding
 from kgroup.server.fetch_encoding import encode_fetch_response
+from kgroup.server.fetch_request_decoding import decode_fetch_request
+from kgroup.server.hand_codec import RequestFrame
 from kgroup.server.metadata_encoding import encode_metadata_frame
-from kgroup.server.produce_encoding import RequestFrame, decode_produce_request, encode_produce_response
+from kgroup.server.produce_encoding import decode_produce_request, encode_produce_response
 
 __all__ = ["DecodedRequest", "FrameError", "UnsupportedRequestVersion", "decode_request", "encode_response"]
 
@@ -110,10 +113,15 @@ def decode_request(frame: RequestFrame) -> DecodedRequest:
             if decoded is not None and _null_field(request_class._struct, decoded, version) is not None:
                 decoded = None
         raise UnsupportedRequestVersion(api_key, version, correlation_id, decoded)
-    if api_key is ApiKey.Produce:  # the hot path, by hand; None: left to kafka-python's codec below
-        produce = decode_produce_request(frame, version)
-        if produce is not None:
-            return DecodedRequest(api_key, version, correlation_id, produce[0] or "", produce[1])
+    # The hot paths, by hand: (client id, request), or None to leave it to kafka-python's codec below.
+    if api_key is ApiKey.Fetch:
+        by_hand: Optional[tuple] = decode_fetch_request(frame, version)
+    elif api_key is ApiKey.Produce:
+        by_hand = decode_produce_request(frame, version)
+    else:
+        by_hand = None
+    if by_hand is not None:
+        return DecodedRequest(api_key, version, correlation_id, by_hand[0] or "", by_hand[1])
     try:
         request = request_class.decode(frame, version=version, header=True)
     except Exception as error:

@@ -16,13 +16,14 @@ answers or refuses exactly as before.
 from __future__ import annotations
 
 import struct
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple
 
 import attrs
 from kafka.protocol.producer import ProduceResponse
 
 from kgroup.server.hand_codec import (
-    NotCoveredByHand, array_prefix, distinct_error_codes, string_bytes, uvarint_bytes,
+    NotCoveredByHand, RequestFrame, array_prefix, distinct_error_codes, read_array_length, read_length,
+    read_string, skip_tagged_fields, string_bytes, uvarint_bytes,
 )
 
 __all__ = ["FIRST_VERSION", "LAST_VERSION", "PartitionProduceAnswer", "PartitionProduceData", "ProduceAnswer",
@@ -35,7 +36,6 @@ __all__ = ["FIRST_VERSION", "LAST_VERSION", "PartitionProduceAnswer", "Partition
 FIRST_VERSION, LAST_VERSION = 3, 12
 _FIRST_FLEXIBLE = 9
 
-_INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _RESPONSE_HEADER = struct.Struct(">ii")  # frame length, correlation id
@@ -43,11 +43,6 @@ _RESPONSE_HEADER = struct.Struct(">ii")  # frame length, correlation id
 _PARTITION_V3 = struct.Struct(">ihqq")
 _PARTITION_V5 = struct.Struct(">ihqqq")
 _LEADER_ID_AND_EPOCH = struct.Struct(">ii")
-
-
-#: A request frame: bytes, or for a large Produce request the bytearray it was read into (read in
-#: place: only indexed, sliced and unpacked).
-RequestFrame = Union[bytes, bytearray]
 
 
 def _records_repr(records: Optional[memoryview]) -> str:
@@ -101,90 +96,28 @@ def decode_produce_request(frame: RequestFrame,
         return None
 
 
-def _uvarint(frame: RequestFrame, at: int) -> Tuple[int, int]:
-    """An unsigned varint (KIP-482's compact lengths and tags) and the position after it."""
-    value = shift = 0
-    while True:
-        byte = frame[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-        if shift > 28:
-            raise NotCoveredByHand("varint longer than 5 bytes")
-
-
-def _skip_tagged_fields(frame: RequestFrame, at: int) -> int:
-    """Past a tagged-field section.  ProduceRequest v9..v12 defines no tag, so all are unknown
-    and skipped, as Kafka's generated readers do."""
-    count, at = _uvarint(frame, at)
-    for _ in range(count):
-        _tag, at = _uvarint(frame, at)
-        size, at = _uvarint(frame, at)
-        at += size
-        if at > len(frame):
-            raise NotCoveredByHand("tagged field past the end of the request")
-    return at
-
-
-def _string(frame: RequestFrame, at: int, flexible: bool) -> Tuple[Optional[str], int]:
-    if flexible:
-        length, at = _uvarint(frame, at)
-        length -= 1
-    else:
-        (length,) = _INT16.unpack_from(frame, at)
-        at += 2
-    if length < 0:
-        if length == -1:
-            return None, at
-        raise NotCoveredByHand("negative string length")
-    end = at + length
-    if end > len(frame):
-        raise NotCoveredByHand("string past the end of the request")
-    return str(frame[at:end], "utf-8"), end
-
-
-def _array_length(frame: RequestFrame, at: int, flexible: bool) -> Tuple[int, int]:
-    """The length of a non-nullable array: a null one (or a negative length) is not covered."""
-    if flexible:
-        length, at = _uvarint(frame, at)
-        length -= 1
-    else:
-        (length,) = _INT32.unpack_from(frame, at)
-        at += 4
-    if length < 0:
-        raise NotCoveredByHand("null array")
-    return length, at
-
-
 def _decode(frame: RequestFrame, flexible: bool) -> Tuple[Optional[str], ProduceRequestData]:
     # Request header v1 (v3..v8) / v2 (v9+): the client id is a classic nullable string in both.
-    client_id, at = _string(frame, 8, False)
+    client_id, at = read_string(frame, 8, False)
     if flexible:
-        at = _skip_tagged_fields(frame, at)
-    transactional_id, at = _string(frame, at, flexible)
+        at = skip_tagged_fields(frame, at)
+    transactional_id, at = read_string(frame, at, flexible)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, at)
     at += _ACKS_TIMEOUT.size
-    topic_count, at = _array_length(frame, at, flexible)
+    topic_count, at = read_array_length(frame, at, flexible)
     topics: List[TopicProduceData] = []
     size = len(frame)
     view = memoryview(frame)
     for _ in range(topic_count):
-        name, at = _string(frame, at, flexible)
+        name, at = read_string(frame, at, flexible)
         if name is None:
             raise NotCoveredByHand("null topic name")
-        partition_count, at = _array_length(frame, at, flexible)
+        partition_count, at = read_array_length(frame, at, flexible)
         partitions: List[PartitionProduceData] = []
         for _ in range(partition_count):
             (index,) = _INT32.unpack_from(frame, at)
             at += 4
-            if flexible:
-                length, at = _uvarint(frame, at)
-                length -= 1
-            else:
-                (length,) = _INT32.unpack_from(frame, at)
-                at += 4
+            length, at = read_length(frame, at, flexible)
             records: Optional[memoryview] = None
             records_at = at
             if length >= 0:
@@ -196,13 +129,13 @@ def _decode(frame: RequestFrame, flexible: bool) -> Tuple[Optional[str], Produce
             elif length != -1:
                 raise NotCoveredByHand("negative records length")
             if flexible:
-                at = _skip_tagged_fields(frame, at)
+                at = skip_tagged_fields(frame, at)
             partitions.append(PartitionProduceData(index, records, frame, records_at))
         if flexible:
-            at = _skip_tagged_fields(frame, at)
+            at = skip_tagged_fields(frame, at)
         topics.append(TopicProduceData(name, partitions))
     if flexible:
-        _skip_tagged_fields(frame, at)
+        skip_tagged_fields(frame, at)
     return client_id, ProduceRequestData(transactional_id, acks, timeout_ms, topics)
 
 

@@ -20,7 +20,10 @@ from kgroup.server.produce_encoding import (
     TopicProduceAnswer, as_struct, decode_produce_request, encode_produce_response,
 )
 
-from .hand_codec_checks import SETTINGS, generic_response_frame, int16, int32, int64, names
+from .hand_codec_checks import (
+    SETTINGS, decode_outcome, generic_decode_outcome, generic_response_frame, int16, int32, int64, names,
+    string, uvarint,
+)
 
 COVERED = list(range(FIRST_VERSION, LAST_VERSION + 1))
 nullable_names = st.none() | names
@@ -28,20 +31,11 @@ nullable_names = st.none() | names
 
 # -- requests ----------------------------------------------------------------------------------
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _tags(unknown: List[bytes]) -> bytes:
     """A tagged-field section holding ``unknown`` values under tags 7, 8, ...  (none defined for
     ProduceRequest v9..v12, so a reader skips them)."""
-    return _uvarint(len(unknown)) + b"".join(
-        _uvarint(7 + i) + _uvarint(len(value)) + value for i, value in enumerate(unknown))
+    return uvarint(len(unknown)) + b"".join(
+        uvarint(7 + i) + uvarint(len(value)) + value for i, value in enumerate(unknown))
 
 
 def _request_frame(version: int, correlation_id: int, client_id: Optional[str],
@@ -51,14 +45,8 @@ def _request_frame(version: int, correlation_id: int, client_id: Optional[str],
     fields where kafka-python's encoder cannot)."""
     flexible = version >= 9
 
-    def string(value: Optional[str], compact: bool) -> bytes:
-        if value is None:
-            return b"\x00" if compact else b"\xff\xff"
-        raw = value.encode()
-        return (_uvarint(len(raw) + 1) if compact else struct.pack(">h", len(raw))) + raw
-
     def length(count: int) -> bytes:
-        return _uvarint(count + 1) if flexible else struct.pack(">i", count)
+        return uvarint(count + 1) if flexible else struct.pack(">i", count)
 
     def records(value: Optional[bytes]) -> bytes:
         if value is None:
@@ -127,19 +115,11 @@ def test_request_encoded_by_kafka_python_decodes_to_the_same_values(version, tra
 
 
 def _outcome(frame: bytes) -> Any:
-    """What frames.decode_request makes of ``frame``: the request's values or the error raised."""
-    try:
-        decoded = frames.decode_request(frame)
-    except Exception as error:  # noqa: BLE001 - the outcome under comparison
-        return (type(error), str(error))
-    return (decoded.api_key, decoded.api_version, decoded.correlation_id, decoded.client_id,
-            _values(decoded.request))
+    return decode_outcome(frame, _values)
 
 
 def _generic_outcome(frame: bytes, monkeypatch: pytest.MonkeyPatch) -> Any:
-    with monkeypatch.context() as patched:
-        patched.setattr(frames, "decode_produce_request", lambda frame, version: None)
-        return _outcome(frame)
+    return generic_decode_outcome(frame, _values, "decode_produce_request", monkeypatch)
 
 
 @pytest.mark.parametrize("version", [3, 8, 9, 11])
