@@ -381,7 +381,7 @@ class ConsumerApp:
                 self.history.record(CommitSent(now_ms, self.name, request.member_id, request.generation_id,
                                                commit.topic_partition, commit.committed.offset, state))
 
-    def on_complete(self, request: object, result: object, now_ms: int) -> None:
+    def on_complete(self, request: object, result: object, now_ms: int, handled_ms: int) -> None:
         if not isinstance(request, OffsetCommitRequest):
             return
         codes = ({p.topic_partition: p.error_code for p in result.partitions}
@@ -390,7 +390,8 @@ class ConsumerApp:
             code = codes.get(commit.topic_partition)
             error = "TRANSPORT" if code is None else code.name
             self.history.record(CommitAnswered(now_ms, self.name, request.member_id, request.generation_id,
-                                               commit.topic_partition, commit.committed.offset, error))
+                                               commit.topic_partition, commit.committed.offset, error,
+                                               handled_ms))
 
 
 class Producer:

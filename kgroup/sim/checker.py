@@ -14,8 +14,9 @@ During the run, after every instant (:class:`OwnershipChecker`):
 
 Over the whole history (:func:`check_history`):
 
-- ``offset-went-back``: per partition, accepted commits in the order their
-  answers arrived are non-decreasing;
+- ``offset-went-back``: per partition, accepted commits in the order the
+  coordinator handled them are non-decreasing (not in the order their answers
+  arrived: a member frozen after sending reads its answer only when it thaws);
 - ``stale-generation-commit``: an accepted commit carries the generation its
   offsets were produced in, or its member kept the partition from that
   generation to the one it carried;
@@ -251,7 +252,15 @@ def check_history(history: History, final_committed: Dict[TopicPartition, int],
 
 
 def _accepted(history: History) -> List[CommitAnswered]:
-    return [e for e in history.of(CommitAnswered) if e.error == "NONE"]
+    """Accepted commits in the order the coordinator handled them; answers of one instant keep their
+    order of arrival (one link's answers arrive in the order it handled them)."""
+    accepted = [e for e in history.of(CommitAnswered) if e.error == "NONE"]
+    accepted.sort(key=_handled_ms)
+    return accepted
+
+
+def _handled_ms(commit: CommitAnswered) -> int:
+    return commit.handled_ms
 
 
 def check_offsets_monotonic(history: History) -> List[Violation]:

@@ -130,6 +130,10 @@ class _CommitAnswered(NamedTuple):
     partition: TopicPartition
     offset: int
     error: str
+    #: When the coordinator handled the request (-1: it never reached a broker).  The answer can come
+    #: much later (a member frozen meanwhile reads it when it thaws): the checks order what the
+    #: coordinator accepted by this, not by ``at_ms``.
+    handled_ms: int
 
 
 class CommitAnswered(_Event, _CommitAnswered):

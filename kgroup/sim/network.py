@@ -40,10 +40,14 @@ ANY_BROKER = 0
 
 
 class TransportObserver(Protocol):
-    """Sees each request a member sends and the answer (or TransportError) it gets back."""
+    """Sees each request a member sends and the answer (or TransportError) it gets back.
+
+    ``handled_ms`` is when a broker took the request (the in-process cluster handles it then), -1 if it
+    never reached one: answers can reach a member long after (a frozen member reads them when it
+    thaws), so only this orders what the coordinator did."""
 
     def on_send(self, request: object, now_ms: int) -> None: ...
-    def on_complete(self, request: object, result: object, now_ms: int) -> None: ...
+    def on_complete(self, request: object, result: object, now_ms: int, handled_ms: int) -> None: ...
 
 
 @attrs.frozen
@@ -197,6 +201,8 @@ class SimTransport(Transport):
         self.network = network
         self.observer = observer
         self._requests: Dict[int, object] = {}
+        #: correlation id -> when a broker took the request (kept only for the observer).
+        self._handled_ms: Dict[int, int] = {}
         self.member = member
         self.inner = inner
         self.clock = clock
@@ -261,6 +267,8 @@ class SimTransport(Transport):
             _due, _order, correlation_id, request, node_id = heapq.heappop(self._outgoing)
             inner_id = self.inner.send(request, node_id)
             self._at_broker[inner_id] = (correlation_id, self.broker_of(node_id))
+            if self.observer is not None:
+                self._handled_ms[correlation_id] = now_ms
         for completion in self.inner.poll(0):
             sent = self._at_broker.pop(completion.correlation_id, None)
             if sent is None:
@@ -311,7 +319,8 @@ class SimTransport(Transport):
             if self.observer is not None:
                 request = self._requests.pop(completion.correlation_id, None)
                 if request is not None:
-                    self.observer.on_complete(request, completion.result, now)
+                    self.observer.on_complete(request, completion.result, now,
+                                              self._handled_ms.pop(completion.correlation_id, -1))
         return out
 
     def close(self) -> None:

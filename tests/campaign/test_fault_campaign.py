@@ -107,12 +107,14 @@ def test_stale_generation_check_flags_a_commit_made_before_another_member_owned_
         Processed(1, "m0", "a", 2, tp, 0, 5),
         OwnershipChanged(1, "m0", "a", 2, "STABLE", frozenset({tp}), True),
         OwnershipChanged(2, "m0", "a", 3, "STABLE", frozenset({tp}), True),
-        CommitAnswered(3, "m0", "a", 3, tp, 5, "NONE"),  # made in 2, kept the partition into 3: fine
+        # made in 2, kept the partition into 3: fine
+        CommitAnswered(3, "m0", "a", 3, tp, 5, "NONE", handled_ms=2),
         Processed(4, "m0", "a", 3, tp, 5, 10),
         OwnershipChanged(5, "m1", "b", 4, "STABLE", frozenset({tp}), True),
-        CommitAnswered(6, "m0", "a", 4, tp, 10, "NONE"),  # made in 3, accepted as 4 (b owned it in 4)
+        # made in 3, accepted as 4 (b owned it in 4)
+        CommitAnswered(6, "m0", "a", 4, tp, 10, "NONE", handled_ms=5),
         Processed(7, "m1", "b", 4, tp, 10, 20),
-        CommitAnswered(8, "m1", "b", 4, tp, 20, "NONE"),  # fine
+        CommitAnswered(8, "m1", "b", 4, tp, 20, "NONE", handled_ms=7),  # fine
     ]:
         history.record(event)
     violations = check_commit_generations(history)

@@ -21,18 +21,38 @@ def _history(*events):
 
 def test_offsets_going_back_are_named_and_acknowledged_commits_must_survive():
     history = _history(CommitSent(1, "m0", "a", 1, TP, 10, "STABLE"),
-                       CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE"),
+                       CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE", handled_ms=1),
                        CommitSent(3, "m1", "b", 1, TP, 5, "STABLE"),
-                       CommitAnswered(4, "m1", "b", 1, TP, 5, "NONE"))
+                       CommitAnswered(4, "m1", "b", 1, TP, 5, "NONE", handled_ms=3))
     assert [v.check for v in check_offsets_monotonic(history)] == ["offset-went-back"]
     assert check_acknowledged_commits_survive(history, {TP: 5}) == []
     lost = check_acknowledged_commits_survive(history, {TP: 3})
     assert [v.check for v in lost] == ["acknowledged-commit-lost"]
 
 
+def test_commits_are_ordered_by_when_the_coordinator_handled_them_not_by_when_answers_arrived():
+    """A member frozen right after sending reads its answer seconds later: its commit of 10 was handled
+    at 2, before m1's commit of 50 (handled at 5), so the committed offset never went back and 50 is
+    the one that must survive, though the answers arrived in the other order."""
+    history = _history(CommitSent(1, "m0", "a", 1, TP, 10, "STABLE"),
+                       CommitSent(4, "m1", "b", 2, TP, 50, "STABLE"),
+                       CommitAnswered(6, "m1", "b", 2, TP, 50, "NONE", handled_ms=5),
+                       CommitAnswered(900, "m0", "a", 1, TP, 10, "NONE", handled_ms=2))
+    assert check_offsets_monotonic(history) == []
+    assert check_acknowledged_commits_survive(history, {TP: 50}) == []
+    assert [v.check for v in check_acknowledged_commits_survive(history, {TP: 10})] == [
+        "acknowledged-commit-lost"]
+    # The other way round, a commit handled later going back is named even when its answer came first.
+    late = _history(CommitAnswered(6, "m1", "b", 2, TP, 5, "NONE", handled_ms=5),
+                    CommitAnswered(7, "m0", "a", 2, TP, 50, "NONE", handled_ms=3))
+    violations = check_offsets_monotonic(late)
+    assert [v.check for v in violations] == ["offset-went-back"]
+    assert "from 50 (m0) to 5 (m1)" in violations[0].message
+
+
 def test_resume_below_an_acknowledged_commit_is_a_duplicate_and_above_any_commit_a_skip():
     history = _history(CommitSent(1, "m0", "a", 1, TP, 10, "STABLE"),
-                       CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE"),
+                       CommitAnswered(2, "m0", "a", 1, TP, 10, "NONE", handled_ms=1),
                        Resumed(5, "m1", "b", 2, TP, 4, asked_at_ms=3),
                        Resumed(6, "m2", "c", 3, TP, 12, asked_at_ms=3),
                        Resumed(7, "m2", "c", 3, TP, 10, asked_at_ms=3))
@@ -43,7 +63,7 @@ def test_stale_generation_commit_and_lost_write():
     history = _history(Processed(1, "m0", "a", 3, TP, 0, 10),
                        OwnershipChanged(2, "m1", "b", 4, "STABLE", frozenset({TP}), True),
                        Processed(2, "m1", "b", 4, TP, 12, 20),
-                       CommitAnswered(3, "m0", "a", 4, TP, 10, "NONE"))
+                       CommitAnswered(3, "m0", "a", 4, TP, 10, "NONE", handled_ms=2))
     assert [v.check for v in check_commit_generations(history)] == ["stale-generation-commit"]
     assert [v.check for v in check_lost_writes(history, {TP: [f"r{i}" for i in range(20)]})] == ["lost-write"]
 

@@ -9,7 +9,7 @@ import pytest
 from kgroup.errors import ConfigError
 from kgroup.sim import Fault, SimConfig, parse_schedule, run
 from kgroup.sim.faults import DRAWN_FAULT_KINDS, FAULT_KINDS, FaultDraw
-from kgroup.sim.history import CoordinatorMoved, FaultApplied, OwnershipChanged
+from kgroup.sim.history import CommitAnswered, CoordinatorMoved, FaultApplied, OwnershipChanged
 from kgroup.sim.schedule import Schedule, ScheduleFormatError, generate_schedule
 from kgroup.sim.shrink import shrink
 
@@ -163,6 +163,24 @@ def test_a_freeze_shorter_than_the_session_goes_unnoticed_by_the_group(protocol)
     verdict = run(parse_schedule(f"# seed 1\n  4000 ms  freeze m1 for {freeze_ms} ms\n"), config)
     assert not _m1_events(verdict, 4000, 4000 + freeze_ms)
     assert not [e for e in verdict.history.of(OwnershipChanged) if e.at_ms >= 4000]  # no rebalance
+    assert verdict.ok, verdict.describe()
+
+
+#: Seeds whose frozen member read, on thawing, the answer of a commit the coordinator had handled
+#: before the group moved its partitions on: the history checker took the late answer for a commit
+#: going back until it ordered commits by when the coordinator handled them (docs/simulator.md).
+FREEZE_CONFIG = SimConfig(members=3, partitions=6, duration_ms=10_000, max_faults=5, extra_faults=("freeze",))
+
+
+@pytest.mark.parametrize("protocol,seed", [("classic", 1), ("classic", 7), ("classic", 22), ("classic", 28),
+                                           ("consumer", 1), ("consumer", 7), ("consumer", 22)])
+def test_a_frozen_members_late_commit_answer_is_not_an_offset_going_back(protocol, seed):
+    config = attrs.evolve(FREEZE_CONFIG, group_protocol=protocol)
+    verdict = run(seed, config)
+    assert any(f.kind == "freeze" for f in verdict.schedule.faults)
+    late = [e for e in verdict.history.of(CommitAnswered)
+            if e.error == "NONE" and e.at_ms - e.handled_ms > config.session_timeout_ms]
+    assert late, "the seed no longer has an answer read long after the coordinator handled it"
     assert verdict.ok, verdict.describe()
 
 

@@ -143,7 +143,7 @@ def test_a_later_owner_counts_only_from_when_the_committer_began_owning():
                   OwnershipChanged(100, "m1", "kip848-m1", 1, "STABLE", frozenset({tp}), False),
                   Processed(110, "m1", "kip848-m1", 1, tp, 0, 10),
                   OwnershipChanged(120, "m1", "kip848-m1", 2, "STABLE", frozenset({tp}), False),
-                  CommitAnswered(130, "m1", "kip848-m1", 2, tp, 10, "NONE")]:
+                  CommitAnswered(130, "m1", "kip848-m1", 2, tp, 10, "NONE", handled_ms=129)]:
         history.record(event)
     assert check_commit_generations(history) == []
     # Another member owning epoch 2 after m1 began to own it in epoch 1 is still a stale commit.
