@@ -2,7 +2,7 @@
 groups the manager owns, one described group per requested id."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import AbstractSet, Callable
 
 from kgroup.core.consumer_group.group import ConsumerGroup
 from kgroup.core.consumer_group.heartbeat_checks import HeartbeatRefused
@@ -12,6 +12,7 @@ from kgroup.core.consumer_group_messages import (
     DescribedConsumerGroupMember,
 )
 from kgroup.core.error_codes import ErrorCode
+from kgroup.values import TopicPartition
 
 __all__ = ["describe_consumer_groups"]
 
@@ -20,15 +21,27 @@ E = ErrorCode
 
 def describe_consumer_groups(req: ConsumerGroupDescribeRequest,
                              existing_group: Callable[[str], ConsumerGroup],
-                             default_assignor: str) -> ConsumerGroupDescribeResponse:
+                             default_assignor: str,
+                             topic_exists: Callable[[str], bool]) -> ConsumerGroupDescribeResponse:
     """``existing_group`` raises HeartbeatRefused for an id that is no live consumer group (its code
-    and message are the described group's); ``default_assignor`` is named when no member asks for one."""
+    and message are the described group's); ``default_assignor`` is named when no member asks for one;
+    ``topic_exists`` tells the topics the metadata holds."""
     return ConsumerGroupDescribeResponse(
-        tuple(_describe_one(group_id, existing_group, default_assignor) for group_id in req.group_ids))
+        tuple(_describe_one(group_id, existing_group, default_assignor, topic_exists)
+              for group_id in req.group_ids))
+
+
+def _existing_topics(partitions: AbstractSet[TopicPartition],
+                     topic_exists: Callable[[str], bool]) -> frozenset[TopicPartition]:
+    """Kafka's ConsumerGroupMember.topicPartitionsFromMap: a topic missing from the metadata image (deleted)
+    is left out of a described assignment."""
+    exists: dict[str, bool] = {}
+    return frozenset(tp for tp in partitions
+                     if exists.setdefault(tp.topic, topic_exists(tp.topic)))
 
 
 def _describe_one(group_id: str, existing_group: Callable[[str], ConsumerGroup],
-                  default_assignor: str) -> DescribedConsumerGroup:
+                  default_assignor: str, topic_exists: Callable[[str], bool]) -> DescribedConsumerGroup:
     if not group_id:
         return DescribedConsumerGroup(E.INVALID_GROUP_ID, group_id, "Group id can't be empty.")
     try:
@@ -40,8 +53,9 @@ def _describe_one(group_id: str, existing_group: Callable[[str], ConsumerGroup],
     members = tuple(
         DescribedConsumerGroupMember(
             m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
-            m.subscribed_topic_names, m.subscribed_topic_regex, m.assigned_partitions,
-            group.target_of(m.member_id),
+            m.subscribed_topic_names, m.subscribed_topic_regex,
+            _existing_topics(m.assigned_partitions, topic_exists),
+            _existing_topics(group.target_of(m.member_id), topic_exists),
             # KIP-1099: which protocol the member speaks (Kafka's asConsumerGroupDescribeMember).
             MEMBER_TYPE_CLASSIC if m.uses_classic_protocol else MEMBER_TYPE_CONSUMER)
         for m in group.members.values())

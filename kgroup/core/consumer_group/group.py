@@ -158,6 +158,11 @@ class ConsumerGroup:
     def classic_member_count(self) -> int:
         return self._classic_member_count
 
+    @property
+    def classic_members_supported_protocols(self) -> Mapping[str, int]:
+        """protocol name -> how many classic members support it (Kafka's classicMembersSupportedProtocols)."""
+        return self._classic_protocol_counts
+
     def supports_classic_protocols(self, protocol_type: str, protocol_names: tuple[str, ...]) -> bool:
         """Kafka's ConsumerGroup.supportsClassicProtocols: a classic member may join with the consumer
         protocol type and a protocol every classic member already in the group supports."""

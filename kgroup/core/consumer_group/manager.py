@@ -424,4 +424,5 @@ class ConsumerGroupManager:
 
     def describe(self, req: ConsumerGroupDescribeRequest) -> ConsumerGroupDescribeResponse:
         """:mod:`.describe`: a described group, or the error of an id that is no consumer group."""
-        return describe_consumer_groups(req, self._existing_group, self.config.consumer_group_assignors[0])
+        return describe_consumer_groups(req, self._existing_group, self.config.consumer_group_assignors[0],
+                                        lambda topic: self._context.partition_count(topic) is not None)
