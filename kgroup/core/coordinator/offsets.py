@@ -29,8 +29,6 @@ from kgroup.core.messages import (
     CONSUMER_PROTOCOL_TYPE, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
     OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, PartitionError, PartitionOffset,
 )
-from kgroup.errors import InvalidProtocolMetadata
-from kgroup.wire.consumer_protocol import decode_subscription
 
 E = ErrorCode
 S = GroupState
@@ -145,7 +143,10 @@ class OffsetHandler:
             if not classic.is_(S.EMPTY) and classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 # ClassicGroup.validateOffsetDelete: members of another protocol keep their offsets.
                 return OffsetDeleteResponse(E.NON_EMPTY_GROUP)
-            subscribed = _classic_subscription(classic)
+            # ClassicGroup.isSubscribedToTopic, with the subscriptions decoded once per request.
+            topics = classic.subscribed_topics()
+            subscribes_to_all = topics is None and classic.uses_consumer_protocol()
+            subscribed = (lambda topic: subscribes_to_all) if topics is None else topics.__contains__
             group = classic
         answers = []
         for tp in req.partitions:
@@ -160,27 +161,3 @@ class OffsetHandler:
                 self._emit(tombstone)
             answers.append(PartitionError(tp, E.NONE))
         return OffsetDeleteResponse(E.NONE, tuple(answers))
-
-
-def _classic_subscription(group: Group) -> Callable[[str], bool]:
-    """Kafka's ClassicGroup.isSubscribedToTopic: the topics the members' ConsumerProtocol subscriptions
-    name; when they cannot be read (another protocol type, no protocol selected yet, bytes that do not
-    parse), a "consumer" group counts as subscribed to everything and any other group to nothing.
-
-    Kafka reads the subscriptions when a generation starts; kgroup reads the members' current ones,
-    which differs only while a rebalance is collecting new subscriptions (then it refuses more).
-    """
-    uses_consumer_protocol = group.protocol_type == CONSUMER_PROTOCOL_TYPE
-    if not uses_consumer_protocol:
-        return lambda topic: False
-    topics: set[str] = set()
-    if group.members:
-        protocol = group.protocol_name
-        if protocol is None:
-            return lambda topic: True
-        try:
-            for member in group.members.values():
-                topics.update(decode_subscription(member.metadata_for(protocol)).topics)
-        except InvalidProtocolMetadata:
-            return lambda topic: True
-    return topics.__contains__
