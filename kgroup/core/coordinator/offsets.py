@@ -16,7 +16,7 @@ tombstones a partition whose only offset is pending (Kafka's OffsetMetadataManag
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional, Union
+from typing import AbstractSet, Callable, Mapping, Optional, Union
 
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.coordinator.group import Group, Member
@@ -29,6 +29,7 @@ from kgroup.core.messages import (
     CONSUMER_PROTOCOL_TYPE, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
     OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, PartitionError, PartitionOffset,
 )
+from kgroup.values import TopicPartition
 
 E = ErrorCode
 S = GroupState
@@ -161,3 +162,21 @@ class OffsetHandler:
                 self._emit(tombstone)
             answers.append(PartitionError(tp, E.NONE))
         return OffsetDeleteResponse(E.NONE, tuple(answers))
+
+    def delete_partitions(self, partitions: AbstractSet[TopicPartition]) -> None:
+        """Kafka's OffsetMetadataManager.onPartitionsDeleted: the partitions' topics are gone, so every
+        group's offset for them, committed or pending in an open transaction, gets a tombstone (which
+        also drops the pending one)."""
+        groups: dict[str, Union[Group, ConsumerGroup]] = {
+            gid: g for gid, g in self._groups.items() if not g.is_(S.DEAD)}
+        groups.update((gid, g) for gid, g in self._consumer_groups.items()
+                      if not g.is_(ConsumerGroupState.DEAD))
+        wanted = sorted(partitions)
+        for group_id in sorted({*groups, *self._pending.groups_with_open_transactions()}):
+            group = groups.get(group_id)
+            for tp in wanted:
+                tombstone = group.delete_offset(tp) if group is not None else None
+                if tombstone is None and self._pending.has_pending(group_id, tp):
+                    tombstone = OffsetTombstone(group_id, tp)
+                if tombstone is not None:
+                    self._emit(tombstone)
