@@ -1,5 +1,5 @@
 """OffsetCommit / OffsetFetch / OffsetDelete (Kafka's OffsetMetadataManager) for classic and KIP-848
-consumer groups.
+consumer groups, and the tombstones for the offsets of deleted partitions (onPartitionsDeleted).
 
 An object the coordinator owns, with a narrow view of it: the groups it may read, a way to
 create a group for a simple (generation -1) commit, a hook that restarts a member's session
