@@ -244,9 +244,7 @@ class ClassicGroupManager:
         member = group.members.get(member_id)
         if member is None:
             return
-        if not member.is_new and (member.join_key is not None or member.sync_key is not None):
-            # Awaiting a response counts as alive (Kafka's ClassicGroupMember.hasSatisfiedHeartbeat),
-            # except for a new member, whose join timeout this deadline is.
+        if member.has_satisfied_heartbeat():
             # Re-armed strictly later so handle_timer cannot spin on a zero timeout.
             self.schedule_session_deadline(member.session_key, now_ms + max(member.session_timeout_ms, 1))
             return

@@ -5,9 +5,10 @@ is the only writer of a member.
 """
 from __future__ import annotations
 
-from typing import Hashable, Optional
+from typing import AbstractSet, Hashable, Optional
 
 from kgroup.core.coordinator.records import MemberMetadataRecord
+from kgroup.core.coordinator_common.errors import GroupInvariantViolation
 from kgroup.core.messages import JoinGroupProtocol
 
 #: How the member's Group changes a Member: Member.__setattr__ refuses every other write.
@@ -70,11 +71,31 @@ class Member:
                    record.client_host, record.session_timeout_ms, record.rebalance_timeout_ms,
                    record.protocols, record.assignment)
 
+    @property
+    def group_id(self) -> str:
+        return self.session_key[1]
+
     def metadata_for(self, protocol_name: Optional[str]) -> bytes:
+        """The member's metadata for ``protocol_name``; b"" when it does not support it (Kafka's
+        ClassicGroupMember.metadata throws: kgroup reads members' subscriptions during a rebalance too,
+        when a new member may not support the previous generation's protocol)."""
         for protocol in self.protocols:
             if protocol.name == protocol_name:
                 return protocol.metadata
         return b""
+
+    def vote(self, candidates: AbstractSet[str]) -> str:
+        """Kafka's ClassicGroupMember.vote: the member's most preferred protocol among ``candidates``."""
+        for name in self.protocol_names:
+            if name in candidates:
+                return name
+        raise GroupInvariantViolation(self.group_id, f"member {self.member_id!r} supports none of the "
+                                      f"candidate protocols {sorted(candidates)}")
+
+    def has_satisfied_heartbeat(self) -> bool:
+        """Kafka's ClassicGroupMember.hasSatisfiedHeartbeat: awaiting a JoinGroup or SyncGroup response
+        counts as alive, except for a new member, whose join timeout its session deadline is."""
+        return not self.is_new and (self.join_key is not None or self.sync_key is not None)
 
     def matches(self, protocols: tuple[JoinGroupProtocol, ...]) -> bool:
         return self.protocols == protocols

@@ -33,7 +33,9 @@ from kgroup.core.coordinator.context import GroupCoordinatorContext
 from kgroup.core.coordinator.group import Group, TransitionObserver, session_key
 from kgroup.core.coordinator.offsets import OffsetHandler
 from kgroup.core.coordinator.pending_offsets import GroupOffsets, PendingOffsets
-from kgroup.core.coordinator.records import PersistedGroup, PersistedView, Record, replay_with_pending
+from kgroup.core.coordinator.records import (
+    GroupMetadataRecord, PersistedGroup, PersistedView, Record, replay_with_pending,
+)
 from kgroup.core.coordinator.results import CoordinatorResult
 from kgroup.core.coordinator.state import GroupState
 from kgroup.core.coordinator.txn_offsets import TransactionalOffsets
@@ -45,6 +47,7 @@ from kgroup.core.messages import (
     ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest, SyncGroupRequest,
     TxnOffsetCommitRequest,
 )
+from kgroup.values import TopicPartition
 
 E = ErrorCode
 S = GroupState
@@ -165,6 +168,12 @@ class GroupCoordinator:
         self._txn_offsets.complete(producer_id, producer_epoch, commit, coordinator_epoch)
         return self._flush()
 
+    def on_partitions_deleted(self, partitions: Iterable[TopicPartition]) -> CoordinatorResult:
+        """The partitions' topics were deleted (Kafka's GroupCoordinatorShard.onPartitionsDeleted):
+        the result writes a tombstone for every group's offset of them, committed or pending."""
+        self._offsets.delete_partitions(frozenset(partitions))
+        return self._flush()
+
     def is_stale_producer_epoch(self, producer_id: int, producer_epoch: int) -> bool:
         """The producer already wrote to this partition with a newer epoch."""
         return self._pending.is_stale_epoch(producer_id, producer_epoch)
@@ -249,6 +258,13 @@ class GroupCoordinator:
             coordinator._consumer.load_group(gid, persisted_cg, view.offsets.get(gid, {}), now_ms)
         for gid, persisted in view.groups.items():
             coordinator._classic.load_group(gid, persisted, view.offsets.get(gid, {}), now_ms)
+        for gid, offsets in view.offsets.items():
+            if gid not in view.groups and gid not in view.consumer_groups:
+                # Offsets of a group with no record of its own: Kafka's OffsetMetadataManager.replay
+                # creates the simple group a commit would have (getOrMaybeCreateClassicGroup: Empty, no
+                # protocol type) and writes nothing for it, so neither does this load.
+                simple = PersistedGroup(GroupMetadataRecord(gid, S.EMPTY.value, 0, None, None, None), {})
+                coordinator._classic.load_group(gid, simple, offsets, now_ms)
         # A group that changed state while loading has its new header written by the next call's flush.
         return coordinator
 

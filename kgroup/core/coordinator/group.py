@@ -15,6 +15,7 @@ scan of all members.
 """
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable, Hashable, Mapping, Optional, Union
 
 from kgroup.core.coordinator.classic_member import Member, _set, join_key, session_key, sync_key
@@ -247,11 +248,13 @@ class Group(GroupView):
         """Kafka's vote: each member votes for its most preferred protocol all members support."""
         if not self._members:
             raise self._violation("a group without members has no protocol to select")
-        preferences = (m.protocol_names for m in self._members.values())
-        selected = self._protocols.vote(preferences, len(self._members))
-        if selected is None:
+        candidates = self._protocols.candidates(len(self._members))
+        if not candidates:
             raise self._violation("no protocol is supported by every member")
-        return selected
+        candidate_set = set(candidates)
+        votes = Counter(m.vote(candidate_set) for m in self._members.values())
+        # Ties break by the first candidate seen, so the choice is deterministic.
+        return max(candidates, key=lambda name: votes[name])
 
     # -- generations (Kafka's maybeElectNewJoinedLeader / initNextGeneration) --
 

@@ -14,8 +14,10 @@ from kgroup.core.coordinator.records import GroupMetadataRecord
 from kgroup.core.coordinator.state import LEGAL_PREVIOUS, GroupState
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.fsm import StateMachine
-from kgroup.core.messages import OffsetAndMetadata
+from kgroup.core.messages import CONSUMER_PROTOCOL_TYPE, OffsetAndMetadata
+from kgroup.errors import InvalidProtocolMetadata
 from kgroup.values import TopicPartition
+from kgroup.wire.consumer_protocol import decode_subscription
 
 S = GroupState
 
@@ -176,3 +178,36 @@ class GroupView:
 
     def has_received_sync_from_all_members(self) -> bool:
         return not self._pending_sync_members
+
+    def uses_consumer_protocol(self) -> bool:
+        """Kafka's ClassicGroup.usesConsumerGroupProtocol: the protocol type is "consumer"."""
+        return self._protocol_type == CONSUMER_PROTOCOL_TYPE
+
+    def subscribed_topics(self) -> Optional[frozenset[str]]:
+        """Kafka's ClassicGroup.subscribedTopics: the topics the members' ConsumerProtocol subscriptions
+        name, or None when they cannot be read (another protocol type, a new group, no protocol
+        selected yet, bytes that do not parse).
+
+        Kafka computes them when a generation starts; kgroup reads the members' current subscriptions,
+        which differs only while a rebalance is collecting new ones.
+        """
+        if not self.uses_consumer_protocol():
+            return None
+        if not self._members:
+            return frozenset()
+        protocol = self._protocol_name
+        if protocol is None:
+            return None
+        topics: set[str] = set()
+        try:
+            for member in self._members.values():
+                topics.update(decode_subscription(member.metadata_for(protocol)).topics)
+        except InvalidProtocolMetadata:
+            return None
+        return frozenset(topics)
+
+    def is_subscribed_to_topic(self, topic: str) -> bool:
+        """Kafka's ClassicGroup.isSubscribedToTopic: when the subscriptions cannot be read, a "consumer"
+        group counts as subscribed to every topic and any other group to none."""
+        topics = self.subscribed_topics()
+        return self.uses_consumer_protocol() if topics is None else topic in topics

@@ -1,5 +1,5 @@
 """OffsetCommit / OffsetFetch / OffsetDelete (Kafka's OffsetMetadataManager) for classic and KIP-848
-consumer groups.
+consumer groups, and the tombstones for the offsets of deleted partitions (onPartitionsDeleted).
 
 An object the coordinator owns, with a narrow view of it: the groups it may read, a way to
 create a group for a simple (generation -1) commit, a hook that restarts a member's session
@@ -16,7 +16,7 @@ tombstones a partition whose only offset is pending (Kafka's OffsetMetadataManag
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, Optional, Union
+from typing import AbstractSet, Callable, Mapping, Optional, Union
 
 from kgroup.core.consumer_group.group import ConsumerGroup, ConsumerGroupState
 from kgroup.core.coordinator.group import Group, Member
@@ -29,8 +29,7 @@ from kgroup.core.messages import (
     CONSUMER_PROTOCOL_TYPE, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
     OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, PartitionError, PartitionOffset,
 )
-from kgroup.errors import InvalidProtocolMetadata
-from kgroup.wire.consumer_protocol import decode_subscription
+from kgroup.values import TopicPartition
 
 E = ErrorCode
 S = GroupState
@@ -145,7 +144,10 @@ class OffsetHandler:
             if not classic.is_(S.EMPTY) and classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 # ClassicGroup.validateOffsetDelete: members of another protocol keep their offsets.
                 return OffsetDeleteResponse(E.NON_EMPTY_GROUP)
-            subscribed = _classic_subscription(classic)
+            # ClassicGroup.isSubscribedToTopic, with the subscriptions decoded once per request.
+            topics = classic.subscribed_topics()
+            subscribes_to_all = topics is None and classic.uses_consumer_protocol()
+            subscribed = (lambda topic: subscribes_to_all) if topics is None else topics.__contains__
             group = classic
         answers = []
         for tp in req.partitions:
@@ -161,26 +163,20 @@ class OffsetHandler:
             answers.append(PartitionError(tp, E.NONE))
         return OffsetDeleteResponse(E.NONE, tuple(answers))
 
-
-def _classic_subscription(group: Group) -> Callable[[str], bool]:
-    """Kafka's ClassicGroup.isSubscribedToTopic: the topics the members' ConsumerProtocol subscriptions
-    name; when they cannot be read (another protocol type, no protocol selected yet, bytes that do not
-    parse), a "consumer" group counts as subscribed to everything and any other group to nothing.
-
-    Kafka reads the subscriptions when a generation starts; kgroup reads the members' current ones,
-    which differs only while a rebalance is collecting new subscriptions (then it refuses more).
-    """
-    uses_consumer_protocol = group.protocol_type == CONSUMER_PROTOCOL_TYPE
-    if not uses_consumer_protocol:
-        return lambda topic: False
-    topics: set[str] = set()
-    if group.members:
-        protocol = group.protocol_name
-        if protocol is None:
-            return lambda topic: True
-        try:
-            for member in group.members.values():
-                topics.update(decode_subscription(member.metadata_for(protocol)).topics)
-        except InvalidProtocolMetadata:
-            return lambda topic: True
-    return topics.__contains__
+    def delete_partitions(self, partitions: AbstractSet[TopicPartition]) -> None:
+        """Kafka's OffsetMetadataManager.onPartitionsDeleted: the partitions' topics are gone, so every
+        group's offset for them, committed or pending in an open transaction, gets a tombstone (which
+        also drops the pending one)."""
+        groups: dict[str, Union[Group, ConsumerGroup]] = {
+            gid: g for gid, g in self._groups.items() if not g.is_(S.DEAD)}
+        groups.update((gid, g) for gid, g in self._consumer_groups.items()
+                      if not g.is_(ConsumerGroupState.DEAD))
+        wanted = sorted(partitions)
+        for group_id in sorted({*groups, *self._pending.groups_with_open_transactions()}):
+            group = groups.get(group_id)
+            for tp in wanted:
+                tombstone = group.delete_offset(tp) if group is not None else None
+                if tombstone is None and self._pending.has_pending(group_id, tp):
+                    tombstone = OffsetTombstone(group_id, tp)
+                if tombstone is not None:
+                    self._emit(tombstone)

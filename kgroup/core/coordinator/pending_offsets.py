@@ -17,7 +17,7 @@ offset commits").
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import attrs
 
@@ -76,6 +76,9 @@ class PendingOffsets:
         for producer_id in self._open_by_group.get(group_id, ()):
             partitions.update(self._open[producer_id].offsets.get(group_id, {}))
         return partitions
+
+    def groups_with_open_transactions(self) -> Iterable[str]:
+        return self._open_by_group.keys()
 
     def has_open_transactions(self, group_id: str) -> bool:
         return group_id in self._open_by_group

@@ -6,7 +6,7 @@ JoinGroup is O(its protocols), not a scan of the members.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Mapping
 
 
 class ProtocolSupport:
@@ -26,18 +26,6 @@ class ProtocolSupport:
     def supported_by_all(self, protocol_names: Iterable[str], member_count: int) -> bool:
         return any(self._counts[name] == member_count for name in protocol_names)
 
-    def vote(self, preferences: Iterable[tuple[str, ...]], member_count: int) -> Optional[str]:
-        """Kafka's ClassicGroup.selectProtocol: each member votes for its most preferred protocol that
-        every member supports; None when no protocol is supported by all ``member_count`` members."""
-        candidates = [name for name, count in self._counts.items() if count == member_count]
-        if not candidates:
-            return None
-        candidate_set = set(candidates)
-        votes: Counter = Counter()
-        for names in preferences:
-            for name in names:
-                if name in candidate_set:
-                    votes[name] += 1
-                    break
-        # Ties break by the first candidate seen, so the choice is deterministic.
-        return max(candidates, key=lambda name: votes[name])
+    def candidates(self, member_count: int) -> list[str]:
+        """The protocols every one of ``member_count`` members supports (Kafka's candidateProtocols)."""
+        return [name for name, count in self._counts.items() if count == member_count]

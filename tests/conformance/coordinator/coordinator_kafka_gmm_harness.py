@@ -56,9 +56,10 @@ class Ctx:
                  new_member_join_timeout_ms: int = 300_000, topics: Optional[dict[str, int]] = None,
                  migration_policy: ConsumerGroupMigrationPolicy = ConsumerGroupMigrationPolicy.BIDIRECTIONAL,
                  assignor: Optional[MockPartitionAssignor] = None, consumer_max_size: int = 2**31 - 1,
-                 records: Iterable = ()) -> None:
-        """``topics``, ``assignor`` and ``records`` are the Kafka context's withMetadataImage,
-        withConsumerGroupAssignors and replayed records (withConsumerGroup / a replayed classic group)."""
+                 records: Iterable = (), offset_metadata_max_bytes: int = 4096) -> None:
+        """``topics``, ``assignor``, ``records`` and ``offset_metadata_max_bytes`` are the Kafka context's
+        withMetadataImage, withConsumerGroupAssignors, replayed records (withConsumerGroup / a replayed
+        classic group) and withOffsetMetadataMaxSize."""
         self.assignor = assignor or MockPartitionAssignor()
         self.topics = dict(topics or {})
         self.config = GroupCoordinatorConfig(
@@ -66,7 +67,8 @@ class Ctx:
             group_initial_rebalance_delay_ms=initial_delay_ms, group_max_size=max_size,
             group_new_member_join_timeout_ms=new_member_join_timeout_ms,
             consumer_group_migration_policy=migration_policy, consumer_group_max_size=consumer_max_size,
-            consumer_group_assignors=(self.assignor.name,))
+            consumer_group_assignors=(self.assignor.name,),
+            offset_metadata_max_bytes=offset_metadata_max_bytes)
         self.delay_ms = initial_delay_ms
         counter = itertools.count(1)
         self._load_kwargs = dict(member_id_factory=lambda p: f"{p}-{next(counter)}",
