@@ -30,6 +30,10 @@ E = ErrorCode
 S = GroupState
 
 
+#: What Java's String.trim removes from both ends.
+_JAVA_TRIMMED = "".join(chr(code) for code in range(0x21))
+
+
 class AdminHandler:
     def __init__(self, groups: Mapping[str, Group], cancel_timers: Callable[[Group], None],
                  emit: Callable[[Record], None],
@@ -70,7 +74,9 @@ class AdminHandler:
                               protocol or "" if stable else "", members)
 
     def list(self, req: ListGroupsRequest) -> ListGroupsResponse:
-        wanted = {s.lower() for s in req.states_filter}
+        # GroupMetadataManager.listGroups lower-cases and trims (String.trim: code points up to U+0020)
+        # each state filter; a type filter is only lower-cased (Group.GroupType.parse).
+        wanted = {s.lower().strip(_JAVA_TRIMMED) for s in req.states_filter}
         types = {t.lower() for t in req.types_filter}
         listed = [
             ListedGroup(gid, group.protocol_type or "", group.state.value, "classic")

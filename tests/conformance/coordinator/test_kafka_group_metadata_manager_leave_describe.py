@@ -7,7 +7,7 @@ from coordinator_kafka_gmm_harness import SUPERSET, Ctx, setup_group_with_pendin
 from kgroup.core.coordinator import GroupCoordinator, GroupState
 from kgroup.core.coordinator.records import GroupMetadataRecord, MemberMetadataRecord
 from kgroup.core.error_codes import ErrorCode
-from kgroup.core.messages import JoinGroupProtocol
+from kgroup.core.messages import JoinGroupProtocol, ListGroupsRequest
 
 E = ErrorCode
 S = GroupState
@@ -73,6 +73,19 @@ def test_testListGroups():
         ("classic-group-id", "Empty"), ("other-group-id", "Stable")}
     assert [g.group_id for g in ctx.list_groups("empty")] == ["classic-group-id"]
     assert [g.group_id for g in ctx.list_groups("Stable")] == ["other-group-id"]
+
+
+def test_list_groups_trims_each_state_filter_as_kafka_does():
+    """GroupMetadataManager.listGroups lower-cases and trims (Java's String.trim) each state filter; a
+    type filter is only lower-cased (Group.GroupType.parse), so a padded type matches nothing."""
+    ctx = Ctx()
+    ctx.create_group("classic-group-id")
+    ctx.join_dynamic_and_complete_rebalance("other-group-id")
+    assert [g.group_id for g in ctx.list_groups(" Empty\t")] == ["classic-group-id"]
+    assert [g.group_id for g in ctx.list_groups("\x00stable\n")] == ["other-group-id"]
+    assert [g.group_id for g in ctx.list_groups("\u00a0Stable")] == []  # not a Java trim character
+    assert ctx.call(ListGroupsRequest(types_filter=(" classic",))).groups == ()
+    assert len(ctx.call(ListGroupsRequest(types_filter=("Classic",))).groups) == 2
 
 
 # -- static members stuck in a rebalance -----------------------------------------------------------------
