@@ -29,7 +29,8 @@ LAST_DEFAULT_ERROR_PRODUCE_VERSION = 10
 #: CONCURRENT_TRANSACTIONS is among them below Produce v12 (``supportsEpochBump`` false).  Kafka's
 #: NETWORK_EXCEPTION (the inter-broker request failed) is too; asked in process, it cannot happen.
 _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset({
-    E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR, E.CONCURRENT_TRANSACTIONS})
+    E.COORDINATOR_LOAD_IN_PROGRESS, E.COORDINATOR_NOT_AVAILABLE, E.NOT_COORDINATOR,
+    E.CONCURRENT_TRANSACTIONS})
 
 
 class TransactionVerifier(Protocol):
