@@ -368,6 +368,20 @@ def test_with_verification_off_an_old_epoch_is_refused_by_the_log_with_its_log_s
     assert txn.produce(0, epoch=old_epoch) == [(E.INVALID_PRODUCER_EPOCH, -1, 0, None)]
 
 
+def test_a_batch_sent_to_a_follower_is_not_leader_and_not_verified(make_engine):
+    """ReplicaManagerTest.testTransactionVerificationWhenNotLeader: the leader check comes first
+    (Partition.maybeStartTransactionVerification): NOT_LEADER_OR_FOLLOWER, nothing asked.  (The
+    answer is what kgroup gave before; that nothing is asked is the part this change could break.)"""
+    harness = _harness(make_engine, brokers=3)
+    txn = Txn(harness)
+    txn.add(0)
+    follower = next(b for b in harness.config.broker_ids if b != harness.leader("foo", 0))
+    answer = harness.call(produce_request([(0, txn.batch(0))]), node_id=follower)
+    part = answer.responses[0].partition_responses[0]
+    assert (part.error_code, part.base_offset, part.log_start_offset) == (E.NOT_LEADER_OR_FOLLOWER, -1, -1)
+    assert txn.verifier.asked == []
+
+
 # -- the coordinator unavailable ----------------------------------------------------------------------
 
 
