@@ -11,11 +11,6 @@ from typing import Dict
 
 # -- reasons (the code areas are where other issues are at work; see docs/conformance/broker.md) ----
 
-TXN_PRODUCE_VERIFICATION = ("a transactional batch for a partition not added to its transaction is "
-                            "appended; "
-                            "Kafka's leader verifies it with the transaction coordinator first (KIP-890 part "
-                            "1, transaction.partition.verification.enable, on by default) and answers "
-                            "INVALID_TXN_STATE, appending nothing (data plane: should be built)")
 TXN_FETCH_MARKER = ("a fetch from offset 0 after the transaction ended returns the marker batch with the "
                     "records; Kafka 4.4's answer stops before the marker (seen on every run, also 2 s "
                     "later), and returns it to a fetch from the marker's offset (that step matches): the "
@@ -23,7 +18,6 @@ TXN_FETCH_MARKER = ("a fetch from offset 0 after the transaction ended returns t
 
 #: scenario id -> why kgroup's broker answers differently.
 KNOWN_DIVERGENCES: Dict[str, str] = {
-    "txn.produce.partition-not-added": TXN_PRODUCE_VERIFICATION,
     "txn.fetch.read-committed.commit": TXN_FETCH_MARKER,
     "txn.fetch.read-committed.abort": TXN_FETCH_MARKER,
 }

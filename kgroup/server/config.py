@@ -33,6 +33,11 @@ class ServerConfig:
     transaction_partitions: int = 50
     #: Kafka's ``transaction.max.timeout.ms`` and the other transaction coordinator settings.
     transaction: TransactionCoordinatorConfig = TransactionCoordinatorConfig()
+    #: Kafka's ``transaction.partition.verification.enable`` (KIP-890 part 1): before the first
+    #: transactional batch of a producer's transaction on a partition, its leader asks the
+    #: transaction coordinator whether the partition is in the transaction, and refuses the batch
+    #: if not.  False appends it unasked, as Kafka before 3.6 did.
+    transaction_partition_verification_enable: bool = True
     #: Kafka's ``min.insync.replicas``.
     min_insync_replicas: int = 1
     #: Kafka's ``message.max.bytes`` (largest record batch a produce may carry).

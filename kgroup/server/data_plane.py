@@ -36,6 +36,8 @@ from kgroup.server.record_log import (
     BatchSlice, InvalidRecords, ProducedBatch, parse_batches, starts_transactional,
 )
 from kgroup.server.topic_admin import TopicAdmin
+from kgroup.server.txn_verification import TransactionVerifier, produce_error
+from kgroup.values import TopicPartition
 
 __all__ = ["DataPlane", "ProduceWait"]
 
@@ -64,6 +66,10 @@ class DataPlane:
         self.producer_states = ProducerStates()
         self.topics = TopicAdmin(cluster, config, topic_gone=self._topic_gone)
         self.metadata_answer = MetadataAnswer(cluster, config, self.topics)
+        #: Who verifies transactional batches (KIP-890 part 1): the transaction hosting, set by the
+        #: engine.  None appends them unverified, as Kafka's ReplicaManager without an
+        #: AddPartitionsToTxnManager does.
+        self.transaction_verifier: Optional[TransactionVerifier] = None
 
     def _topic_gone(self, name: str) -> None:
         self.metadata_answer.forget(name)
@@ -134,6 +140,9 @@ class DataPlane:
         unauthorized = request.transactional_id is None and any(
             starts_transactional(data.records) for t in request.topic_data for data in t.partition_data)
         acks_valid = request.acks in (0, 1, -1)
+        # ReplicaManager.handleProduceAppend verifies transactional batches before appendRecords.
+        verifying = request.transactional_id is not None and self.transaction_verifier is not None \
+            and self.config.transaction_partition_verification_enable
         for t in request.topic_data:
             results = []
             for data in t.partition_data:
@@ -148,6 +157,10 @@ class DataPlane:
                 batches, refused = self._batches(data, version)
                 if refused is not None and refused.in_request:
                     result.error_code, result.error_message = refused.code, str(refused)
+                    continue
+                if verifying and batches and batches[0].is_transactional \
+                        and not self._verified(node_id, request.transactional_id, t.name, data.index,
+                                               batches[0], version, result):
                     continue
                 if not acks_valid:
                     result.error_code = E.INVALID_REQUIRED_ACKS
@@ -169,6 +182,34 @@ class DataPlane:
             self.cluster.replicate(self.cluster.now_ms, partitions=list(touched.values()))
         # Not kafka-python's struct: built per request, it cost more than the hand encoder (issue 28).
         return ProduceAnswer(topics), waits
+
+    def _verified(self, node_id: int, transactional_id: str, topic: str, index: int,
+                  first: ProducedBatch, version: int, result: Any) -> bool:
+        """Whether a transactional batch may go on to the append (Kafka's
+        ReplicaManager.maybeStartTransactionVerificationForPartition(s)); if not, ``result`` says why,
+        with UNKNOWN_LOG_APPEND_INFO's log start (-1).  Asked only when the partition's producer state
+        has no transaction of this producer and epoch open (UnifiedLog.maybeStartTransactionVerification,
+        ``hasOngoingTransaction(producerId, producerEpoch)``): the first batch of each transaction on
+        each partition.
+
+        Kafka guards the asynchronous gap between the coordinator's answer and the append with a
+        VerificationGuard (a marker written meanwhile must not let the batch in, UnifiedLog
+        .analyzeAndValidateProducerState).  Here the question and the append happen in one call on
+        the server's one thread, so no marker can be written between them: nothing to guard."""
+        p, code = self._led_partition(node_id, topic, index)
+        if p is None:
+            result.error_code = code   # Partition.maybeStartTransactionVerification: not the leader
+            return False
+        entry = self.producer_states.of(p).producers.get(first.producer_id)
+        if entry is not None and entry.txn_first_offset is not None and entry.epoch == first.producer_epoch:
+            return True
+        assert self.transaction_verifier is not None  # the caller checked
+        ((_, answer),) = self.transaction_verifier.verify_partitions(
+            transactional_id, first.producer_id, first.producer_epoch, [TopicPartition(topic, index)])
+        if answer is E.NONE:
+            return True
+        result.error_code, result.error_message = produce_error(answer, version)
+        return False
 
     def _batches(self, data: Any, version: int) -> Tuple[List[ProducedBatch], Optional[InvalidRecords]]:
         """The partition's batches, or why they cannot be appended."""
@@ -217,13 +258,9 @@ class DataPlane:
             state = self.producer_states.of(p)
             duplicate = state.check_batch(produced)
             if isinstance(duplicate, ErrorCode):
-                if produced.is_transactional and duplicate is E.INVALID_PRODUCER_EPOCH:
-                    # An older epoch has no transaction open here, so Kafka's leader first asks the
-                    # transaction coordinator (KIP-890 verification, ReplicaManager.handleProduceAppend),
-                    # which refuses it: that answer is UNKNOWN_LOG_APPEND_INFO's (log start -1).
-                    result.error_code = duplicate
-                else:
-                    self._refuse_in_log(result, duplicate)
+                # (A transactional batch of an older epoch is refused by its verification first, see
+                # _verified; with verification off the log refuses it, answering its log start.)
+                self._refuse_in_log(result, duplicate)
                 return None
             if duplicate is not None:
                 # A retried batch Kafka already holds: answered as it was appended, its max timestamp

@@ -118,6 +118,8 @@ class ServerEngine:
             hosting, data_plane, data_plane.config, now_ms)
         self.cluster = hosting.cluster
         self.data = data_plane
+        # KIP-890 part 1: partition leaders ask these coordinators before a transaction's first batch.
+        data_plane.transaction_verifier = self.transactions
         self.faults = FaultRules()
         #: The latest requests and how they were answered, in arrival order (a bounded ring).
         self.trace = RequestTrace(data_plane.config.trace_entries)

@@ -304,22 +304,16 @@ def test_a_batch_the_log_validator_refuses_answers_the_partitions_log_start(engi
     assert log_end(engine) == 0
 
 
-def test_producer_state_refusals_answer_the_log_start_but_a_fenced_transactional_batch_minus_one(engine):
+def test_producer_state_refusals_answer_the_partitions_log_start(engine):
     """An idempotent batch the producer state refuses (OutOfOrderSequenceException,
     InvalidProducerEpochException) is answered with the partition's log start
     (ReplicaManager.processFailedRecord, scenario broker.produce.out-of-order-sequence: 0).  A
-    transactional batch of an older epoch has no transaction open at its epoch, so Kafka's leader asks
-    the transaction coordinator first (KIP-890, ReplicaManager.handleProduceAppend) and answers its
-    refusal with UNKNOWN_LOG_APPEND_INFO: -1 (scenario txn.produce.fenced-epoch).  (kgroup answered 0.)"""
+    transactional batch of an older epoch is refused by its KIP-890 verification
+    first, with log start -1: tests/server/test_txn_verification.py."""
     assert produced(engine, produce(batch(1, 7, 1, 0))) == (0, 0, -1, 0)
     assert produced(engine, produce(batch(1, 7, 1, 5))) == (E.OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1, 0)
     assert produced(engine, produce(batch(1, 7, 0, 1))) == (E.INVALID_PRODUCER_EPOCH, -1, -1, 0)
-    transactional = dict(transactional=True)
-    assert produced(engine, produce(batch(1, 8, 1, 0, **transactional), transactional_id="tx")) == (
-        0, 1, -1, 0)
-    assert produced(engine, produce(batch(1, 8, 0, 1, **transactional), transactional_id="tx")) == (
-        E.INVALID_PRODUCER_EPOCH, -1, -1, -1)
-    assert log_end(engine) == 2
+    assert log_end(engine) == 1
 
 
 def test_bytes_after_the_last_whole_batch_are_dropped_as_kafka_trims_them(engine):

@@ -3,8 +3,9 @@
 Transactions are written as a transactional producer's broker-side traffic looks: Produce requests
 with a transactional id and transactional batches, then the transaction coordinator's markers
 through ``DataPlane.write_txn_marker`` on the server's loop (the coordinator itself is built
-elsewhere).  kafka-python 3.0's and confluent-kafka's read_committed consumers must see only the
-committed records, and stop at the last stable offset while a transaction is open.
+elsewhere, so the leader's KIP-890 verification, which would ask it, is off here).  kafka-python
+3.0's and confluent-kafka's read_committed consumers must see only the committed records, and stop
+at the last stable offset while a transaction is open.
 """
 from __future__ import annotations
 
@@ -15,14 +16,25 @@ import pytest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.transaction_markers import MarkerAppend, TxnMarker
+from kgroup.server import KafkaServer
 
 TOPIC = "txn"
 ABORTED_PID = 9_000
 COMMITTED_PID = 9_001
 #: Every wait below is bounded by this; a consumer's fetches on loopback take milliseconds.
 DEADLINE_S = 20.0
+
+
+@pytest.fixture
+def server():
+    """Three brokers appending transactional batches without asking a transaction coordinator."""
+    config = GroupCoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=100)
+    with KafkaServer(brokers=3, coordinator=config,
+                     transaction_partition_verification_enable=False) as running:
+        yield running
 
 
 def _batch(values: List[bytes], producer_id: int = -1, sequence: int = -1,

@@ -3,7 +3,9 @@ control batches, producer state per partition, transaction markers, the last sta
 aborted-transaction index, read_committed Fetch and ListOffsets.
 
 Scenarios ported from Kafka's ``ProducerStateManagerTest`` (storage module) name their source;
-the data plane is driven directly with hand-built batches (no sockets).
+the data plane is driven directly with hand-built batches (no sockets) and no transaction
+coordinator: KIP-890 verification is off here (``transaction_partition_verification_enable``, as
+those Kafka tests run the log without it); tests/server/test_txn_verification.py tests it.
 """
 from __future__ import annotations
 
@@ -73,10 +75,11 @@ def list_offsets_request(timestamp: int, isolation_level: int, version: int = 7)
 
 
 class Plane:
-    """A DataPlane on a three-broker cluster with topic "t" (one partition, three replicas)."""
+    """A DataPlane on a three-broker cluster with topic "t" (one partition, three replicas),
+    appending transactional batches without asking a transaction coordinator."""
 
     def __init__(self, make_engine: Any) -> None:
-        self.harness = make_engine(brokers=3)
+        self.harness = make_engine(brokers=3, transaction_partition_verification_enable=False)
         self.cluster = self.harness.cluster
         self.cluster.create_topic("t", 1, 3)
         self.data: DataPlane = self.harness.engine.data

@@ -18,7 +18,7 @@ the leader epoch it was appended in; the hosting checks that on the cluster's pa
 from __future__ import annotations
 
 from collections import deque
-from typing import Deque, Hashable, List, Optional, Tuple, Union
+from typing import Deque, Hashable, List, Optional, Sequence, Tuple, Union
 
 import attrs
 
@@ -36,6 +36,7 @@ from kgroup.core.transaction import (
 from kgroup.core.transaction.log import TRANSACTION_STATE_TOPIC
 from kgroup.core.transaction_markers import MarkerAppend, TxnMarker, TxnMarkerWriter
 from kgroup.errors import ClusterError, ConfigError
+from kgroup.values import TopicPartition
 
 __all__ = [
     "TRANSACTION_STATE_TOPIC", "TopicRoutedMarkerWriter", "TransactionHosting", "TransactionHostingConfig",
@@ -185,6 +186,31 @@ class TransactionHosting:
         if isinstance(serving, ErrorCode):
             return [Delivery(request_key, error_responses.for_request(request, serving))]
         return self._apply(slot, serving.handle(request_key, request, self.now_ms))
+
+    def verify_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                          partitions: Sequence[TopicPartition]) -> List[Tuple[TopicPartition, ErrorCode]]:
+        """KIP-890 part 1: what the transactional id's coordinator answers a partition leader's
+        AddPartitionsToTxn ``verify_only`` (Kafka's ``AddPartitionsToTxnManager.verifyTransaction``),
+        asked in process.  COORDINATOR_NOT_AVAILABLE when its ``__transaction_state`` partition has no
+        live leader (``getTransactionCoordinator`` finds no alive node); NOT_COORDINATOR or
+        COORDINATOR_LOAD_IN_PROGRESS while the hosting has not loaded the leader's coordinator (a
+        failover under way); else :meth:`TransactionCoordinator.verify_partitions`.  A query: it
+        changes nothing and does not advance time."""
+        def every(code: ErrorCode) -> List[Tuple[TopicPartition, ErrorCode]]:
+            return [(tp, code) for tp in partitions]
+
+        if not transactional_id:
+            return every(E.INVALID_REQUEST)
+        slot = self._slots[self.partition_for(transactional_id)]
+        leader = self.cluster.partition(TRANSACTION_STATE_TOPIC, slot.index).leader
+        if leader is None or leader not in self.cluster.live_brokers():
+            return every(E.COORDINATOR_NOT_AVAILABLE)
+        serving = self._serving(slot, leader)
+        if isinstance(serving, ErrorCode):
+            return every(serving)
+        answer = serving.verify_partitions(tx.AddPartitionsToTxnRequest(
+            transactional_id, producer_id, producer_epoch, tuple(partitions), verify_only=True))
+        return list(answer.errors)
 
     def handle_timer(self, now_ms: int) -> List[Delivery]:
         out = self._advance(now_ms)

@@ -238,22 +238,38 @@ class TransactionCoordinator:
             return E.PRODUCER_FENCED
         return metadata
 
-    def _add_partitions(self, request: tx.AddPartitionsToTxnRequest, now_ms: int):
-        def answer(code: ErrorCode):
+    def verify_partitions(self, request: tx.AddPartitionsToTxnRequest) -> tx.AddPartitionsToTxnResponse:
+        """KIP-890 part 1 (``handleVerifyPartitionsInTransaction``): whether each partition is in the
+        producer's ongoing transaction, changing nothing.  What a partition leader asks before it
+        appends a transactional batch (AddPartitionsToTxn v4 ``verify_only``, or in process:
+        :meth:`kgroup.core.cluster.transaction_hosting.TransactionHosting.verify_partitions`)."""
+        def answer(code: ErrorCode) -> tx.AddPartitionsToTxnResponse:
             return tx.AddPartitionsToTxnResponse(request.transactional_id,
                                                  [(tp, code) for tp in request.partitions])
 
         metadata = self._checked(request.transactional_id, request.producer_id, request.producer_epoch)
         if isinstance(metadata, ErrorCode):
+            return answer(metadata)
+        if metadata.state.is_prepare:
+            return answer(E.CONCURRENT_TRANSACTIONS)
+        # A partition outside the transaction is TRANSACTION_ABORTABLE at every version (Kafka
+        # 3.8+, KAFKA-16314); the leader maps it for older Produce versions.
+        return tx.AddPartitionsToTxnResponse(request.transactional_id, [
+            (tp, E.NONE if tp in metadata.partitions else E.TRANSACTION_ABORTABLE)
+            for tp in request.partitions])
+
+    def _add_partitions(self, request: tx.AddPartitionsToTxnRequest, now_ms: int):
+        def answer(code: ErrorCode):
+            return tx.AddPartitionsToTxnResponse(request.transactional_id,
+                                                 [(tp, code) for tp in request.partitions])
+
+        if request.verify_only:
+            return self.verify_partitions(request), ()
+        metadata = self._checked(request.transactional_id, request.producer_id, request.producer_epoch)
+        if isinstance(metadata, ErrorCode):
             return answer(metadata), ()
         if metadata.state.is_prepare:
             return answer(E.CONCURRENT_TRANSACTIONS), ()
-        if request.verify_only:
-            # KIP-890 part 1 (handleVerifyPartitionsInTransaction): a partition outside the
-            # transaction is TRANSACTION_ABORTABLE at every version (Kafka 3.8+, KAFKA-16314).
-            return tx.AddPartitionsToTxnResponse(request.transactional_id, [
-                (tp, E.NONE if tp in metadata.partitions else E.TRANSACTION_ABORTABLE)
-                for tp in request.partitions]), ()
         if metadata.state is S.ONGOING and metadata.partitions.issuperset(request.partitions):
             return answer(E.NONE), ()   # Kafka's shortcut: nothing new, nothing written
         if metadata.state is not S.ONGOING:
