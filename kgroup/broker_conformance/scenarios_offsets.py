@@ -5,6 +5,8 @@ Kafka sources: ``OffsetMetadataManagerTest`` (org.apache.kafka.coordinator.group
 """
 from __future__ import annotations
 
+from typing import Any
+
 from kgroup.broker_conformance import builders
 from kgroup.broker_conformance.members import ClassicMember, stable_group
 from kgroup.broker_conformance.scenario import ScenarioContext, scenario
@@ -286,3 +288,39 @@ def _static_commit(ctx: ScenarioContext) -> None:
     member.join()
     member.sync()
     member.commit({topic: {0: 3}}, 7)
+
+
+@scenario("offsets.deleted-topic", "offsets",
+          "Commit on two topics, DeleteTopics of one: OffsetFetch v8 (listed and all) no longer has its "
+          "offsets and keeps the other's; re-created with the same name it starts without them "
+          "(GroupCoordinatorService.onPartitionsDeleted, OffsetMetadataManagerTest.testOnPartitionsDeleted)")
+def _deleted_topic(ctx: ScenarioContext) -> None:
+    deleted, kept = ctx.name("t"), ctx.name("u")
+    ctx.create_topic(deleted, 2)
+    ctx.create_topic(kept)
+    connection = ctx.group_connection(ctx.name("g"))
+    listed = {deleted: [0, 1], kept: [0]}
+    ctx.call(connection, builders.offset_commit(8, ctx.name("g"), {deleted: {0: 5, 1: 6}, kept: {0: 7}}))
+    ctx.call(connection, builders.delete_topics(5, deleted))
+    # Kafka deletes asynchronously: its metadata publisher sees the deletion, then the group coordinator
+    # writes the tombstones.  Bounded waits (not recorded) for both.
+    ctx.wait_until(lambda: _topic_gone(connection, deleted), "the deleted topic gone from Metadata")
+    ctx.wait_until(lambda: _committed(connection, ctx.name("g"), deleted) == -1,
+                   "the deleted topic's offset gone", bound_s=10.0)
+    ctx.call(connection, builders.offset_fetch(8, ctx.name("g"), listed), "OffsetFetch v8 after the delete")
+    ctx.call(connection, builders.offset_fetch(8, ctx.name("g"), None), "OffsetFetch v8 all after the delete")
+    ctx.create_topic(deleted, 2)
+    ctx.call(connection, builders.offset_fetch(8, ctx.name("g"), listed), "OffsetFetch v8 after re-creating")
+    ctx.call(connection, builders.offset_fetch(8, ctx.name("g"), None),
+             "OffsetFetch v8 all after re-creating")
+
+
+def _topic_gone(connection: Any, topic: str) -> bool:
+    """Metadata no longer lists ``topic`` (a wait's probe, not recorded)."""
+    return int(connection.request(builders.metadata(12, [topic])).topics[0].error_code) != 0
+
+
+def _committed(connection: Any, group_id: str, topic: str) -> int:
+    """The group's committed offset of ``topic``-0 now, -1 for none (a wait's probe, not recorded)."""
+    answer = connection.request(builders.offset_fetch(8, group_id, {topic: [0]}))
+    return int(answer.groups[0].topics[0].partitions[0].committed_offset)

@@ -128,6 +128,11 @@ class InMemoryKafka(InMemoryDataMixin):
             return []  # a new topic answers no parked request
         self.hub.apply(create)
 
+    def delete_topic(self, name: str) -> None:
+        """Delete the topic; every group's committed offsets of it go too (Kafka's
+        onPartitionsDeleted), so a topic re-created with the name starts without them."""
+        self.hub.apply(lambda now: self.hosting.delete_topic(name, now))
+
     def partitions_per_topic(self) -> Dict[str, int]:
         return {t: len(ps) for t, ps in self.cluster.topics.items() if not t.startswith("__")}
 

@@ -8,7 +8,7 @@ API::
 
     ClusterStateMachine(config=ClusterConfig(broker_ids=(1, 2, 3), ...), now_ms=0)
       .create_topic(name, partitions, replication_factor=None, assignments=None)
-      .add_partitions(name, count) ; .delete_topic(name)
+      .add_partitions(name, count) ; .delete_topic(name)   # then each topic_deletion_listeners(name, count)
       .produce(topic, partition, payload, acks_all=True) -> offset   # ClusterError(error_code=...)
       .replicate(now_ms=None)          # one explicit fetch round
       .get_timer() -> int ; .handle_timer(now_ms)   # fetch rounds every replica_fetch_interval_ms

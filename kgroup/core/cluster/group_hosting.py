@@ -22,7 +22,9 @@ requests.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Sequence, Tuple, Union, cast
+from typing import (
+    Any, Callable, Deque, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple, Union, cast,
+)
 
 import attrs
 
@@ -39,6 +41,7 @@ from kgroup.core.cluster.state_machine import ClusterStateMachine
 from kgroup.core.coordinator import CoordinatorResult, Delivery, GroupCoordinator, GroupCoordinatorConfig
 from kgroup.core.error_codes import ErrorCode
 from kgroup.errors import ClusterError, ConfigError
+from kgroup.values import TopicPartition
 
 __all__ = ["BrokerUnreachable", "GroupHosting", "GroupHostingConfig"]
 
@@ -118,6 +121,7 @@ class GroupHosting:
         #: (old leader, new leader, group partition, time) for every coordinator move.
         self.failovers: List[Tuple[Optional[int], Optional[int], int, int]] = []
         self._pending: List[Delivery] = self._sync(now_ms)
+        cluster.topic_deletion_listeners.append(self._topic_deleted)
 
     # -- queries ------------------------------------------------------------------
 
@@ -200,6 +204,44 @@ class GroupHosting:
             if deadline is not None and deadline < best:
                 best = deadline
         return best
+
+    # -- topic deletion -------------------------------------------------------------
+
+    def on_partitions_deleted(self, partitions: Iterable[TopicPartition]) -> List[Delivery]:
+        """The partitions' topics were deleted (Kafka's GroupCoordinatorService.onPartitionsDeleted):
+        every loaded coordinator writes a tombstone of each of its groups' offsets of them (acks=all,
+        like any coordinator write), so OffsetFetch, a failover's reload and a re-created topic of the
+        same name no longer see them.  A slot that is loading or has no leader keeps its offsets:
+        Kafka's scheduleWriteAllOperation fails on such a shard (COORDINATOR_LOAD_IN_PROGRESS) and the
+        service logs and swallows the error.  Returns what the step released."""
+        deleted = frozenset(partitions)
+        out: List[Delivery] = []
+        for slot in self._slots:
+            if slot.leader is not None and slot.coordinator is not None:
+                out.extend(self._apply(slot, slot.coordinator.on_partitions_deleted(deleted)))
+        out.extend(self._release())
+        return out
+
+    def delete_topic(self, topic: str, now_ms: int) -> List[Delivery]:
+        """Delete ``topic`` from the cluster (its offsets go with it) and return what that released."""
+        if topic in INTERNAL_TOPICS:
+            raise ClusterError(f"{topic} is internal: it cannot be deleted", E.INVALID_TOPIC_EXCEPTION)
+        if topic not in self.cluster.topics:
+            raise ClusterError(f"unknown topic {topic}", E.UNKNOWN_TOPIC_OR_PARTITION)
+        out = self._advance(now_ms)
+        self.cluster.delete_topic(topic)  # the listener (_topic_deleted) writes the tombstones
+        out.extend(self._pending)
+        self._pending = []
+        out.extend(self._release())
+        return out
+
+    def _topic_deleted(self, topic: str, partition_count: int) -> None:
+        """The cluster deleted ``topic`` (a topic_deletion_listeners callback): its partitions' offsets
+        go.  What this releases is returned by the next ``send`` / ``handle_timer``, as a marker's is."""
+        if topic in INTERNAL_TOPICS:
+            return  # the cluster's own topics hold no committed offsets (DeleteTopics refuses them)
+        self._pending.extend(self.on_partitions_deleted(
+            TopicPartition(topic, index) for index in range(partition_count)))
 
     # -- fault injection (each returns the deliveries the failover produced) -------
 

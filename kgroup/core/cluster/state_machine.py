@@ -2,7 +2,7 @@
 and fault injection (the test harness on top of it is :class:`kgroup.testing.InMemoryKafka`)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from kgroup.core.cluster.config import ClusterConfig
 from kgroup.core.cluster.election import (
@@ -38,6 +38,10 @@ class ClusterStateMachine:
         self._active: Dict[Tuple[str, int], Partition] = {}
         #: Partition visits made by fetch rounds (periodic and explicit): a work counter for tests.
         self.partition_rounds = 0
+        #: Called with (topic, partition count) after every topic deletion, whoever deletes it: the
+        #: group hosting tombstones the topic's committed offsets (Kafka's metadata publisher calls
+        #: GroupCoordinator.onPartitionsDeleted on every topic deletion it sees).
+        self.topic_deletion_listeners: List[Callable[[str, int], None]] = []
         self._elect_controller()
 
     # -- brokers and controller ---------------------------------------------------
@@ -126,7 +130,8 @@ class ClusterStateMachine:
                 p.replica_states[b].transition_to(target)
 
     def delete_topic(self, name: str) -> None:
-        for p in self.topics.pop(name):
+        deleted = self.topics.pop(name)
+        for p in deleted:
             self._active.pop(p.key, None)
             if p.state.state is PartitionState.ONLINE or p.state.state is PartitionState.NEW:
                 p.state.transition_to(PartitionState.OFFLINE)
@@ -136,6 +141,8 @@ class ClusterStateMachine:
                 sm.transition_to(ReplicaState.DELETION_STARTED)
                 sm.transition_to(ReplicaState.DELETION_SUCCESSFUL)
                 sm.transition_to(ReplicaState.NON_EXISTENT)
+        for listener in list(self.topic_deletion_listeners):
+            listener(name, len(deleted))
 
     # -- elections --------------------------------------------------------------
     def _elect(self, p: Partition, result: ElectionResult) -> None:
