@@ -309,6 +309,8 @@ def _broken(batch: bytes, *faults: str) -> bytes:
             struct.pack_into(">i", data, 8, 5)  # below ByteBufferLogInputStream's minimum overhead
         elif fault == "count":
             struct.pack_into(">i", data, 57, 5)
+        elif fault == "magic-3":
+            data[16] = 3  # a magic no Kafka knows (not covered by the CRC)
         elif fault == "base-offset":
             struct.pack_into(">q", data, 0, 5)  # not covered by the CRC
         elif fault.startswith("codec-"):
@@ -347,6 +349,13 @@ _several("second-crc", "Produce v9 of three batches, the second with a bad CRC: 
          "and that nothing of the partition is appended (validateRecords before ensureValid)",
          lambda: builders.record_batch(1, 1_000), lambda: _broken(builders.record_batch(1, 2_000), "crc"),
          lambda: builders.record_batch(1, 3_000))
+_several("first-crc", "Produce v9 of two batches, the first with a bad CRC: validateRecords refuses the "
+         "second batch before any CRC is read", lambda: _broken(builders.record_batch(1, 1_000), "crc"),
+         lambda: builders.record_batch(1, 2_000))
+_several("second-length-tiny", "Produce v9 of a valid batch followed by one whose length is 5: "
+         "ByteBufferLogInputStream.nextBatchSize on the second (validateRecords' hasNext)",
+         lambda: builders.record_batch(1, 1_000),
+         lambda: _broken(builders.record_batch(1, 2_000), "length-tiny"))
 _several("magic1-after-v2", "Produce v9 of a valid v2 batch then a magic 1 message set: which error Kafka "
          "answers, nothing appended (validateRecords reads only the first batch's magic)",
          lambda: builders.record_batch(1, 1_000), lambda: builders.legacy_batch(1, 2_000))
@@ -373,6 +382,10 @@ _broken_produce("malformed-crc-and-count", "A bad CRC and a record count (5) tha
                 "count", "crc")
 _broken_produce("malformed-crc-and-base-offset", "A bad CRC and base offset 5: the base offset check or "
                 "the CRC first? (analyzeAndValidateRecords)", "base-offset", "crc")
+_broken_produce("malformed-magic-3", "Produce v9 of a batch with magic 3: "
+                "ByteBufferLogInputStream.nextBatchSize knows no magic above 2", "magic-3")
+_broken_produce("malformed-magic-3-and-length-past", "Magic 3 and a length past the data: the magic is read "
+                "before the length is compared with the data (nextBatchSize)", "magic-3", "length-past")
 for _codec in (5, 6, 7):
     _broken_produce(f"unknown-codec-{_codec}", f"Produce v9 of a batch whose attributes name compression "
                     f"codec {_codec}, CRC valid: Kafka's answer (CompressionType.forId has no codec "
@@ -557,3 +570,15 @@ def _sequence_gap(ctx: ScenarioContext) -> None:
     gap = builders.record_batch(1, base_sequence=5, **producer)
     ctx.call(connection, builders.produce(9, ctx.name("t"), {0: ok}))
     ctx.call(connection, builders.produce(9, ctx.name("t"), {0: gap}), "Produce v9 gap")
+
+
+@scenario("broker.produce.unknown-codec-5.v3-two-partitions", "broker",
+          "Produce v3 to two partitions, the second's batch naming compression codec 5: the codec is read by "
+          "ProduceRequest.validateRecords (zstd check below v7), whose IllegalArgumentException fails the "
+          "whole request (KafkaApis' handleError: UNKNOWN_SERVER_ERROR for every partition)")
+def _codec_v3_two_partitions(ctx: ScenarioContext) -> None:
+    ctx.create_topic(ctx.name("t"), 2)
+    ctx.call(ctx.connect(), builders.produce(3, ctx.name("t"), {
+        0: builders.record_batch(1), 1: _broken(builders.record_batch(1), "codec-5", "fix-crc")}),
+        "Produce v3")
+    ctx.call(ctx.connect(), builders.list_offsets(7, ctx.name("t"), {0: -1, 1: -1}), "ListOffsets latest")
