@@ -207,6 +207,16 @@ def record_batch(count: int = 3, first_timestamp_ms: int = 1_000, producer_id: i
     return bytes(builder.buffer())
 
 
+def legacy_batch(count: int = 1, first_timestamp_ms: int = 1_000, magic: int = 1) -> bytes:
+    """A message set of magic 0 or 1 (kafka-python's builder): what pre-0.11 producers sent."""
+    builder = MemoryRecordsBuilder(magic=magic, compression_type=0, batch_size=1 << 20)
+    for index in range(count):
+        builder.append(timestamp=first_timestamp_ms + index, key=b"k%d" % index, value=b"v%d" % index,
+                       headers=[])
+    builder.close()
+    return bytes(builder.buffer())
+
+
 def produce(version: int, topic: str, batches: Mapping[int, bytes], acks: int = -1,
             transactional_id: Optional[str] = None) -> ProduceRequest:
     topic_class = ProduceRequest.TopicProduceData

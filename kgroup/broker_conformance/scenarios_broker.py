@@ -293,6 +293,110 @@ _malformed("count", "Produce of a batch whose record count (5) exceeds its recor
            "INVALID_RECORD / CORRUPT_MESSAGE, nothing appended (DefaultRecordBatch iteration)")
 
 
+def _broken(batch: bytes, *faults: str) -> bytes:
+    """``batch`` (a kafka-python v2 batch) broken several ways at once, applied in the order given;
+    the CRC is left as the first batch had it unless ``fix-crc`` comes last (offsets per
+    DefaultRecordBatch's layout)."""
+    data = bytearray(batch)
+    for fault in faults:
+        if fault == "crc":
+            data[-1] ^= 0xFF  # the last record's value: the stored CRC no longer matches
+        elif fault == "length-past":
+            struct.pack_into(">i", data, 8, len(batch) + 100)
+        elif fault == "length-short":
+            struct.pack_into(">i", data, 8, len(batch) - 12 - 10)  # 10 bytes of records left outside
+        elif fault == "length-tiny":
+            struct.pack_into(">i", data, 8, 5)  # below ByteBufferLogInputStream's minimum overhead
+        elif fault == "count":
+            struct.pack_into(">i", data, 57, 5)
+        elif fault == "magic-3":
+            data[16] = 3  # a magic no Kafka knows (not covered by the CRC)
+        elif fault == "base-offset":
+            struct.pack_into(">q", data, 0, 5)  # not covered by the CRC
+        elif fault.startswith("codec-"):
+            (attributes,) = struct.unpack_from(">h", data, 21)
+            struct.pack_into(">h", data, 21, (attributes & ~0x07) | int(fault[len("codec-"):]))
+        elif fault == "fix-crc":
+            _fix_crc(data)
+        else:
+            raise ValueError(fault)
+    return bytes(data)
+
+
+def _produce_then_look(ctx: ScenarioContext, records: bytes, version: int = 9, fetch: bool = False) -> None:
+    """Produce ``records`` to partition 0 of a new topic; then what the log holds (ListOffsets latest,
+    and with ``fetch`` a Fetch from 0)."""
+    ctx.create_topic(ctx.name("t"))
+    connection = ctx.connect()
+    ctx.call(connection, builders.produce(version, ctx.name("t"), {0: records}), f"Produce v{version}")
+    reader = ctx.connect()
+    ctx.call(reader, builders.list_offsets(7, ctx.name("t"), {0: -1}), "ListOffsets latest")
+    if fetch:
+        ctx.call(reader, builders.fetch(12, ctx.name("t"), {0: 0}), "Fetch from 0", view=_fetch_view)
+
+
+def _several(scenario_id: str, description: str, *batches: Any) -> None:
+    @scenario(f"broker.produce.batches.{scenario_id}", "broker", description)
+    def run(ctx: ScenarioContext) -> None:
+        _produce_then_look(ctx, b"".join(make() for make in batches), fetch=True)
+
+
+_several("three-valid", "Produce v9 of three valid batches for one partition: INVALID_RECORD and nothing "
+         "appended (ProduceRequest.validateRecords: exactly one batch per partition from v3)",
+         lambda: builders.record_batch(1, 1_000), lambda: builders.record_batch(1, 2_000),
+         lambda: builders.record_batch(1, 3_000))
+_several("second-crc", "Produce v9 of three batches, the second with a bad CRC: which error Kafka answers "
+         "and that nothing of the partition is appended (validateRecords before ensureValid)",
+         lambda: builders.record_batch(1, 1_000), lambda: _broken(builders.record_batch(1, 2_000), "crc"),
+         lambda: builders.record_batch(1, 3_000))
+_several("first-crc", "Produce v9 of two batches, the first with a bad CRC: validateRecords refuses the "
+         "second batch before any CRC is read", lambda: _broken(builders.record_batch(1, 1_000), "crc"),
+         lambda: builders.record_batch(1, 2_000))
+_several("second-length-tiny", "Produce v9 of a valid batch followed by one whose length is 5: "
+         "ByteBufferLogInputStream.nextBatchSize on the second (validateRecords' hasNext)",
+         lambda: builders.record_batch(1, 1_000),
+         lambda: _broken(builders.record_batch(1, 2_000), "length-tiny"))
+_several("magic1-after-v2", "Produce v9 of a valid v2 batch then a magic 1 message set: which error Kafka "
+         "answers, nothing appended (validateRecords reads only the first batch's magic)",
+         lambda: builders.record_batch(1, 1_000), lambda: builders.legacy_batch(1, 2_000))
+
+
+def _broken_produce(scenario_id: str, description: str, *faults: str, version: int = 9,
+                    fetch: bool = False) -> None:
+    @scenario(f"broker.produce.{scenario_id}", "broker", description)
+    def run(ctx: ScenarioContext) -> None:
+        _produce_then_look(ctx, _broken(builders.record_batch(3), *faults), version, fetch)
+
+
+_broken_produce("base-offset-nonzero", "Produce v9 of a valid batch whose base offset is 5: refused "
+                "INVALID_RECORD or rewritten? (UnifiedLog.analyzeAndValidateRecords: a client's v2 batch "
+                "must start at 0)", "base-offset", fetch=True)
+_broken_produce("malformed-crc-and-length-past", "A bad CRC and a length past the data: the order of "
+                "checks (validateRecords finds no whole batch before any CRC is read)", "crc", "length-past")
+_broken_produce("malformed-crc-and-length-short", "A bad CRC and a length 10 bytes short of the data "
+                "(ByteBufferLogInputStream sizes, then DefaultRecordBatch.isValid)", "crc", "length-short")
+_broken_produce("malformed-crc-and-length-tiny", "A bad CRC and a length of 5, below the minimum overhead "
+                "(ByteBufferLogInputStream.nextBatchSize)", "crc", "length-tiny")
+_broken_produce("malformed-crc-and-count", "A bad CRC and a record count (5) that disagrees with the last "
+                "offset delta: the CRC (analyzeAndValidateRecords) or the count (LogValidator) first?",
+                "count", "crc")
+_broken_produce("malformed-crc-and-base-offset", "A bad CRC and base offset 5: the base offset check or "
+                "the CRC first? (analyzeAndValidateRecords)", "base-offset", "crc")
+_broken_produce("malformed-magic-3", "Produce v9 of a batch with magic 3: "
+                "ByteBufferLogInputStream.nextBatchSize knows no magic above 2", "magic-3")
+_broken_produce("malformed-magic-3-and-length-past", "Magic 3 and a length past the data: the magic is read "
+                "before the length is compared with the data (nextBatchSize)", "magic-3", "length-past")
+for _codec in (5, 6, 7):
+    _broken_produce(f"unknown-codec-{_codec}", f"Produce v9 of a batch whose attributes name compression "
+                    f"codec {_codec}, CRC valid: Kafka's answer (CompressionType.forId has no codec "
+                    f"{_codec})", f"codec-{_codec}", "fix-crc")
+_broken_produce("unknown-codec-5.v3", "Produce v3 of a batch naming compression codec 5, CRC valid "
+                "(ProduceRequest.validateRecords reads the codec below v7 for its zstd check)", "codec-5",
+                "fix-crc", version=3)
+_broken_produce("unknown-codec-5-and-crc", "A batch naming compression codec 5 with a bad CRC: the CRC or "
+                "the codec first?", "codec-5")
+
+
 def _produced(ctx: ScenarioContext, partitions: int = 1) -> None:
     ctx.create_topic(ctx.name("t"), partitions)
     connection = ctx.connect()
@@ -466,3 +570,15 @@ def _sequence_gap(ctx: ScenarioContext) -> None:
     gap = builders.record_batch(1, base_sequence=5, **producer)
     ctx.call(connection, builders.produce(9, ctx.name("t"), {0: ok}))
     ctx.call(connection, builders.produce(9, ctx.name("t"), {0: gap}), "Produce v9 gap")
+
+
+@scenario("broker.produce.unknown-codec-5.v3-two-partitions", "broker",
+          "Produce v3 to two partitions, the second's batch naming compression codec 5: the codec is read by "
+          "ProduceRequest.validateRecords (zstd check below v7), whose IllegalArgumentException fails the "
+          "whole request (KafkaApis' handleError: UNKNOWN_SERVER_ERROR for every partition)")
+def _codec_v3_two_partitions(ctx: ScenarioContext) -> None:
+    ctx.create_topic(ctx.name("t"), 2)
+    ctx.call(ctx.connect(), builders.produce(3, ctx.name("t"), {
+        0: builders.record_batch(1), 1: _broken(builders.record_batch(1), "codec-5", "fix-crc")}),
+        "Produce v3")
+    ctx.call(ctx.connect(), builders.list_offsets(7, ctx.name("t"), {0: -1, 1: -1}), "ListOffsets latest")

@@ -33,7 +33,7 @@ from kgroup.server.metadata_answer import INTERNAL_TOPICS, MetadataAnswer, parti
 from kgroup.server.produce_encoding import PartitionProduceAnswer, ProduceAnswer, TopicProduceAnswer
 from kgroup.server.producer_state import ProducerStates
 from kgroup.server.record_log import (
-    BatchSlice, InvalidRecords, ProducedBatch, parse_batches, starts_transactional,
+    BatchSlice, InvalidRecords, ProducedBatch, names_unknown_codec, parse_batches, starts_transactional,
 )
 from kgroup.server.topic_admin import TopicAdmin
 from kgroup.server.txn_verification import TransactionVerifier, produce_error
@@ -42,7 +42,6 @@ from kgroup.values import TopicPartition
 __all__ = ["DataPlane", "ProduceWait"]
 
 E = ErrorCode
-_ZSTD = 4
 _READ_COMMITTED = 1
 #: Every partition's log start offset: kgroup never removes records from a log's start (no
 #: retention, no DeleteRecords), so what Kafka's UnifiedLog.logStartOffset would answer is 0.
@@ -143,6 +142,14 @@ class DataPlane:
         # ReplicaManager.handleProduceAppend verifies transactional batches before appendRecords.
         verifying = request.transactional_id is not None and self.transaction_verifier is not None \
             and self.config.transaction_partition_verification_enable
+        if version < 7 and not unauthorized and any(
+                self.has_partition(t.name, data.index) and names_unknown_codec(data.records)
+                for t in request.topic_data for data in t.partition_data):
+            # ProduceRequest.validateRecords reads the codec below v7; codec 5-7 throws out of
+            # KafkaApis.handleProduceRequest, whose error answer fails every partition, appending none.
+            return ProduceAnswer([TopicProduceAnswer(t.name, [
+                PartitionProduceAnswer(data.index, E.UNKNOWN_SERVER_ERROR) for data in t.partition_data])
+                for t in request.topic_data]), []
         for t in request.topic_data:
             results = []
             for data in t.partition_data:
@@ -212,25 +219,15 @@ class DataPlane:
         return False
 
     def _batches(self, data: Any, version: int) -> Tuple[List[ProducedBatch], Optional[InvalidRecords]]:
-        """The partition's batches, or why they cannot be appended."""
+        """The partition's batch, or why it cannot be appended (every check, in Kafka's order, is in
+        :func:`~kgroup.server.record_log.parse_batches`)."""
         try:
             # The hand decoder's records are a view of the request, read in place (``frame``).
             frame = getattr(data, "frame", None)
-            batches = parse_batches(data.records, frame or None, getattr(data, "records_at", 0))
-            # Kafka's ProduceRequest.validateRecords (v3+, every version served here).
-            if len(batches) != 1:
-                raise InvalidRecords(E.INVALID_RECORD, f"Produce requests with version {version} are only "
-                                     "allowed to contain exactly one record batch", in_request=True)
-            if version < 7 and batches[0].compression_type == _ZSTD:
-                raise InvalidRecords(E.UNSUPPORTED_COMPRESSION_TYPE,
-                                     f"Produce requests with version {version} cannot use zstd (KIP-110)",
-                                     in_request=True)
-            # UnifiedLog.analyzeAndValidateRecords: RecordTooLargeException.
-            if sum(len(b.data) for b in batches) > self.config.max_message_bytes:
-                raise InvalidRecords(E.MESSAGE_TOO_LARGE, "batch larger than max.message.bytes")
+            return parse_batches(data.records, frame or None, getattr(data, "records_at", 0), version,
+                                 self.config.max_message_bytes), None
         except InvalidRecords as error:
             return [], error
-        return batches, None
 
     @staticmethod
     def _refuse_in_log(result: Any, code: ErrorCode, message: Optional[str] = None) -> None:
@@ -296,8 +293,9 @@ class DataPlane:
         """Resolve ``wait`` if it can be: True once committed (HW covers it) or failed (leader moved)."""
         p = wait.partition
         if p.leader is None or p.leader_epoch != wait.leader_epoch:
+            # Kafka's DelayedProduce.tryComplete sets only the error of the partition's
+            # PartitionResponse: the base offset, append time and log start of the append stay.
             wait.result.error_code = E.NOT_LEADER_OR_FOLLOWER
-            wait.result.base_offset = -1
             return True
         return p.logs[p.leader].hw >= wait.end_offset
 

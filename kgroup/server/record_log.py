@@ -24,13 +24,14 @@ from kafka.record.default_records import DefaultRecordBatch
 from kgroup.server.crc32c import crc32c
 from kgroup.core.error_codes import ErrorCode
 
-__all__ = ["BatchSlice", "InvalidRecords", "ProducedBatch", "StoredBatch", "last_sequence", "parse_batches",
-           "starts_transactional"]
+__all__ = ["BatchSlice", "InvalidRecords", "ProducedBatch", "StoredBatch", "last_sequence",
+           "names_unknown_codec", "parse_batches", "starts_transactional"]
 
 #: A batch's first 16 bytes: base offset, batch length, partition leader epoch.  The leader
 #: rewrites the first and the last (neither is covered by the CRC).
 _HEAD = struct.Struct(">qii")
 _HEAD_BYTES = _HEAD.size
+_BASE_OFFSET = struct.Struct(">q")
 _BATCH_LENGTH_AT = 8
 _BATCH_LENGTH = struct.Struct(">i")
 _ATTRIBUTES_AT = 21
@@ -53,6 +54,7 @@ _PREMATURE_EOF = "Incorrect declared batch size, premature EOF reached"
 MAX_DECOMPRESSED_BYTES = 104_857_600
 #: The codecs Kafka's record format defines (none, gzip, snappy, lz4, zstd).
 _KNOWN_CODECS = range(0, 5)
+_ZSTD = 4
 
 
 class InvalidRecords(Exception):
@@ -167,17 +169,24 @@ def starts_transactional(records: Optional[bytes]) -> bool:
 
 
 def parse_batches(records: Union[bytes, memoryview, None], source: Optional[bytes] = None,
-                  source_at: int = 0) -> List[ProducedBatch]:
-    """The batches of a produce request's partition data, validated as Kafka validates a client's
-    append, so nothing a stock consumer cannot read is ever stored:
+                  source_at: int = 0, produce_version: int = 9,
+                  max_batch_bytes: Optional[int] = None) -> List[ProducedBatch]:
+    """The one batch of a produce request's partition data, validated as Kafka validates a client's
+    append, in Kafka's order, so nothing a stock consumer cannot read is ever stored:
 
-    - ``ProduceRequest.validateRecords`` (``in_request``: refused before the log sees it): no whole
-      batch (an empty set, a batch cut short or whose length runs past the data) and magic other
-      than 2 are INVALID_RECORD (87); a length below the minimum record overhead is CORRUPT_MESSAGE
-      (2, ``ByteBufferLogInputStream.nextBatchSize``).  Bytes after the last whole batch are dropped,
-      as ``UnifiedLog.trimInvalidBytes`` drops them;
-    - ``DefaultRecordBatch.ensureValid``: a batch shorter than its header or with a CRC that does
-      not match is CORRUPT_MESSAGE (CorruptRecordException);
+    - ``ProduceRequest.validateRecords`` (``in_request``: refused before the log sees it), reading the
+      batch boundaries as ``ByteBufferLogInputStream.nextBatchSize`` reads them: a length below the
+      minimum record overhead or a magic above 2 (or negative) is CORRUPT_MESSAGE (2); no whole batch
+      (an empty set, a batch cut short or whose length runs past the data), a first batch of magic 0
+      or 1, a second whole batch are INVALID_RECORD (87); below Produce v7 the first batch's codec is
+      read (zstd: UNSUPPORTED_COMPRESSION_TYPE; 5-7: UNKNOWN_SERVER_ERROR, which the data plane
+      answers for the whole request, see :func:`names_unknown_codec`).  No CRC is read before a
+      second batch is refused.  Bytes after the one batch that are no whole batch are dropped, as
+      ``UnifiedLog.trimInvalidBytes`` drops them;
+    - ``UnifiedLog.analyzeAndValidateRecords``: a base offset other than 0 is INVALID_RECORD, a batch
+      over ``max_batch_bytes`` MESSAGE_TOO_LARGE, one shorter than its header or whose CRC does not
+      match CORRUPT_MESSAGE, then a codec other than 0-4 UNKNOWN_SERVER_ERROR (-1:
+      ``CompressionType.forId``'s IllegalArgumentException, which Kafka maps to no error code);
     - ``LogValidator.validateBatch``: a count that is not positive or disagrees with the last
       offset delta, a control batch, a producer id without a base sequence are INVALID_RECORD
       (InvalidRecordException);
@@ -201,82 +210,117 @@ def parse_batches(records: Union[bytes, memoryview, None], source: Optional[byte
     else:
         data, position = (records if isinstance(records, bytes) else bytes(records)), 0
     view = memoryview(data)
-    batches: List[ProducedBatch] = []
     end = position + len(records)
     try:
-        # The batch headers are read here with one struct each, as MemoryRecords/DefaultRecordBatch
-        # would read them but without their copy of every batch (a sixth of the server's time under
+        # The batch header is read here with one struct, as MemoryRecords/DefaultRecordBatch would
+        # read it but without their copy of every batch (a sixth of the server's time under
         # librdkafka's megabyte batches, issue 28); the order of the checks, and so the error
         # answered for a batch wrong in several ways, is theirs.
-        while end - position >= _LOG_OVERHEAD:
-            (length,) = _BATCH_LENGTH.unpack_from(data, position + _BATCH_LENGTH_AT)
-            batch_end = position + _LOG_OVERHEAD + length
-            if batch_end - position < _MIN_BATCH_SLICE:  # ByteBufferLogInputStream.nextBatchSize: first
-                raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "unreadable record batch: Record size is "
-                                     "less than the minimum record overhead", in_request=True)
-            if batch_end > end:
-                break  # an incomplete batch: the trailing bytes below
-            magic = data[position + _MAGIC_AT]
-            if magic <= 1 or magic >= 0x80:  # (a signed byte: 0x80 and up are negative)
-                raise InvalidRecords(ErrorCode.INVALID_RECORD,
-                                     "produce requests may only hold record batches with magic 2",
+        batch_end = _next_batch_end(data, position, end)
+        if batch_end is None:
+            raise InvalidRecords(ErrorCode.INVALID_RECORD, "Produce requests must have at least one record "
+                                 "batch per partition", in_request=True)
+        if data[position + _MAGIC_AT] != 2:
+            raise InvalidRecords(ErrorCode.INVALID_RECORD,
+                                 "produce requests may only hold record batches with magic 2",
+                                 in_request=True)
+        if produce_version < 7:
+            codec = _ATTRIBUTES.unpack_from(data, position + _ATTRIBUTES_AT)[0] & _CODEC_MASK
+            if codec == _ZSTD:
+                raise InvalidRecords(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Produce requests with version "
+                                     f"{produce_version} cannot use zstd (KIP-110)", in_request=True)
+            if codec not in _KNOWN_CODECS:
+                raise InvalidRecords(ErrorCode.UNKNOWN_SERVER_ERROR, f"unknown compression codec {codec}",
                                      in_request=True)
-            if batch_end - position < _RECORDS_AT:
-                raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "record batch shorter than its header")
-            (_, _, _, magic, crc, attributes, last_offset_delta, first_timestamp, max_timestamp, producer_id,
-             producer_epoch, base_sequence, count) = _BATCH_HEADER.unpack_from(data, position)
-            if magic != 2:
-                raise InvalidRecords(ErrorCode.INVALID_RECORD,
-                                     "produce requests may only hold record batches with magic 2",
-                                     in_request=True)
-            raw = view[position:batch_end]
-            # The CRC covers everything from the attributes on (kafka-python's own check is ~30x slower).
-            if crc32c(raw[_ATTRIBUTES_AT:]) != crc:
-                raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "record batch CRC mismatch")
-            compression_type = attributes & _CODEC_MASK
-            if compression_type not in _KNOWN_CODECS:
-                raise InvalidRecords(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-                                     f"unknown compression codec {compression_type}")
-            if count <= 0:
-                raise InvalidRecords(ErrorCode.INVALID_RECORD,
-                                     f"Invalid reported count for record batch: {count}")
-            if count != last_offset_delta + 1:
-                raise InvalidRecords(
-                    ErrorCode.INVALID_RECORD,
-                    f"Inconsistent batch offset range [0, {last_offset_delta}] "
-                    f"and count of records {count}")
-            if attributes & _CONTROL:
-                raise InvalidRecords(ErrorCode.INVALID_RECORD,
-                                     "Clients are not allowed to write control records")
-            if producer_id >= 0 and base_sequence < 0:
-                raise InvalidRecords(ErrorCode.INVALID_RECORD,
-                                     f"Invalid sequence number {base_sequence} in record batch "
-                                     f"with producerId {producer_id}")
-            if attributes & _LOG_APPEND_TIME:
-                raise InvalidRecords(ErrorCode.INVALID_TIMESTAMP,
-                                     "Producer should not set timestamp type to LogAppendTime")
-            if compression_type == 0:  # walked in place: no copy of the records
-                max_delta = _check_records(data, count, position + _RECORDS_AT, batch_end)
-            else:
-                payload = _decompressed(compression_type, bytes(raw[_RECORDS_AT:]))
-                max_delta = None if payload is None else _check_records(payload, count, 0, len(payload))
-            if max_delta is not None:
-                # What Kafka writes into the header (LogValidator sets maxTimestamp from the records).
-                max_timestamp = first_timestamp + max_delta
-            position = batch_end
-            batches.append(ProducedBatch(raw, count, max_timestamp, producer_id, producer_epoch,
-                                         base_sequence, bool(attributes & _TRANSACTIONAL), compression_type))
-        # Bytes after the last whole batch (too few for one, or a batch cut short) are dropped, as
-        # Kafka's UnifiedLog.trimInvalidBytes drops them; with no whole batch at all,
-        # ProduceRequest.validateRecords finds none: INVALID_RECORD.
+        if _next_batch_end(data, batch_end, end) is not None:
+            raise InvalidRecords(ErrorCode.INVALID_RECORD, f"Produce requests with version {produce_version} "
+                                 "are only allowed to contain exactly one record batch", in_request=True)
+        # UnifiedLog.analyzeAndValidateRecords, then LogValidator.
+        (base_offset,) = _BASE_OFFSET.unpack_from(data, position)
+        if base_offset != 0:
+            raise InvalidRecords(ErrorCode.INVALID_RECORD, "The baseOffset of the record batch in the append "
+                                 f"should be 0, but it is {base_offset}")
+        if max_batch_bytes is not None and batch_end - position > max_batch_bytes:
+            raise InvalidRecords(ErrorCode.MESSAGE_TOO_LARGE, "batch larger than max.message.bytes")
+        if batch_end - position < _RECORDS_AT:
+            raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "record batch shorter than its header")
+        (_, _, _, _, crc, attributes, last_offset_delta, first_timestamp, max_timestamp, producer_id,
+         producer_epoch, base_sequence, count) = _BATCH_HEADER.unpack_from(data, position)
+        raw = view[position:batch_end]
+        # The CRC covers everything from the attributes on (kafka-python's own check is ~30x slower).
+        if crc32c(raw[_ATTRIBUTES_AT:]) != crc:
+            raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, "record batch CRC mismatch")
+        compression_type = attributes & _CODEC_MASK
+        if compression_type not in _KNOWN_CODECS:
+            raise InvalidRecords(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                 f"unknown compression codec {compression_type}")
+        if count <= 0:
+            raise InvalidRecords(ErrorCode.INVALID_RECORD,
+                                 f"Invalid reported count for record batch: {count}")
+        if count != last_offset_delta + 1:
+            raise InvalidRecords(
+                ErrorCode.INVALID_RECORD,
+                f"Inconsistent batch offset range [0, {last_offset_delta}] "
+                f"and count of records {count}")
+        if attributes & _CONTROL:
+            raise InvalidRecords(ErrorCode.INVALID_RECORD,
+                                 "Clients are not allowed to write control records")
+        if producer_id >= 0 and base_sequence < 0:
+            raise InvalidRecords(ErrorCode.INVALID_RECORD,
+                                 f"Invalid sequence number {base_sequence} in record batch "
+                                 f"with producerId {producer_id}")
+        if attributes & _LOG_APPEND_TIME:
+            raise InvalidRecords(ErrorCode.INVALID_TIMESTAMP,
+                                 "Producer should not set timestamp type to LogAppendTime")
+        if compression_type == 0:  # walked in place: no copy of the records
+            max_delta = _check_records(data, count, position + _RECORDS_AT, batch_end)
+        else:
+            payload = _decompressed(compression_type, bytes(raw[_RECORDS_AT:]))
+            max_delta = None if payload is None else _check_records(payload, count, 0, len(payload))
+        if max_delta is not None:
+            # What Kafka writes into the header (LogValidator sets maxTimestamp from the records).
+            max_timestamp = first_timestamp + max_delta
     except InvalidRecords:
         raise
     except Exception as error:  # struct.error on short input, or anything else a hostile batch finds
         raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, f"unreadable record batch: {error}") from None
-    if not batches:
-        raise InvalidRecords(ErrorCode.INVALID_RECORD, "Produce requests must have at least one record batch "
-                             "per partition", in_request=True)
-    return batches
+    return [ProducedBatch(raw, count, max_timestamp, producer_id, producer_epoch, base_sequence,
+                          bool(attributes & _TRANSACTIONAL), compression_type)]
+
+
+def names_unknown_codec(records: Union[bytes, memoryview, None]) -> bool:
+    """Whether ``ProduceRequest.validateRecords`` below v7 reaches a first batch naming codec 5-7: a
+    whole batch of magic 2.  Its ``compressionType()`` then throws an IllegalArgumentException that
+    ``KafkaApis.handleProduceRequest`` does not catch, so Kafka answers the whole request with
+    UNKNOWN_SERVER_ERROR (``ProduceRequest.getErrorResponse``) and appends nothing."""
+    if records is None or len(records) < _ATTRIBUTES_AT + 2 or records[_MAGIC_AT] != 2:
+        return False
+    try:
+        if _next_batch_end(records, 0, len(records)) is None:
+            return False
+    except InvalidRecords:
+        return False
+    return _ATTRIBUTES.unpack_from(records, _ATTRIBUTES_AT)[0] & _CODEC_MASK not in _KNOWN_CODECS
+
+
+def _next_batch_end(data: Union[bytes, memoryview], position: int, end: int) -> Optional[int]:
+    """Where the batch at ``position`` ends, or None when no whole batch is there; Kafka's
+    ``ByteBufferLogInputStream.nextBatchSize``: a length below the least record overhead (the magic
+    0 one) and a magic byte above 2 or negative are CORRUPT_MESSAGE, the magic read as soon as the
+    bytes up to it are there, even if the batch is not whole."""
+    if end - position < _LOG_OVERHEAD:
+        return None
+    (length,) = _BATCH_LENGTH.unpack_from(data, position + _BATCH_LENGTH_AT)
+    if _LOG_OVERHEAD + length < _MIN_BATCH_SLICE:
+        raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE, f"Record size {length} is less than the minimum "
+                             "record overhead (14)", in_request=True)
+    if end - position <= _MAGIC_AT:
+        return None
+    if data[position + _MAGIC_AT] > 2:  # an unsigned read: a negative magic is 0x80 and up
+        raise InvalidRecords(ErrorCode.CORRUPT_MESSAGE,
+                             f"Invalid magic found in record: {data[position + _MAGIC_AT]}", in_request=True)
+    batch_end = position + _LOG_OVERHEAD + length
+    return batch_end if batch_end <= end else None
 
 
 def _decompressed(codec: int, payload: bytes) -> Optional[bytes]:

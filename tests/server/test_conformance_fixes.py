@@ -2,7 +2,8 @@
 (kgroup/broker_conformance, recorded/kafka-4.4.0.json): CreateTopics validate_only figures, a topic named
 twice, colliding names; FindCoordinator of an unknown key type; SyncGroup v5 without protocol type and
 name; the classic DescribeGroups of a KIP-848 group; ListOffsets finding no record; the data plane's
-answers: refused produces (log_start_offset -1, Kafka's order of checks, malformed batches), a duplicate
+answers: refused produces (log_start_offset -1, Kafka's order of checks, malformed batches, several
+batches, a base offset other than 0, unknown codecs), an acks=all produce whose leader moves, a duplicate
 idempotent batch's append time, an out-of-range fetch, Metadata of an invalid name.  Each test failed
 before its fix (the answer kgroup gave is in its docstring)."""
 from __future__ import annotations
@@ -326,6 +327,141 @@ def test_bytes_after_the_last_whole_batch_are_dropped_as_kafka_trims_them(engine
                  .entries[:3]}.values()
     assert bytes(stored.tail) == _GOOD[16:]
     assert log_end(engine) == 4
+
+
+# -- Produce: several batches, the base offset, batches broken two ways, unknown codecs --------------
+
+
+def legacy_batch() -> bytes:
+    """A magic 1 message set of one record (what a pre-0.11 producer sent)."""
+    builder = MemoryRecordsBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+    builder.append(timestamp=2_000, key=b"k", value=b"v", headers=[])
+    builder.close()
+    return bytes(builder.buffer())
+
+
+def _codec(records: bytes, codec: int, fix_crc: bool = True) -> bytes:
+    (attributes,) = struct.unpack_from(">h", records, 21)
+    return _with(records, 21, ">h", (attributes & ~0x07) | codec, fix_crc)
+
+
+_BAD_CRC_1 = batch(1)[:-1] + bytes([batch(1)[-1] ^ 0xFF])
+
+
+@pytest.mark.parametrize("records, code", [
+    (batch(1) + _BAD_CRC_1 + batch(1), E.INVALID_RECORD),
+    (_BAD_CRC_1 + batch(1), E.INVALID_RECORD),
+    (batch(1) + batch(1) + batch(1), E.INVALID_RECORD),
+    (batch(1) + legacy_batch(), E.INVALID_RECORD),
+    (batch(1) + _with(batch(1), 8, ">i", 5), E.CORRUPT_MESSAGE),
+    (_BAD_CRC_1 + _with(batch(1), 8, ">i", 5), E.CORRUPT_MESSAGE),
+], ids=["second-crc", "first-crc", "three-valid", "magic1-after-v2", "second-length-tiny",
+        "first-crc-second-length-tiny"])
+def test_a_second_batch_is_refused_before_any_crc_is_read(engine, records, code):
+    """ProduceRequest.validateRecords (KafkaApis.handleProduceRequest, before the log) allows exactly one
+    batch per partition and looks at the second only through ByteBufferLogInputStream.nextBatchSize
+    (a length below the record overhead: CORRUPT_MESSAGE); no CRC is read before, so nothing of the
+    partition is appended and log_start_offset is -1 (scenarios broker.produce.batches.*).  (kgroup
+    read the CRCs batch by batch: CORRUPT_MESSAGE for second-crc and first-crc.)"""
+    assert produced(engine, produce(records)) == (code, -1, -1, -1)
+    assert log_end(engine) == 0
+
+
+@pytest.mark.parametrize("records, code, log_start", [
+    (_with(_GOOD, 0, ">q", 5), E.INVALID_RECORD, 0),
+    (_with(_BAD_CRC, 0, ">q", 5), E.INVALID_RECORD, 0),
+], ids=["base-offset-5", "base-offset-5-bad-crc"])
+def test_a_clients_batch_must_start_at_offset_0(engine, records, code, log_start):
+    """UnifiedLog.analyzeAndValidateRecords refuses a client's v2 batch whose base offset is not 0
+    (InvalidRecordException, before the size and CRC checks), answered with processFailedRecord's log
+    start (scenarios broker.produce.base-offset-nonzero, malformed-crc-and-base-offset).  (kgroup
+    appended it at offset 0, or answered CORRUPT_MESSAGE with -1 for a bad CRC.)"""
+    assert produced(engine, produce(records)) == (code, -1, -1, log_start)
+    assert log_end(engine) == 0
+
+
+@pytest.mark.parametrize("records", [
+    _with(_GOOD, 16, ">B", 3), _with(_GOOD, 16, ">B", 0xFF),
+    _with(_with(_GOOD, 16, ">B", 3), 8, ">i", len(_GOOD) + 100),
+], ids=["magic-3", "magic-minus-1", "magic-3-length-past"])
+def test_a_magic_above_2_is_corrupt_even_before_the_batch_is_whole(engine, records):
+    """ByteBufferLogInputStream.nextBatchSize throws CorruptRecordException for a magic below 0 or above
+    2 as soon as the bytes up to it are there, before it compares the length with the data (scenarios
+    broker.produce.malformed-magic-3, malformed-magic-3-and-length-past).  (kgroup answered
+    INVALID_RECORD.)"""
+    assert produced(engine, produce(records)) == (E.CORRUPT_MESSAGE, -1, -1, -1)
+    assert log_end(engine) == 0
+
+
+@pytest.mark.parametrize("codec", [5, 6, 7])
+def test_an_unknown_codec_is_an_unknown_server_error_after_the_crc(engine, codec):
+    """UnifiedLog.analyzeAndValidateRecords reads the codec after the CRC: CompressionType.forId throws
+    an IllegalArgumentException, which ReplicaManager.appendToLocalLog answers as any Throwable,
+    UNKNOWN_SERVER_ERROR (-1) with the partition's log start; a bad CRC is found first (scenarios
+    broker.produce.unknown-codec-5/6/7, unknown-codec-5-and-crc).  (kgroup answered
+    UNSUPPORTED_COMPRESSION_TYPE, 76.)"""
+    assert produced(engine, produce(_codec(_GOOD, codec))) == (E.UNKNOWN_SERVER_ERROR, -1, -1, 0)
+    assert produced(engine, produce(_codec(_GOOD, codec, fix_crc=False))) == (E.CORRUPT_MESSAGE, -1, -1, -1)
+    assert log_end(engine) == 0
+
+
+@pytest.mark.parametrize("version", [3, 5, 6])
+def test_below_v7_an_unknown_codec_fails_the_whole_request(engine, version):
+    """ProduceRequest.validateRecords reads the first batch's codec below v7 (its zstd check): codec 5
+    throws an IllegalArgumentException out of KafkaApis.handleProduceRequest, whose error answer
+    (ProduceRequest.getErrorResponse) is UNKNOWN_SERVER_ERROR for every partition, nothing appended
+    (scenarios broker.produce.unknown-codec-5.v3, unknown-codec-5.v3-two-partitions).  (kgroup
+    appended partition 0 and answered partition 1 UNSUPPORTED_COMPRESSION_TYPE.)  v7+ is the test
+    above."""
+    topic_cls = ProduceRequest.TopicProduceData
+    request = ProduceRequest(version=version, transactional_id=None, acks=-1, timeout_ms=1_000, topic_data=[
+        topic_cls(version=version, name="foo", partition_data=[
+            topic_cls.PartitionProduceData(version=version, index=0, records=_GOOD),
+            topic_cls.PartitionProduceData(version=version, index=1, records=_codec(_GOOD, 5))])])
+    answers = engine.call(request).responses[0].partition_responses
+    assert [(a.index, a.error_code, a.base_offset) for a in answers] == [
+        (0, E.UNKNOWN_SERVER_ERROR, -1), (1, E.UNKNOWN_SERVER_ERROR, -1)]
+    assert [p.leader_log().leo for p in engine.cluster.topics["foo"]] == [0, 0]
+
+
+def test_a_batch_too_large_is_refused_before_its_crc(make_engine):
+    """UnifiedLog.analyzeAndValidateRecords checks, in order, the base offset, the size against
+    max.message.bytes (RecordTooLargeException, log start -1) and then the CRC.  (kgroup read the CRC
+    first: CORRUPT_MESSAGE for a batch both too large and corrupt.)"""
+    harness = make_engine(brokers=1, max_message_bytes=len(_GOOD) - 1)
+    harness.cluster.create_topic("foo", 1, 1)
+    assert produced(harness, produce(_BAD_CRC)) == (E.MESSAGE_TOO_LARGE, -1, -1, -1)
+    assert produced(harness, produce(_with(_BAD_CRC, 0, ">q", 5))) == (E.INVALID_RECORD, -1, -1, 0)
+    assert log_end(harness) == 0
+
+
+# -- Produce: an acks=all append whose leader moves --------------------------------------------------
+
+
+def test_an_acks_all_produce_losing_its_leader_keeps_the_appends_answer(make_engine):
+    """DelayedProduce.tryComplete, when Partition.checkEnoughReplicasReachOffset answers
+    NOT_LEADER_OR_FOLLOWER (this broker no longer leads), sets only ``status.responseStatus.error``: the
+    PartitionResponse that ReplicaManager.buildProducePartitionStatus made from the append's
+    LogAppendInfo keeps its base offset, append time and log start (as onExpiration keeps them with
+    REQUEST_TIMED_OUT).  One broker cannot record it, hence no scenario.  (kgroup answered base_offset
+    -1.)"""
+    harness = make_engine(brokers=3)
+    harness.cluster.create_topic("t", 1, 3)
+    p = harness.cluster.topics["t"][0]
+    leader = p.leader
+    assert produced(harness, produce(batch(2), "t", acks=1)) == (0, 0, -1, 0)
+    for follower in p.assigned:
+        if follower != leader:
+            harness.cluster.slow_follower(follower, 60_000)
+    connection = harness.connect(leader)
+    request = produce(batch(3), "t")
+    assert harness.send(connection, request) == []   # waiting for the followers
+    harness._collect(harness.engine.apply_fault(harness.now_ms,
+                                                lambda now: harness.hosting.isolate_broker(leader, now)))
+    assert p.leader != leader
+    answer = harness.answer(connection, request).responses[0].partition_responses[0]
+    assert (answer.error_code, answer.base_offset, answer.log_append_time_ms, answer.log_start_offset) == (
+        E.NOT_LEADER_OR_FOLLOWER, 2, -1, 0)
 
 
 # -- Produce: a duplicate idempotent batch ----------------------------------------------------------

@@ -17,10 +17,18 @@ def _batch(values) -> bytes:
 
 
 def test_valid_batches_parse():
-    data = _batch([b"a" * 100, b"b"]) + _batch([b"c" * 2000])
-    batches = parse_batches(data)
-    assert [b.record_count for b in batches] == [2, 1]
-    assert b"".join(b.data for b in batches) == data
+    for values in ([b"a" * 100, b"b"], [b"c" * 2000]):
+        data = _batch(values)
+        (parsed,) = parse_batches(data)
+        assert (parsed.record_count, bytes(parsed.data)) == (len(values), data)
+
+
+def test_two_batches_are_refused_as_produce_request_validate_records_refuses_them():
+    """Produce v3+ holds exactly one batch per partition (ProduceRequest.validateRecords), refused
+    before the log: parse_batches refuses the second one itself, before reading any CRC."""
+    with pytest.raises(InvalidRecords) as raised:
+        parse_batches(_batch([b"a" * 100, b"b"]) + _batch([b"c" * 2000]))
+    assert (raised.value.code, raised.value.in_request) == (ErrorCode.INVALID_RECORD, True)
 
 
 @pytest.mark.parametrize("position", [21, 30, 70, -1])  # attributes, inside the header, a record, the end
