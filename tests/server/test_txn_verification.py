@@ -287,6 +287,20 @@ def test_an_abort_completed_before_the_batch_arrives_keeps_it_out(engine, txn):
     assert log_end(engine, 0) == marker_only == 1
 
 
+def _abort_and_start_again_at_a_new_epoch(txn) -> int:
+    """One batch in an aborted transaction, a new InitProducerId and a batch at the new epoch; the
+    next sequence is the old epoch's.  Returns the old epoch."""
+    txn.add(0)
+    assert txn.produce(0)[0][0] == 0
+    old_epoch = txn.epoch
+    txn.end(commit=False)
+    txn.init()
+    txn.add(0)
+    assert txn.produce(0)[0][0] == 0
+    txn.sequences[0] = 1
+    return old_epoch
+
+
 def test_a_batch_while_the_abort_is_being_written_is_refused_as_retriable(engine, txn):
     """Between EndTxn and the markers the transaction is PrepareAbort: the coordinator answers
     CONCURRENT_TRANSACTIONS, which Produce v11 and older hear as NOT_ENOUGH_REPLICAS (retriable)."""
@@ -306,14 +320,7 @@ def test_a_fenced_epoch_is_invalid_producer_epoch_with_no_log_start(engine, txn)
     transaction open at its epoch, so it is verified; the coordinator answers PRODUCER_FENCED, which
     AddPartitionsToTxnManager turns into INVALID_PRODUCER_EPOCH (what producers expect), with
     UNKNOWN_LOG_APPEND_INFO's log start -1."""
-    txn.add(0)
-    assert txn.produce(0)[0][0] == 0
-    old_epoch = txn.epoch
-    txn.end(commit=False)
-    txn.init()
-    txn.add(0)
-    assert txn.produce(0)[0][0] == 0
-    txn.sequences[0] = 1
+    old_epoch = _abort_and_start_again_at_a_new_epoch(txn)
     assert txn.produce(0, epoch=old_epoch) == [(E.INVALID_PRODUCER_EPOCH, -1, -1, None)]
     assert txn.verifier.asked[-1] == (TXN, txn.producer_id, old_epoch, (TopicPartition("foo", 0),))
 
@@ -357,14 +364,7 @@ def test_with_verification_off_an_old_epoch_is_refused_by_the_log_with_its_log_s
     start (processFailedRecord): 0, not -1."""
     harness = _harness(make_engine, transaction_partition_verification_enable=False)
     txn = Txn(harness)
-    txn.add(0)
-    assert txn.produce(0)[0][0] == 0
-    old_epoch = txn.epoch
-    txn.end(commit=False)
-    txn.init()
-    txn.add(0)
-    assert txn.produce(0)[0][0] == 0
-    txn.sequences[0] = 1
+    old_epoch = _abort_and_start_again_at_a_new_epoch(txn)
     assert txn.produce(0, epoch=old_epoch) == [(E.INVALID_PRODUCER_EPOCH, -1, 0, None)]
 
 

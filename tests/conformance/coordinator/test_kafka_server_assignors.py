@@ -271,6 +271,13 @@ def test_testCreateMemberSubscriptionSpecImpl():
         "member-id", {"bar", "foo", "zar"}, tps({"foo": [1, 2, 3], "bar": [1, 2, 3]}), "instanceId", "rackId")
 
 
+def build_with(context, expected):
+    """The prepared assignor answers ``expected`` (member -> topic -> partitions); build the target."""
+    for member_id, assignment in expected.items():
+        context.prepare_member_assignment(member_id, assignment)
+    return context.build()
+
+
 def test_testEmpty():
     context = BuilderContext("my-group", 20)
     target, records = context.build()
@@ -313,9 +320,7 @@ def test_testNewMember():
     context.update_member_subscription("member-3", ["foo", "bar", "zar"])
     expected = {"member-1": {"foo": [1, 2], "bar": [1, 2]}, "member-2": {"foo": [3, 4], "bar": [3, 4]},
                 "member-3": {"foo": [5, 6], "bar": [5, 6]}}
-    for member_id, assignment in expected.items():
-        context.prepare_member_assignment(member_id, assignment)
-    target, records = context.build()
+    target, records = build_with(context, expected)
     assert_target_records(records, [target_record(m, a) for m, a in expected.items()])
     assert target == {m: tps(a) for m, a in expected.items()}
 
@@ -330,9 +335,7 @@ def test_testUpdateMember():
     context.update_member_subscription("member-3", ["foo", "bar", "zar"], "instance-id-3", "rack-0")
     expected = {"member-1": {"foo": [1, 2], "bar": [1, 2]}, "member-2": {"foo": [3, 4], "bar": [3, 4]},
                 "member-3": {"foo": [5, 6], "bar": [5, 6]}}
-    for member_id, assignment in expected.items():
-        context.prepare_member_assignment(member_id, assignment)
-    target, records = context.build()
+    target, records = build_with(context, expected)
     assert_target_records(records, [target_record(m, a) for m, a in expected.items()])
     assert target == {m: tps(a) for m, a in expected.items()}
 
@@ -346,9 +349,7 @@ def test_testPartialAssignmentUpdate():
     context.add_group_member("member-3", ["bar", "zar"], {"foo": [5, 6], "bar": [5, 6]})
     expected = {"member-1": {"foo": [1, 2], "bar": [1, 2]}, "member-2": {"foo": [3, 4, 5], "bar": [3, 4, 5]},
                 "member-3": {"foo": [6], "bar": [6]}}
-    for member_id, assignment in expected.items():
-        context.prepare_member_assignment(member_id, assignment)
-    target, records = context.build()
+    target, records = build_with(context, expected)
     # Member 1 has no record: its target did not change.
     assert_target_records(records, [target_record(m, expected[m]) for m in ("member-2", "member-3")])
     assert target == {m: tps(a) for m, a in expected.items()}
@@ -364,9 +365,7 @@ def test_testDeleteMember():
     context.remove_member_subscription("member-3")
     expected = {"member-1": {"foo": [1, 2, 3], "bar": [1, 2, 3]},
                 "member-2": {"foo": [4, 5, 6], "bar": [4, 5, 6]}}
-    for member_id, assignment in expected.items():
-        context.prepare_member_assignment(member_id, assignment)
-    target, records = context.build()
+    target, records = build_with(context, expected)
     assert_target_records(records, [target_record(m, a) for m, a in expected.items()])
     assert target == {m: tps(a) for m, a in expected.items()}
     assert "member-3" not in context.group.target_assignment
@@ -385,9 +384,7 @@ def test_testReplaceStaticMember():
     context.update_member_subscription("member-3-a", ["foo", "bar", "zar"], "instance-member-3")
     expected = {"member-1": {"foo": [1, 2], "bar": [1, 2]}, "member-2": {"foo": [3, 4], "bar": [3, 4]},
                 "member-3-a": {"foo": [5, 6], "bar": [5, 6]}}
-    for member_id, assignment in expected.items():
-        context.prepare_member_assignment(member_id, assignment)
-    target, records = context.build()
+    target, records = build_with(context, expected)
     # Only the new member's target is written: the others are unchanged.
     assert_target_records(records, [target_record("member-3-a", expected["member-3-a"])])
     assert target == {m: tps(a) for m, a in expected.items()}
