@@ -219,8 +219,7 @@ class GroupHosting:
         for slot in self._slots:
             if slot.leader is not None and slot.coordinator is not None:
                 out.extend(self._apply(slot, slot.coordinator.on_partitions_deleted(deleted)))
-        out.extend(self._release())
-        return out
+        return out + self._release()
 
     def delete_topic(self, topic: str, now_ms: int) -> List[Delivery]:
         """Delete ``topic`` from the cluster (its offsets go with it) and return what that released."""
@@ -230,10 +229,8 @@ class GroupHosting:
             raise ClusterError(f"unknown topic {topic}", E.UNKNOWN_TOPIC_OR_PARTITION)
         out = self._advance(now_ms)
         self.cluster.delete_topic(topic)  # the listener (_topic_deleted) writes the tombstones
-        out.extend(self._pending)
-        self._pending = []
-        out.extend(self._release())
-        return out
+        out, self._pending = out + self._pending, []
+        return out + self._release()
 
     def _topic_deleted(self, topic: str, partition_count: int) -> None:
         """The cluster deleted ``topic`` (a topic_deletion_listeners callback): its partitions' offsets
