@@ -131,13 +131,19 @@ def test_testRemoveStaticMember():
 # -- partition epochs ------------------------------------------------------------------------------
 
 
-def test_testUpdatingMemberUpdatesPartitionEpoch():
+def _member_at_epoch_10_owning_foo_and_revoking_bar():
+    """Kafka's set-up of the partition-epoch tests: foo 1-3 assigned, bar 4-6 pending revocation."""
     group, _ = new_group()
     member = ConsumerGroupMember("member", member_epoch=10, assigned_partitions=tps({"foo": [1, 2, 3]}),
                                  partitions_pending_revocation=tps({"bar": [4, 5, 6]}))
     group.update_member(member)
     for tp in tps({"foo": [1, 2, 3], "bar": [4, 5, 6]}):
         assert group.partition_epoch(tp) == 10
+    return group, member
+
+
+def test_testUpdatingMemberUpdatesPartitionEpoch():
+    group, member = _member_at_epoch_10_owning_foo_and_revoking_bar()
     for tp in tps({"zar": [7, 8, 9]}):
         assert group.partition_epoch(tp) == -1
 
@@ -184,12 +190,7 @@ def test_testAddPartitionEpochs():
 
 
 def test_testDeletingMemberRemovesPartitionEpoch():
-    group, _ = new_group()
-    member = ConsumerGroupMember("member", member_epoch=10, assigned_partitions=tps({"foo": [1, 2, 3]}),
-                                 partitions_pending_revocation=tps({"bar": [4, 5, 6]}))
-    group.update_member(member)
-    for tp in tps({"foo": [1, 2, 3], "bar": [4, 5, 6]}):
-        assert group.partition_epoch(tp) == 10
+    group, member = _member_at_epoch_10_owning_foo_and_revoking_bar()
     group.remove_member("member")
     for tp in tps({"foo": [1, 2, 3, 7, 8, 9], "bar": [1, 2, 3, 4, 5, 6], "zar": [4, 5, 6]}):
         assert group.partition_epoch(tp) == -1
