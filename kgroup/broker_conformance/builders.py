@@ -207,6 +207,14 @@ def record_batch(count: int = 3, first_timestamp_ms: int = 1_000, producer_id: i
     return bytes(builder.buffer())
 
 
+def one_record_batch(value_bytes: int) -> bytes:
+    """A v2 batch of one record whose value is ``value_bytes`` bytes (kafka-python's builder)."""
+    builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=value_bytes + 1024)
+    builder.append(timestamp=1_000, key=None, value=b"x" * value_bytes, headers=[])
+    builder.close()
+    return bytes(builder.buffer())
+
+
 def legacy_batch(count: int = 1, first_timestamp_ms: int = 1_000, magic: int = 1) -> bytes:
     """A message set of magic 0 or 1 (kafka-python's builder): what pre-0.11 producers sent."""
     builder = MemoryRecordsBuilder(magic=magic, compression_type=0, batch_size=1 << 20)

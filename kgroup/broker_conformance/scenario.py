@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import attrs
 from kafka.protocol.admin import CreateTopicsRequest, DescribeGroupsRequest
@@ -238,11 +238,14 @@ class ScenarioContext:
         """A new connection to ``group_id``'s coordinator."""
         return self.connect(self.coordinator(group_id), client_id)
 
-    def create_topic(self, topic: str, partitions: int = 1) -> uuid.UUID:
-        """Create ``topic`` and wait until every partition has a leader; return its topic id."""
+    def create_topic(self, topic: str, partitions: int = 1, configs: Mapping[str, str] = {}) -> uuid.UUID:
+        """Create ``topic`` (with topic ``configs``) and wait until every partition has a leader; return
+        its topic id."""
         connection = self._helper_connection()
+        config_class = CreateTopicsRequest[4].CreatableTopic.CreatableTopicConfig
         spec = CreateTopicsRequest[4].CreatableTopic(
-            name=topic, num_partitions=partitions, replication_factor=1, assignments=[], configs=[])
+            name=topic, num_partitions=partitions, replication_factor=1, assignments=[],
+            configs=[config_class(name=k, value=v) for k, v in configs.items()])
         created = connection.request(CreateTopicsRequest[4](topics=[spec], timeout_ms=10_000,
                                                             validate_only=False))
         if created.topics[0].error_code not in (NONE, 36):  # 36: TOPIC_ALREADY_EXISTS

@@ -249,6 +249,26 @@ def _produce_acks(ctx: ScenarioContext) -> None:
     ctx.call(ctx.connect(), builders.produce(9, ctx.name("t"), {0: builders.record_batch(1)}, acks=2))
 
 
+def _topic_max_message_bytes(scenario_id: str, description: str, limit: int, *value_sizes: int) -> None:
+    @scenario(f"broker.produce.topic-max-message-bytes.{scenario_id}", "broker", description)
+    def run(ctx: ScenarioContext) -> None:
+        ctx.create_topic(ctx.name("t"), configs={"max.message.bytes": str(limit)})
+        connection = ctx.connect()
+        for size in value_sizes:
+            ctx.call(connection, builders.produce(9, ctx.name("t"), {0: builders.one_record_batch(size)}),
+                     f"Produce v9 of a {size}-byte value")
+        ctx.call(connection, builders.list_offsets(7, ctx.name("t"), {0: -1}), "ListOffsets latest")
+
+
+_topic_max_message_bytes("below", "A topic created with max.message.bytes=1000: a batch over it is "
+                         "MESSAGE_TOO_LARGE, one under it appended (LogValidator via LogConfig."
+                         "maxMessageSize; franz-go's TestClient_ProduceLargeMessages)", 1_000, 2_000, 500)
+_topic_max_message_bytes("above-broker", "A topic created with max.message.bytes=3000000: a 1.5 MB batch, "
+                         "over the broker's message.max.bytes (1048588), is appended (the topic's config "
+                         "overrides the broker's; franz-go's TestIssueFetchLargerThanBrokerMaxReadBytes)",
+                         3_000_000, 1_500_000)
+
+
 def _corrupt(batch: bytes, where: str) -> bytes:
     """A kafka-python batch with one thing broken (offsets per Kafka's DefaultRecordBatch layout)."""
     data = bytearray(batch)

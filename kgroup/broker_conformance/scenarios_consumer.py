@@ -416,3 +416,36 @@ def _session_timeout(ctx: ScenarioContext) -> None:
     ctx.sleep(12.0)
     _describe(ctx, member)
     member.heartbeat()
+
+
+def _assigned_topics(value: Any) -> Any:
+    """A ConsumerGroupDescribe answer reduced to each member's assignment as (topic name, partitions)."""
+    return [sorted([t["topic_name"], t["partitions"]] for t in m["assignment"]["topic_partitions"])
+            for g in value["groups"] for m in g["members"]]
+
+
+@scenario("consumer.regex.internal-topic", "consumer-848",
+          "A SubscribedTopicRegex matching a user topic and __consumer_offsets: the coordinator resolves "
+          "regexes against every topic of its metadata image, internal ones too, and assigns both "
+          "(GroupMetadataManager.refreshRegularExpressions; franz-go's Test848RegexBrokerResolves)")
+def _regex_internal_topic(ctx: ScenarioContext) -> None:
+    from kgroup.broker_conformance.runner import SETTINGS  # the runner imports the scenarios
+
+    topic = ctx.name("t")
+    ctx.create_topic(topic)
+    member = ConsumerMember(ctx, ctx.name("g"), "A", topics=())
+    member.heartbeat(topics=None, regex=f"(?:{topic})|__consumer_offsets", view=_partition_counts)
+    offsets_partitions = int(SETTINGS["offsets.topic.num.partitions"])
+
+    def resolved() -> bool:  # not recorded: how many heartbeats the resolution takes is timing
+        answer = member.connection.request(builders.consumer_heartbeat(
+            member.version, member.group_id, member.member_id, member.member_epoch))
+        if answer.error_code == 0:
+            member.member_epoch = answer.member_epoch
+            if answer.assignment is not None:
+                member.assigned = {t.topic_id: sorted(t.partitions)
+                                   for t in answer.assignment.topic_partitions}
+        return member.owned_count() == 1 + offsets_partitions
+    ctx.wait_until(resolved, f"{topic} and __consumer_offsets assigned")
+    ctx.call(member.connection, builders.consumer_describe(1, member.group_id), "ConsumerGroupDescribe v1",
+             view=_assigned_topics)

@@ -161,7 +161,7 @@ class DataPlane:
                 if not self.has_partition(t.name, data.index):
                     result.error_code = E.UNKNOWN_TOPIC_OR_PARTITION
                     continue
-                batches, refused = self._batches(data, version)
+                batches, refused = self._batches(data, version, self.topics.max_message_bytes(t.name))
                 if refused is not None and refused.in_request:
                     result.error_code, result.error_message = refused.code, str(refused)
                     continue
@@ -218,14 +218,16 @@ class DataPlane:
         result.error_code, result.error_message = produce_error(answer, version)
         return False
 
-    def _batches(self, data: Any, version: int) -> Tuple[List[ProducedBatch], Optional[InvalidRecords]]:
+    @staticmethod
+    def _batches(data: Any, version: int, max_message_bytes: int
+                 ) -> Tuple[List[ProducedBatch], Optional[InvalidRecords]]:
         """The partition's batch, or why it cannot be appended (every check, in Kafka's order, is in
         :func:`~kgroup.server.record_log.parse_batches`)."""
         try:
             # The hand decoder's records are a view of the request, read in place (``frame``).
             frame = getattr(data, "frame", None)
             return parse_batches(data.records, frame or None, getattr(data, "records_at", 0), version,
-                                 self.config.max_message_bytes), None
+                                 max_message_bytes), None
         except InvalidRecords as error:
             return [], error
 

@@ -9,7 +9,7 @@ import itertools
 import re
 import uuid
 from collections import Counter
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from kafka.protocol.admin import CreatePartitionsResponse, CreateTopicsResponse, DeleteTopicsResponse
 
@@ -61,6 +61,25 @@ class TopicAdmin:
         #: The reverse of ``_topic_ids`` (stale names are checked against it on lookup).
         self._names_by_id: Dict[uuid.UUID, List[str]] = {}
         self._creations = itertools.count()
+        #: The configs a CreateTopics request set, by topic name, with the partition list they were
+        #: set for: a topic deleted and made again behind this class's back (the cluster's own API)
+        #: has a new list, so it does not inherit them.
+        self._configs: Dict[str, Tuple[object, Dict[str, str]]] = {}
+
+    # -- topic configs -------------------------------------------------------------------------
+
+    def topic_configs(self, name: str) -> Mapping[str, str]:
+        """The configs ``name`` was created with (Kafka's topic overrides); empty for none."""
+        held = self._configs.get(name)
+        if held is None or held[0] is not self.cluster.topics.get(name):
+            return {}
+        return held[1]
+
+    def max_message_bytes(self, name: str) -> int:
+        """The largest batch a Produce may append to ``name``: its ``max.message.bytes`` override,
+        else the broker's ``message.max.bytes`` (Kafka's LogConfig default)."""
+        override = self.topic_configs(name).get("max.message.bytes")
+        return self.config.max_message_bytes if override is None else int(override)
 
     # -- topic ids ---------------------------------------------------------------------------
 
@@ -178,6 +197,10 @@ class TopicAdmin:
             else:
                 code, count, replicas = self._create(t.name, partitions, rf, assignments or None,
                                                      bool(request.validate_only), existing_by_collision_key)
+                if code is E.NONE and not request.validate_only and t.configs:
+                    # Values were checked above (a null value is INVALID_CONFIG), so each is a str.
+                    self._configs[t.name] = (self.cluster.topics[t.name],
+                                             {c.name: str(c.value) for c in t.configs})
                 colliding = existing_by_collision_key.get(_collision_key(t.name))
                 if code is E.INVALID_TOPIC_EXCEPTION and colliding is not None:
                     message = f"Topic '{t.name}' collides with existing topic: {colliding}"
@@ -230,6 +253,7 @@ class TopicAdmin:
                 topic_id = self.topic_id(name)
                 self.cluster.delete_topic(name)
                 self._topic_ids.pop(name, None)
+                self._configs.pop(name, None)
                 self._topic_gone(name)
                 code = E.NONE
             results.append(result_cls(version=version, name=name, topic_id=topic_id or NIL_UUID,

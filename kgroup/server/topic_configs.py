@@ -7,8 +7,9 @@ not parse as the config's type (``ConfigDef.parseType``) or that its validator r
 INVALID_CONFIG (40) for that topic, and the topic is not created.  The names, types and
 validators below are ``LogConfig``'s topic configs (``TopicConfig`` names).
 
-kgroup stores no topic configs (retention, compaction and the rest do not apply to its logs);
-it only refuses what Kafka refuses, so a client sees the same answer.
+kgroup refuses what Kafka refuses, so a client sees the same answer.  Of the configs it accepts,
+only ``max.message.bytes`` changes what kgroup does (``TopicAdmin.max_message_bytes``: the largest
+batch Produce appends); retention, compaction and the rest do not apply to its logs.
 """
 from __future__ import annotations
 

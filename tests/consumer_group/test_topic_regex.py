@@ -34,6 +34,11 @@ ACCEPTED = [
     (r"\d\w\s?\.", ["1_."], []),
     ("[a-c&&]+", ["a&c"], []),  # '&&' is literal in RE2, a future set operation to Python
     ("a}", ["a}"], []),
+    ("(?:ab)+", ["abab"], ["aba"]),  # a plain non-capturing group
+    # franz-go's KIP-848 regex subscription (consumer_group_848.go wraps each topic regex so the
+    # broker matches anywhere in the name); its Test848RegexBrokerResolves sends this shape
+    (".*(?:(?:p-orders)|(?:__consumer_offsets)).*", ["p-orders", "p-orders-v2", "__consumer_offsets"],
+     ["p-order"]),
 ]
 
 REFUSED = [
@@ -46,7 +51,7 @@ REFUSED = [
     "a*+", "a++", "a?+", "a{2}+",  # possessive
     "a**", "a{2}{3}", "a???",      # doubled repetition
     "a{1001}", "a{2,1001}", "a{3,2}",
-    "(?x)a", "(?a)a", "(?u)a", "(?L)a", "(?)", "(?-)a",
+    "(?x)a", "(?a)a", "(?u)a", "(?L)a", "(?)", "(?-)a", "(?-:a)", "(?i-:a)",
     r"a\Z", r"\u0041", r"\g<1>", r"\N{DASH}", r"\8",
     "(", ")", "[a", "*a", "a|*",
     r"\pL", r"\p{Greek}", "(?U)a", "[[:^alpha:]]", "[[:nope:]]",  # kgroup: no re equivalent

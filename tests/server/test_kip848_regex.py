@@ -87,20 +87,24 @@ def test_confluent_regex_consumer_reads_a_topic_created_after_it_subscribed(kafk
 
 
 @pytest.mark.kafka_broker(coordinator=CONFIG, auto_create_topics=False)
-def test_a_match_everything_regex_is_never_assigned_internal_topics(kafka_broker):
-    """kgroup departs from Kafka here: Kafka's coordinator matches ``__consumer_offsets`` too (only a
-    DESCRIBE ACL filters); kgroup resolves regexes against user topics only."""
+def test_a_match_everything_regex_is_assigned_internal_topics_too(kafka_broker):
+    """As on Kafka, whose coordinator resolves a regex against every topic of its metadata image
+    (recorded: the conformance scenario ``consumer.regex.internal-topic``; franz-go's
+    Test848RegexBrokerResolves): ``__consumer_offsets`` (and ``__transaction_state``, which kgroup's
+    broker creates at start) match ``^.*`` and are assigned."""
     kafka_broker.create_topic("events", 2)
+    every_topic = set(kafka_broker.hosting.cluster.topics)
+    assert {"events", "__consumer_offsets"} <= every_topic
     consumer = _consumer(kafka_broker.bootstrap_servers, "everything")
     try:
         consumer.subscribe(["^.*"])
-        _poll_until_assigned(consumer, {"events"}, JOIN_BOUND_S)
+        _poll_until_assigned(consumer, every_topic, JOIN_BOUND_S)
         described = kafka_broker.describe_consumer_group("everything")
         assert described.error_code is ErrorCode.NONE
-        assert {tp.topic for m in described.members for tp in m.target_assignment} == {"events"}
+        assert {tp.topic for m in described.members for tp in m.target_assignment} == every_topic
         group = kafka_broker.hosting.coordinator_for("everything").consumer_group("everything")
         assert {regex: resolved.topics for regex, resolved in group.resolved_regexes.items()} == {
-            "(^.*)": {"events"}}
+            "(^.*)": every_topic}
     finally:
         consumer.close()
 

@@ -343,15 +343,16 @@ class GroupHosting:
         slot.load_due_ms = None
 
     def _partition_count(self, topic: str) -> Optional[int]:
-        """What a KIP-848 coordinator assigns from: the partition count of a user topic."""
-        if topic == GROUP_METADATA_TOPIC or topic not in self.cluster.topics:
+        """What a KIP-848 coordinator assigns from: the partition count of any topic, internal ones too
+        (Kafka's coordinator reads every topic of its metadata image)."""
+        if topic not in self.cluster.topics:
             return None
         return len(self.cluster.topics[topic])
 
     def _partition_racks(self, topic: str) -> list[frozenset]:
         """Each partition's replica racks (KIP-881), for rack-aware server assignors: the racks of its
         assigned replicas' brokers, as ``broker_racks`` configures them."""
-        if topic == GROUP_METADATA_TOPIC or topic not in self.cluster.topics:
+        if topic not in self.cluster.topics:
             return []
         rack_of = dict(self.cluster.config.broker_racks)
         if not rack_of:
@@ -368,10 +369,9 @@ class GroupHosting:
         return out
 
     def _topic_names(self) -> list[str]:
-        """What a KIP-848 regex subscription is resolved against: the user topics.  Kafka's coordinator
-        matches internal topics too; kgroup never assigns their partitions
-        (docs/guide/consumer-protocol.md)."""
-        return [topic for topic in self.cluster.topics if topic not in INTERNAL_TOPICS]
+        """What a KIP-848 regex subscription is resolved against: every topic, internal ones too, as
+        Kafka's coordinator matches its whole metadata image (franz-go's Test848RegexBrokerResolves)."""
+        return list(self.cluster.topics)
 
     # -- routing --------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ TopicMetadata = Callable[[str], Optional[int]]
 #: topic name -> the replica racks of each of its partitions, by partition (empty: none known).
 TopicPartitionRacks = Callable[[str], Sequence[frozenset]]
 
-#: The names of the cluster's user topics (internal ones excluded): what a subscribed regex can match.
+#: The names of the cluster's topics (internal ones too, as Kafka's metadata image): what a regex can match.
 TopicNames = Callable[[], Iterable[str]]
 
 
@@ -47,7 +47,7 @@ class ConsumerGroupContext(Protocol):
         racks, for rack-aware server assignors); empty when no broker has a rack."""
 
     def topic_names(self) -> Iterable[str]:
-        """Every user topic's name (a subscribed regex is resolved against them)."""
+        """Every topic's name, internal ones too (a subscribed regex is resolved against them)."""
 
     def classic_group_state(self, group_id: str) -> Optional[str]:
         """The state of the classic group under ``group_id`` ("Empty", ...), None when there is none."""

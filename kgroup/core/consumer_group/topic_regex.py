@@ -161,7 +161,8 @@ class _Translator:
         if rest in ("=", "!", "<", ">", "(", "#") or p.startswith("(?P", i):
             raise self.fail(f"invalid or unsupported Perl syntax: {p[i:i + 4]}")
         flags = _FLAGS.match(p, i)
-        if flags is None or (not flags.group(1) and not flags.group(2)):
+        # "(?:" alone is a plain non-capturing group; "(?)" and "(?-)" name no flag and are refused.
+        if flags is None or (not flags.group(1) and not flags.group(2) and flags.group(3) != ":"):
             raise self.fail(f"invalid or unsupported Perl syntax: {p[i:i + 4]}")
         on, off = flags.group(1), flags.group(2) or ""
         if flags.group(2) is not None and not off:

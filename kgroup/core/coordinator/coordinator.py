@@ -84,8 +84,9 @@ class GroupCoordinator:
         KIP-848 consumer groups need it, because their coordinator computes the assignment.
         ``partition_racks`` maps a topic name to each partition's replica racks, for rack-aware
         server assignors (KIP-881).
-        ``topic_names`` lists the user topics, what a KIP-848 regex subscription is resolved against;
-        both are asked again at every heartbeat (that is how topic changes reach the coordinator).
+        ``topic_names`` lists every topic (internal ones too), what a KIP-848 regex subscription is
+        resolved against; both are asked again at every heartbeat (that is how topic changes reach the
+        coordinator).
         ``server_assignors`` are assignor instances by name used before the registry's."""
         self.config = config
         context = self._context = GroupCoordinatorContext(topic_metadata, partition_racks, topic_names)
