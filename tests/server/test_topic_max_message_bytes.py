@@ -27,10 +27,12 @@ def engine(make_engine):
 
 
 def create(engine, name: str, validate_only: bool = False, **configs: str) -> E:
+    configs_sent = [_CREATABLE.CreatableTopicConfig(version=7, name=k.replace("_", "."), value=v)
+                    for k, v in configs.items()]
+    topic = _CREATABLE(version=7, name=name, num_partitions=1, replication_factor=1, assignments=[],
+                       configs=configs_sent)
     answer = engine.call(CreateTopicsRequest(version=7, timeout_ms=1_000, validate_only=validate_only,
-                                             topics=[_CREATABLE(version=7, name=name, num_partitions=1, replication_factor=1, assignments=[],
-                   configs=[_CREATABLE.CreatableTopicConfig(version=7, name=k.replace("_", "."), value=v)
-                            for k, v in configs.items()])]))
+                                             topics=[topic]))
     return answer.topics[0].error_code
 
 
