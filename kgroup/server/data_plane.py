@@ -18,11 +18,13 @@ import attrs
 from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 
 from kgroup.core.cluster.partition import Partition
+from kgroup.core.cluster.replica_log import ReplicaLog
 from kgroup.core.cluster.state_machine import ClusterStateMachine
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.transaction_markers import MarkerAppend, TxnMarker
 from kgroup.server.config import ServerConfig
 from kgroup.server.control_batches import end_txn_marker_batch
+from kgroup.server.coordinator_log import CoordinatorLogs
 from kgroup.server.fetch_encoding import (
     AbortedTransactionAnswer, FetchAnswer, PartitionFetchAnswer, TopicFetchAnswer,
 )
@@ -69,10 +71,22 @@ class DataPlane:
         #: engine.  None appends them unverified, as Kafka's ReplicaManager without an
         #: AddPartitionsToTxnManager does.
         self.transaction_verifier: Optional[TransactionVerifier] = None
+        #: The coordinators' records of the internal topics as Kafka's record batches, encoded when read.
+        self.coordinator_logs = CoordinatorLogs(self._live_topic_id)
 
     def _topic_gone(self, name: str) -> None:
         self.metadata_answer.forget(name)
         self.producer_states.forget(name)
+        self.coordinator_logs.forget(name)
+
+    def _live_topic_id(self, name: str) -> Optional[uuid.UUID]:
+        return self.topics.topic_id(name) if name in self.cluster.topics else None
+
+    def _readable_log(self, p: Partition, log: ReplicaLog) -> ReplicaLog:
+        """The batches a client reads of ``p`` whose leader's log is ``log``: the log itself, or for
+        ``__consumer_offsets`` and ``__transaction_state`` their coordinators' records as Kafka's
+        batches (:mod:`kgroup.server.coordinator_log`)."""
+        return self.coordinator_logs.readable(p, log) if p.topic in INTERNAL_TOPICS else log
 
     # -- topics, Metadata and topic admin (kgroup.server.topic_admin, kgroup.server.metadata_answer) --
 
@@ -117,7 +131,7 @@ class DataPlane:
         """The partition's LSO on its leader (:meth:`PartitionProducers.last_stable_offset`)."""
         log = p.leader_log()
         assert log is not None  # callers hold a led partition
-        return self.producer_states.of(p).last_stable_offset(log.hw)
+        return self.producer_states.of(p, self._readable_log(p, log)).last_stable_offset(log.hw)
 
     # -- Produce -------------------------------------------------------------------------------
 
@@ -357,12 +371,13 @@ class DataPlane:
                     answer.error_code = E.OFFSET_OUT_OF_RANGE
                     erred = True
                     continue
-                state = self.producer_states.of(p)
+                readable = self._readable_log(p, log)
+                state = self.producer_states.of(p, readable)
                 answer.high_watermark = log.hw
                 answer.last_stable_offset = lso = state.last_stable_offset(log.hw)
                 answer.log_start_offset = LOG_START_OFFSET
-                pieces, size, read_to = read_batches(log, fp.fetch_offset, min(fp.partition_max_bytes,
-                                                                               max(budget - total, 0)),
+                pieces, size, read_to = read_batches(readable, fp.fetch_offset,
+                                                     min(fp.partition_max_bytes, max(budget - total, 0)),
                                                      first=total == 0,
                                                      end_offset=lso if read_committed else log.hw)
                 answer.record_pieces = pieces
@@ -424,7 +439,8 @@ class DataPlane:
                 elif lp.timestamp == EARLIEST_TIMESTAMP:
                     answer.offset, answer.timestamp = 0, -1
                 else:
-                    answer.offset, answer.timestamp = offset_for_timestamp(log, lp.timestamp, fetchable)
+                    answer.offset, answer.timestamp = offset_for_timestamp(self._readable_log(p, log),
+                                                                           lp.timestamp, fetchable)
                 # A timestamp lookup that found no record answers no epoch (Kafka's
                 # UnifiedLog.fetchOffsetByTimestamp; Kafka 4.4's recorded broker.list-offsets.* answers).
                 answer.leader_epoch = p.leader_epoch if answer.offset != -1 else -1

@@ -224,9 +224,12 @@ class ProducerStates:
     def __init__(self) -> None:
         self._partitions: Dict[Tuple[str, int], PartitionProducers] = {}
 
-    def of(self, partition: Partition) -> PartitionProducers:
-        """The state of ``partition`` (which must have a leader) as of its leader's log end."""
-        log = partition.leader_log()
+    def of(self, partition: Partition, log: Optional[ReplicaLog] = None) -> PartitionProducers:
+        """The state of ``partition`` (which must have a leader) as of its leader's log end; ``log``:
+        the batches to read instead of the leader's log (an internal partition's encoded records,
+        :class:`~kgroup.server.coordinator_log.CoordinatorLogs`)."""
+        if log is None:
+            log = partition.leader_log()
         if log is None:
             raise ValueError(f"{partition.topic}-{partition.index} has no leader to read producer state from")
         state = self._partitions.get(partition.key)
