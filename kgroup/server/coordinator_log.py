@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import attrs
 
@@ -60,7 +60,7 @@ from kgroup.server.control_batches import end_txn_marker_batch
 from kgroup.server.coordinator_records import RecordType
 from kgroup.server.crc32c import crc32c
 from kgroup.server.record_log import BatchSlice, ProducedBatch
-from kgroup.values import TopicPartition
+from kgroup.values import INTERNAL_TOPICS, TopicPartition
 
 __all__ = ["CoordinatorLogs", "PartitionEncoder", "coordinator_batch"]
 
@@ -311,14 +311,19 @@ class _Shadow:
 class CoordinatorLogs:
     """The shadow logs of the internal partitions the data plane was asked to read."""
 
-    def __init__(self, topic_id: Callable[[str], Optional[uuid.UUID]]) -> None:
-        self._topic_id = topic_id
+    def __init__(self, live_topics: Mapping[str, object], topic_id: Callable[[str], uuid.UUID]) -> None:
+        # The id of a live topic; None (the zero id is written) for one deleted since.
+        self._topic_id: Callable[[str], Optional[uuid.UUID]] = (
+            lambda name: topic_id(name) if name in live_topics else None)
         self._shadows: Dict[Tuple[str, int], _Shadow] = {}
 
     def readable(self, partition: Partition, source: ReplicaLog) -> ReplicaLog:
-        """``partition``'s batches up to ``source``'s log end (``source``: its leader's log), as a log
-        the batch readers read: entry ``i`` holds the :class:`BatchSlice` serving offset ``i`` (or
-        None for a payload no client reads)."""
+        """The batches a client reads of ``partition`` whose leader's log is ``source``: ``source``
+        itself for a client topic; for ``__consumer_offsets`` and ``__transaction_state`` their
+        coordinators' records up to ``source``'s log end as a log the batch readers read (entry ``i``
+        holds the :class:`BatchSlice` serving offset ``i``, or None for a payload no client reads)."""
+        if partition.topic not in INTERNAL_TOPICS:
+            return source
         shadow = self._shadows.get(partition.key)
         if shadow is None or not shadow.describes(partition, source):
             shadow = self._shadows[partition.key] = _Shadow(partition, self._topic_id)

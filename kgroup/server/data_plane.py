@@ -18,7 +18,6 @@ import attrs
 from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 
 from kgroup.core.cluster.partition import Partition
-from kgroup.core.cluster.replica_log import ReplicaLog
 from kgroup.core.cluster.state_machine import ClusterStateMachine
 from kgroup.core.error_codes import ErrorCode
 from kgroup.core.transaction_markers import MarkerAppend, TxnMarker
@@ -64,29 +63,20 @@ class DataPlane:
     def __init__(self, cluster: ClusterStateMachine, config: ServerConfig) -> None:
         self.cluster = cluster
         self.config = config
-        self.producer_states = ProducerStates()
+        #: The coordinators' records of the internal topics as Kafka's record batches, encoded when read.
+        self.coordinator_logs = CoordinatorLogs(cluster.topics, lambda name: self.topics.topic_id(name))
+        self.producer_states = ProducerStates(self.coordinator_logs.readable)
         self.topics = TopicAdmin(cluster, config, topic_gone=self._topic_gone)
         self.metadata_answer = MetadataAnswer(cluster, config, self.topics)
         #: Who verifies transactional batches (KIP-890 part 1): the transaction hosting, set by the
         #: engine.  None appends them unverified, as Kafka's ReplicaManager without an
         #: AddPartitionsToTxnManager does.
         self.transaction_verifier: Optional[TransactionVerifier] = None
-        #: The coordinators' records of the internal topics as Kafka's record batches, encoded when read.
-        self.coordinator_logs = CoordinatorLogs(self._live_topic_id)
 
     def _topic_gone(self, name: str) -> None:
         self.metadata_answer.forget(name)
         self.producer_states.forget(name)
         self.coordinator_logs.forget(name)
-
-    def _live_topic_id(self, name: str) -> Optional[uuid.UUID]:
-        return self.topics.topic_id(name) if name in self.cluster.topics else None
-
-    def _readable_log(self, p: Partition, log: ReplicaLog) -> ReplicaLog:
-        """The batches a client reads of ``p`` whose leader's log is ``log``: the log itself, or for
-        ``__consumer_offsets`` and ``__transaction_state`` their coordinators' records as Kafka's
-        batches (:mod:`kgroup.server.coordinator_log`)."""
-        return self.coordinator_logs.readable(p, log) if p.topic in INTERNAL_TOPICS else log
 
     # -- topics, Metadata and topic admin (kgroup.server.topic_admin, kgroup.server.metadata_answer) --
 
@@ -131,7 +121,7 @@ class DataPlane:
         """The partition's LSO on its leader (:meth:`PartitionProducers.last_stable_offset`)."""
         log = p.leader_log()
         assert log is not None  # callers hold a led partition
-        return self.producer_states.of(p, self._readable_log(p, log)).last_stable_offset(log.hw)
+        return self.producer_states.of(p).last_stable_offset(log.hw)
 
     # -- Produce -------------------------------------------------------------------------------
 
@@ -371,12 +361,11 @@ class DataPlane:
                     answer.error_code = E.OFFSET_OUT_OF_RANGE
                     erred = True
                     continue
-                readable = self._readable_log(p, log)
-                state = self.producer_states.of(p, readable)
+                state = self.producer_states.of(p)
                 answer.high_watermark = log.hw
                 answer.last_stable_offset = lso = state.last_stable_offset(log.hw)
                 answer.log_start_offset = LOG_START_OFFSET
-                pieces, size, read_to = read_batches(readable, fp.fetch_offset,
+                pieces, size, read_to = read_batches(self.coordinator_logs.readable(p, log), fp.fetch_offset,
                                                      min(fp.partition_max_bytes, max(budget - total, 0)),
                                                      first=total == 0,
                                                      end_offset=lso if read_committed else log.hw)
@@ -439,8 +428,8 @@ class DataPlane:
                 elif lp.timestamp == EARLIEST_TIMESTAMP:
                     answer.offset, answer.timestamp = 0, -1
                 else:
-                    answer.offset, answer.timestamp = offset_for_timestamp(self._readable_log(p, log),
-                                                                           lp.timestamp, fetchable)
+                    answer.offset, answer.timestamp = offset_for_timestamp(
+                        self.coordinator_logs.readable(p, log), lp.timestamp, fetchable)
                 # A timestamp lookup that found no record answers no epoch (Kafka's
                 # UnifiedLog.fetchOffsetByTimestamp; Kafka 4.4's recorded broker.list-offsets.* answers).
                 answer.leader_epoch = p.leader_epoch if answer.offset != -1 else -1

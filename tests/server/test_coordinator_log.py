@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 import time
+import uuid
 from typing import List, Optional, Tuple
 
 import pytest
@@ -204,11 +205,12 @@ def test_a_transaction_log_record_is_transaction_log_key_and_value_v1():
 # -- the shadow log: encoded once, never outliving the log ------------------------------------------
 
 class _Partition:
+    topic = GROUP_METADATA_TOPIC
     key = (GROUP_METADATA_TOPIC, 0)
 
 
 def test_the_encoded_batches_are_reused_and_cut_back_with_the_log():
-    logs = CoordinatorLogs(lambda name: None)
+    logs = CoordinatorLogs({}, lambda name: uuid.uuid4())
     partition = _Partition()
     source = ReplicaLog()
     for offset in range(3):
