@@ -23,6 +23,7 @@ from kgroup.core.error_codes import ErrorCode
 from kgroup.core.transaction_markers import MarkerAppend, TxnMarker
 from kgroup.server.config import ServerConfig
 from kgroup.server.control_batches import end_txn_marker_batch
+from kgroup.server.coordinator_log import CoordinatorLogs
 from kgroup.server.fetch_encoding import (
     AbortedTransactionAnswer, FetchAnswer, PartitionFetchAnswer, TopicFetchAnswer,
 )
@@ -62,7 +63,9 @@ class DataPlane:
     def __init__(self, cluster: ClusterStateMachine, config: ServerConfig) -> None:
         self.cluster = cluster
         self.config = config
-        self.producer_states = ProducerStates()
+        #: The coordinators' records of the internal topics as Kafka's record batches, encoded when read.
+        self.coordinator_logs = CoordinatorLogs(cluster.topics, lambda name: self.topics.topic_id(name))
+        self.producer_states = ProducerStates(self.coordinator_logs.readable)
         self.topics = TopicAdmin(cluster, config, topic_gone=self._topic_gone)
         self.metadata_answer = MetadataAnswer(cluster, config, self.topics)
         #: Who verifies transactional batches (KIP-890 part 1): the transaction hosting, set by the
@@ -73,6 +76,7 @@ class DataPlane:
     def _topic_gone(self, name: str) -> None:
         self.metadata_answer.forget(name)
         self.producer_states.forget(name)
+        self.coordinator_logs.forget(name)
 
     # -- topics, Metadata and topic admin (kgroup.server.topic_admin, kgroup.server.metadata_answer) --
 
@@ -361,8 +365,8 @@ class DataPlane:
                 answer.high_watermark = log.hw
                 answer.last_stable_offset = lso = state.last_stable_offset(log.hw)
                 answer.log_start_offset = LOG_START_OFFSET
-                pieces, size, read_to = read_batches(log, fp.fetch_offset, min(fp.partition_max_bytes,
-                                                                               max(budget - total, 0)),
+                pieces, size, read_to = read_batches(self.coordinator_logs.readable(p, log), fp.fetch_offset,
+                                                     min(fp.partition_max_bytes, max(budget - total, 0)),
                                                      first=total == 0,
                                                      end_offset=lso if read_committed else log.hw)
                 answer.record_pieces = pieces
@@ -424,7 +428,8 @@ class DataPlane:
                 elif lp.timestamp == EARLIEST_TIMESTAMP:
                     answer.offset, answer.timestamp = 0, -1
                 else:
-                    answer.offset, answer.timestamp = offset_for_timestamp(log, lp.timestamp, fetchable)
+                    answer.offset, answer.timestamp = offset_for_timestamp(
+                        self.coordinator_logs.readable(p, log), lp.timestamp, fetchable)
                 # A timestamp lookup that found no record answers no epoch (Kafka's
                 # UnifiedLog.fetchOffsetByTimestamp; Kafka 4.4's recorded broker.list-offsets.* answers).
                 answer.leader_epoch = p.leader_epoch if answer.offset != -1 else -1

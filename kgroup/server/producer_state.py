@@ -13,7 +13,7 @@ only grows, and the state is brought up to date by reading the batches appended 
 """
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple, Union
 
 import attrs
 
@@ -219,16 +219,21 @@ class PartitionProducers:
 
 class ProducerStates:
     """:class:`PartitionProducers` of every partition the data plane served, each rebuilt from the
-    leader's log whenever the leader, its epoch or the partition itself changed."""
+    leader's log whenever the leader, its epoch or the partition itself changed.  ``readable``: the
+    batches a partition's leader log serves (an internal partition's coordinator records encoded as
+    Kafka's batches, :meth:`kgroup.server.coordinator_log.CoordinatorLogs.readable`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, readable: Optional[Callable[[Partition, ReplicaLog], ReplicaLog]] = None) -> None:
         self._partitions: Dict[Tuple[str, int], PartitionProducers] = {}
+        self._readable = readable
 
     def of(self, partition: Partition) -> PartitionProducers:
         """The state of ``partition`` (which must have a leader) as of its leader's log end."""
         log = partition.leader_log()
         if log is None:
             raise ValueError(f"{partition.topic}-{partition.index} has no leader to read producer state from")
+        if self._readable is not None:
+            log = self._readable(partition, log)
         state = self._partitions.get(partition.key)
         if state is None or not state.is_current(partition, log):
             state = self._partitions[partition.key] = PartitionProducers(partition)

@@ -98,15 +98,15 @@ class Partition:
         self.needs_truncation.discard(leader)
 
     # -- produce ------------------------------------------------------------------
-    def append(self, payload: Any, acks_all: bool) -> int:
+    def append(self, payload: Any, acks_all: bool, append_time_ms: int = -1) -> int:
         log = self._led_log()
-        offset = log.append(LogEntry(self.leader_epoch, payload))
+        offset = log.append(LogEntry(self.leader_epoch, payload, append_time_ms))
         if acks_all:
             self.pending.append((offset, self.leader_epoch, payload))
         self._advance_hw()
         return offset
 
-    def append_many(self, payloads: Sequence[Any], acks_all: bool) -> int:
+    def append_many(self, payloads: Sequence[Any], acks_all: bool, append_time_ms: int = -1) -> int:
         """:meth:`append` of each payload in order, with the high watermark advanced once at the end
         (the same outcome: nothing but the leader's own appends moves between them).  Returns the
         first payload's offset."""
@@ -119,7 +119,7 @@ class Partition:
         for payload in payloads:
             if entry is None or payload is not previous:
                 # Runs of one payload object (a record batch's offsets) share one frozen entry.
-                entry, previous = LogEntry(epoch, payload), payload
+                entry, previous = LogEntry(epoch, payload, append_time_ms), payload
             entries.append(entry)
         log.extend(entries)
         if acks_all:

@@ -11,6 +11,10 @@ import attrs
 class LogEntry:
     leader_epoch: int
     payload: Any
+    #: The cluster's clock when the leader appended it (-1: unknown).  What a Kafka batch's
+    #: timestamp holds for records its writer stamps with the append time (the coordinators'
+    #: records, CoordinatorRuntime's ``currentTimeMs``); not part of an entry's identity.
+    append_time_ms: int = attrs.field(default=-1, eq=False)
 
 
 _EPOCH_OF = attrgetter("leader_epoch")

@@ -255,11 +255,11 @@ class ClusterStateMachine:
 
     # -- produce and replication -------------------------------------------------
     def produce(self, topic: str, index: int, payload: Any, acks_all: bool = True) -> int:
-        return self._appendable(topic, index, acks_all).append(payload, acks_all)
+        return self._appendable(topic, index, acks_all).append(payload, acks_all, self.now_ms)
 
     def produce_many(self, topic: str, index: int, payloads: Sequence[Any], acks_all: bool = True) -> int:
         """:meth:`produce` of each payload in order, checked once; returns the first one's offset."""
-        return self._appendable(topic, index, acks_all).append_many(payloads, acks_all)
+        return self._appendable(topic, index, acks_all).append_many(payloads, acks_all, self.now_ms)
 
     def _appendable(self, topic: str, index: int, acks_all: bool) -> Partition:
         p = self.partition(topic, index)
