@@ -1,6 +1,6 @@
-"""franz-go's own client tests (``pkg/kgo`` at kgroup.testing.franz_go.FRANZ_GO_VERSION) against
+"""franz-go's own client tests (``pkg/kgo`` at kgroup.client_suites.franz_go.FRANZ_GO_VERSION) against
 kgroup's broker: a suite kgroup did not write, built from the Go module proxy and run with
-``go tool test2json`` (kgroup.testing.franz_go).
+``go tool test2json`` (kgroup.client_suites.franz_go).
 
 Every test must pass, or be one of the skips franz-go makes itself for what a plain broker does not
 offer (share groups, SASL; ``EXPECTED_SKIPS`` says why for each).  The same run against Apache Kafka
@@ -14,8 +14,8 @@ import pytest
 
 from kgroup.core.coordinator import GroupCoordinatorConfig
 from kgroup.server import KafkaServer, ServerConfig
-from kgroup.testing.franz_go import EXPECTED_SKIPS, run_kgo_tests
-from kgroup.testing.go_test_suite import unexpected_outcomes
+from kgroup.client_suites.franz_go import EXPECTED_SKIPS, run_kgo_tests
+from kgroup.client_suites.go_test_suite import unexpected_outcomes
 
 #: franz-go 1.22.3 has 166 top-level tests in pkg/kgo; a run that reports far fewer did not run.
 AT_LEAST_PASSED = 140

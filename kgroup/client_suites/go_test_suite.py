@@ -4,7 +4,7 @@ Go Kafka clients test themselves against a live broker named by an environment v
 config file.  Their tests are a fidelity check kgroup did not write: this module fetches a module at
 a pinned version (``go mod download``), builds one package's test binary once into kgroup's cache
 folder (``go test -c``), and runs it through ``go tool test2json`` so every top-level test has one
-outcome (subtests fold into their parent).  :mod:`kgroup.testing.franz_go` is one such suite.
+outcome (subtests fold into their parent).  :mod:`kgroup.client_suites.franz_go` is one such suite.
 """
 from __future__ import annotations
 

@@ -5,12 +5,12 @@ franz-go's ``kgo`` tests are unit tests plus integration tests that talk to the 
 ``KGO_SEEDS``: producing and consuming (compression, large messages, pausing, purging, regexes),
 classic and KIP-848 consumer groups under every balancer with static members (``TestGroupETL``), and
 exactly-once transactions chained through groups (``TestTxnEtl``).  The module comes from the Go
-module proxy at a pinned version (:data:`FRANZ_GO_VERSION`; :mod:`kgroup.testing.go_test_suite`
+module proxy at a pinned version (:data:`FRANZ_GO_VERSION`; :mod:`kgroup.client_suites.go_test_suite`
 builds and runs it).
 
-    python -m kgroup.testing.franz_go --bootstrap 127.0.0.1:9092 --replication-factor 3
-    python -m kgroup.testing.franz_go --against kgroup        # starts kgroup's broker (3 brokers)
-    python -m kgroup.testing.franz_go --against kafka         # starts Apache Kafka (one node)
+    python -m kgroup.client_suites.franz_go --bootstrap 127.0.0.1:9092 --replication-factor 3
+    python -m kgroup.client_suites.franz_go --against kgroup        # starts kgroup's broker (3 brokers)
+    python -m kgroup.client_suites.franz_go --against kafka         # starts Apache Kafka (one node)
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import sys
 from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 from kgroup.errors import KGroupError
-from kgroup.testing.go_test_suite import GoTestOutcome, go_test_binary, run_go_tests
+from kgroup.client_suites.go_test_suite import GoTestOutcome, go_test_binary, run_go_tests
 
 __all__ = ["EXPECTED_SKIPS", "FRANZ_GO_VERSION", "run_kgo_tests", "main"]
 
@@ -70,7 +70,7 @@ def _broker(against: str) -> Iterator[Tuple[str, int]]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kgroup.testing.franz_go", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m kgroup.client_suites.franz_go", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--bootstrap", help="the broker to test (HOST:PORT)")
