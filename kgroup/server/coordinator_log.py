@@ -59,6 +59,7 @@ from kgroup.server import coordinator_records as wire
 from kgroup.server.control_batches import end_txn_marker_batch
 from kgroup.server.coordinator_records import RecordType
 from kgroup.server.crc32c import crc32c
+from kgroup.server.hand_codec import uvarint_bytes
 from kgroup.server.record_log import BatchSlice, ProducedBatch
 from kgroup.values import INTERNAL_TOPICS, TopicPartition
 
@@ -76,13 +77,7 @@ _LOG_OVERHEAD = 12
 
 def _varint(value: int) -> bytes:
     """Kafka's zigzag varint (ByteUtils.writeVarint)."""
-    zigzag = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while zigzag >= 0x80:
-        out.append((zigzag & 0x7F) | 0x80)
-        zigzag >>= 7
-    out.append(zigzag)
-    return bytes(out)
+    return uvarint_bytes((value << 1) ^ (value >> 63))
 
 
 def coordinator_batch(key: bytes, value: Optional[bytes], timestamp_ms: int,

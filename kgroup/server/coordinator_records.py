@@ -20,6 +20,8 @@ import struct
 import uuid
 from typing import Iterable, List, Optional, Sequence, Tuple
 
+from kgroup.server.hand_codec import uvarint_bytes
+
 __all__ = ["RecordType", "Writer", "consumer_group_current_assignment", "consumer_group_member_metadata",
            "consumer_group_metadata", "consumer_group_regex", "consumer_group_target_assignment",
            "consumer_group_target_assignment_metadata", "group_key", "group_member_key",
@@ -69,10 +71,7 @@ class Writer:
         return self
 
     def uvarint(self, value: int) -> "Writer":
-        while value >= 0x80:
-            self.out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        self.out.append(value)
+        self.out += uvarint_bytes(value)
         return self
 
     def uuid(self, value: uuid.UUID) -> "Writer":
