@@ -24,6 +24,7 @@ import json
 import re
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Dict, Iterator, Optional, Sequence
 
@@ -32,8 +33,8 @@ from kgroup.testing.go_test_suite import (GoSuiteUnavailableError, GoTestOutcome
                                           run_go_tests, unexpected_outcomes)
 
 __all__ = ["CONFLUENT_KAFKA_GO_VERSION", "EXPECTED_SKIPS", "INTEGRATION_SUITE", "ISOLATED_TESTS",
-           "KAFKA_FAILURES", "KNOWN_FAILURES", "TEST_TOPIC", "TEST_TOPIC_PARTITIONS", "TIMING_DEPENDENT",
-           "main", "run_confluent_go_tests", "write_testconf"]
+           "KAFKA_FAILURES", "KAFKA_TIMING_DEPENDENT", "KNOWN_FAILURES", "TEST_TOPIC",
+           "TEST_TOPIC_PARTITIONS", "TIMING_DEPENDENT", "main", "run_confluent_go_tests", "write_testconf"]
 
 #: The confluent-kafka-go release whose tests are run (bundles librdkafka 2.11.1).
 CONFLUENT_KAFKA_GO_VERSION = "v2.11.1"
@@ -76,9 +77,6 @@ KNOWN_FAILURES: Dict[str, str] = {
                                  "CONCURRENT_TRANSACTIONS (TransactionMarkerChannelManager writes the "
                                  "markers asynchronously) and retried 100 ms later; kgroup completes a "
                                  "one-broker transaction within EndTxn, so nothing is retried",
-    "TestTransactionalSendOffsets": "follows from TestTransactionalProducer failing within the same "
-                                    "second: createTestTopic seeds its random topic suffix with the Unix "
-                                    "second, so it finds its topics already created",
 }
 #: Tests whose outcome depends on a race in the test itself, on either broker: not asserted.
 TIMING_DEPENDENT: Dict[str, str] = {
@@ -87,11 +85,24 @@ TIMING_DEPENDENT: Dict[str, str] = {
                                              "no metadata for the topic yet: it fails whenever the "
                                              "metadata arrives before the loop reaches that message",
 }
-#: Tests run each in an invocation of their own, bounded: one that hangs (TestConsumerCloseForStaticMember
-#: closes consumers while other goroutines still poll them, and hung once in librdkafka's queue poll
-#: on a loaded machine) then fails alone instead of ending the whole run at Go's -test.timeout.
-ISOLATED_TESTS = ("TestConsumerCloseForStaticMember",)
+#: Tests whose outcome varied between runs against Kafka 4.4: not asserted there.
+KAFKA_TIMING_DEPENDENT: Dict[str, str] = {
+    **TIMING_DEPENDENT,
+    "TestTransactionalSendOffsets": "failed once in a whole run against Kafka 4.4 (its lines were not "
+                                    "captured) and passed in another and alone",
+}
+#: Tests run each in an invocation of their own, bounded, and started in a wall-clock second of their
+#: own.  TestConsumerCloseForStaticMember closes consumers while other goroutines still poll them, and
+#: hung once in librdkafka's queue poll on a loaded machine: alone, a hang fails that test instead of
+#: ending the whole run at Go's -test.timeout.  TestTransactionalSendOffsets creates topics named by
+#: createTestTopic, which seeds its random suffix with the Unix second: run in the same second as
+#: TestTransactionalProducer's (which takes 0.1 s on kgroup), it finds them created and fails on that.
+ISOLATED_TESTS = ("TestConsumerCloseForStaticMember", "TestTransactionalSendOffsets")
 ISOLATED_TIMEOUT_S = 120.0
+#: How many times an isolated test that hangs is run: TestConsumerCloseForStaticMember hung in 6 of 16
+#: runs against kgroup (none of 3 against Kafka), inside librdkafka's poll of a consumer the test
+#: closes at the same time from another goroutine (docs/conformance/confluent_kafka_go.md).
+HANG_ATTEMPTS = 3
 
 
 def write_testconf(folder: Path, bootstrap: str, *, group_id: str = "testgroup") -> Path:
@@ -147,11 +158,21 @@ def run_confluent_go_tests(bootstrap: str, *, run: str = ".*", skip: Optional[st
 
 
 def _run_isolated(binary: Path, folder: Path, env: Dict[str, str], name: str) -> GoTestOutcome:
-    try:
-        found = run_go_tests(binary, folder, env, run=f"^{name}$", timeout_s=ISOLATED_TIMEOUT_S)
-    except GoSuiteUnavailableError as error:  # Go's -test.timeout ended it before any outcome
-        return GoTestOutcome(name, "fail", ISOLATED_TIMEOUT_S, f"{name}_test.go: no outcome: {error}\n")
-    return found.get(name) or GoTestOutcome(name, "fail", 0.0, f"{name}_test.go: not reported\n")
+    """``name``'s outcome from invocations of its own: a hang (no outcome within ISOLATED_TIMEOUT_S) is
+    run again, up to HANG_ATTEMPTS times in all; a failure is not."""
+    outcome = GoTestOutcome(name, "fail", 0.0, "(kgroup) isolated_run_test.go: not run\n")
+    for _attempt in range(HANG_ATTEMPTS):
+        time.sleep(1.0)  # a Unix second no earlier test created topics in (createTestTopic's seed)
+        try:
+            found = run_go_tests(binary, folder, env, run=f"^{name}$", timeout_s=ISOLATED_TIMEOUT_S)
+        except GoSuiteUnavailableError as error:  # Go's -test.timeout ended it before any outcome
+            outcome = GoTestOutcome(name, "fail", ISOLATED_TIMEOUT_S,
+                                    f"(kgroup) isolated_run_test.go: hung: {error}\n")
+            continue
+        outcome = found.get(name) or outcome
+        if "panic: test timed out" not in outcome.output:
+            return outcome
+    return outcome
 
 
 @contextlib.contextmanager
@@ -198,7 +219,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for outcome in sorted(outcomes.values(), key=lambda o: o.name):
         if outcome.action == "pass" and not args.verbose:
             continue
-        reason = {**EXPECTED_SKIPS, **KNOWN_FAILURES, **TIMING_DEPENDENT}.get(outcome.name, "")
+        reason = {**EXPECTED_SKIPS, **KNOWN_FAILURES, **KAFKA_TIMING_DEPENDENT}.get(outcome.name, "")
         print(f"{outcome.action.upper():4} {outcome.name} ({outcome.elapsed_s:.2f} s) {reason}".rstrip())
         if outcome.name in failing_lines and outcome.name != INTEGRATION_SUITE:
             for line in failing_lines[outcome.name][1]:
