@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import attrs
 
@@ -98,9 +98,13 @@ def _tail(text: str, lines: int = 5) -> str:
 
 def run_go_tests(binary: Path, source: Path, env: Mapping[str, str], *, run: str = ".*",
                  skip: Optional[str] = None, timeout_s: float = 1_200.0,
-                 extra_arguments: Sequence[str] = ()) -> Dict[str, GoTestOutcome]:
-    """Run the tests of ``binary`` matching ``run`` (and not ``skip``) in ``source`` with ``env`` added
-    to this process's environment; each top-level test's outcome by name."""
+                 extra_arguments: Sequence[str] = (), suites: Collection[str] = ()
+                 ) -> Dict[str, GoTestOutcome]:
+    """Run the tests of ``binary`` matching ``run`` (and not ``skip``) in ``source`` (the working
+    folder: a copy or a folder of its own where the tests read files such as a config) with ``env``
+    added to this process's environment; each top-level test's outcome by name.  The tests named in
+    ``suites`` are testify-style suites (one Go test whose subtests are the real tests): each of their
+    subtests has an outcome of its own, named ``Parent/Subtest``, besides the parent's."""
     arguments = [_go(), "tool", "test2json", "-t", str(binary), "-test.v=test2json", "-test.run", run,
                  "-test.timeout", f"{int(timeout_s)}s", *extra_arguments]
     if skip:
@@ -110,14 +114,15 @@ def run_go_tests(binary: Path, source: Path, env: Mapping[str, str], *, run: str
                               capture_output=True, text=True, timeout=timeout_s + 60)
     except subprocess.TimeoutExpired as exc:
         raise GoSuiteUnavailableError(f"{binary.name} did not finish within {timeout_s + 60:.0f} s") from exc
-    outcomes = _outcomes(done.stdout)
+    outcomes = _outcomes(done.stdout, suites)
     if not outcomes:
         raise GoSuiteUnavailableError(f"{binary} reported no test: " + _tail(done.stdout + done.stderr))
     return outcomes
 
 
-def _outcomes(events_text: str) -> Dict[str, GoTestOutcome]:
-    """Top-level tests' outcomes from ``go tool test2json`` events (subtests fold into their parent)."""
+def _outcomes(events_text: str, suites: Collection[str] = ()) -> Dict[str, GoTestOutcome]:
+    """Top-level tests' outcomes from ``go tool test2json`` events (subtests fold into their parent),
+    and the outcomes of the direct subtests of the tests named in ``suites``."""
     output: Dict[str, List[str]] = {}
     outcomes: Dict[str, GoTestOutcome] = {}
     for line in events_text.splitlines():
@@ -127,13 +132,16 @@ def _outcomes(events_text: str) -> Dict[str, GoTestOutcome]:
         test = event.get("Test")
         if not test:
             continue
-        top = test.split("/", 1)[0]
+        parts = test.split("/", 2)
+        # what the event counts towards: a suite's subtest, or else its top-level test
+        tops = [parts[0]] + (["/".join(parts[:2])] if len(parts) > 1 and parts[0] in suites else [])
         action = event.get("Action")
-        if action == "output":
-            output.setdefault(top, []).append(event.get("Output", ""))
-        elif action in ("pass", "fail", "skip") and test == top:
-            outcomes[top] = GoTestOutcome(top, action, float(event.get("Elapsed", 0.0)),
-                                          "".join(output.get(top, [])))
+        for top in tops:
+            if action == "output":
+                output.setdefault(top, []).append(event.get("Output", ""))
+            elif action in ("pass", "fail", "skip") and test == top:
+                outcomes[top] = GoTestOutcome(top, action, float(event.get("Elapsed", 0.0)),
+                                              "".join(output.get(top, [])))
     return outcomes
 
 
