@@ -1,10 +1,10 @@
-"""kgroup.testing.go_test_suite reads ``go tool test2json`` events: a testify suite (one Go test whose
+"""kgroup.client_suites.go_test_suite reads ``go tool test2json`` events: a testify suite (one Go test whose
 subtests are the real tests, as confluent-kafka-go's TestIntegration) gets an outcome per subtest."""
 from __future__ import annotations
 
 import json
 
-from kgroup.testing.go_test_suite import _outcomes
+from kgroup.client_suites.go_test_suite import _outcomes
 
 
 def _events(*events: tuple) -> str:

@@ -10,11 +10,11 @@ and timestamps, and the admin API (topics, configs, consumer groups, ListOffsets
 ACLs, SCRAM credentials); plus ``TestTransactionalProducer`` and ``TestTransactionalSendOffsets``
 (exactly-once through a group).  The module comes from the Go module proxy at a pinned version
 (:data:`CONFLUENT_KAFKA_GO_VERSION`, with the static librdkafka it bundles, built with cgo);
-:mod:`kgroup.testing.go_test_suite` builds and runs it.
+:mod:`kgroup.client_suites.go_test_suite` builds and runs it.
 
-    python -m kgroup.testing.confluent_kafka_go --bootstrap 127.0.0.1:9092
-    python -m kgroup.testing.confluent_kafka_go --against kgroup    # starts kgroup's broker
-    python -m kgroup.testing.confluent_kafka_go --against kafka     # starts Apache Kafka (one node)
+    python -m kgroup.client_suites.confluent_kafka_go --bootstrap 127.0.0.1:9092
+    python -m kgroup.client_suites.confluent_kafka_go --against kgroup    # starts kgroup's broker
+    python -m kgroup.client_suites.confluent_kafka_go --against kafka     # starts Apache Kafka (one node)
 """
 from __future__ import annotations
 
@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 from typing import Dict, Iterator, Optional, Sequence
 
+from kgroup.client_suites.go_test_suite import (
+    GoSuiteUnavailableError, GoTestOutcome, go_test_binary, run_go_tests, unexpected_outcomes,
+)
 from kgroup.errors import KGroupError
-from kgroup.testing.go_test_suite import (GoSuiteUnavailableError, GoTestOutcome, go_test_binary,
-                                          run_go_tests, unexpected_outcomes)
 
 __all__ = ["CONFLUENT_KAFKA_GO_VERSION", "EXPECTED_SKIPS", "INTEGRATION_SUITE", "ISOLATED_TESTS",
            "KAFKA_FAILURES", "KAFKA_TIMING_DEPENDENT", "KNOWN_FAILURES", "TEST_TOPIC",
@@ -191,7 +192,8 @@ def _broker(against: str) -> Iterator[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kgroup.testing.confluent_kafka_go", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m kgroup.client_suites.confluent_kafka_go",
+                                     description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--bootstrap", help="the broker to test (HOST:PORT)")
