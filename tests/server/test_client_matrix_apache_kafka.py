@@ -112,8 +112,9 @@ def test_on_kafka_static_member_bounce_is_no_rebalance(kafka_client_matrix, requ
 def test_on_kafka_cooperative_sticky_converges_in_two_rounds(kafka_client_matrix, request):
     """kgroup's cooperative-sticky members join one by one then one leaves (KIP-429), on Kafka.
 
-    After each join at most two rounds (the one that revokes, the one that hands out), only the
-    partitions that move are revoked (3, then 2 of 6), a leave revokes nothing from the survivors, and
+    After each join two rounds (the one that revokes, the one that hands out; one more where Kafka
+    pre-empted a follower's SyncGroup, below), only the partitions that move are revoked (3, then 2
+    of 6), a leave revokes nothing from the survivors, and
     the listeners never show a partition owned twice.
     """
     m = kafka_client_matrix
@@ -130,7 +131,15 @@ def test_on_kafka_cooperative_sticky_converges_in_two_rounds(kafka_client_matrix
         time.sleep(1.0)
         rounds = m.rounds_since(members, since)
         request.node.user_properties.append((f"rounds_to_{len(members)}_members", rounds))
-        assert 1 <= rounds <= 2, f"{rounds} rebalances to converge after a join"
+        # Two rounds, plus one when a rejoining cooperative leader pre-empted a follower's SyncGroup:
+        # Kafka's classic coordinator answers it REBALANCE_IN_PROGRESS and the follower learns what to
+        # revoke a generation late (the kgroup-broker version of this test counts those SyncGroups,
+        # ClientMatrix.preempted_syncs; Kafka shows neither them nor a generation, so one is allowed),
+        # plus any join kafka-python lost to its own race.  Seen once in a CI run on 2026-11-27.
+        allowed = 3 + m.lost_joins(since)
+        assert 1 <= rounds <= allowed, (
+            f"{rounds} rebalances to converge after a join: "
+            f"{[(x.name, [e for e in x.listener_events() if e['t'] > since]) for x in members]}")
         revoked = sum(len(e["p"]) for x in members for e in x.listener_events()
                       if e["e"] in ("revoked", "lost") and e["t"] > since)
         assert revoked == moved, "cooperative-sticky revoked more than what moved"
