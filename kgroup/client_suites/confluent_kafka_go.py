@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Dict, Iterator, Optional, Sequence
 
 from kgroup.client_suites.go_test_suite import (
-    GoSuiteUnavailableError, GoTestOutcome, go_test_binary, run_go_tests, unexpected_outcomes,
+    GoSuiteUnavailableError, GoTestOutcome, go_test_binary, outcome_counts, run_go_tests, unexpected_outcomes,
 )
 from kgroup.errors import KGroupError
 
@@ -215,8 +215,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("kgroup confluent-kafka-go: interrupted", file=sys.stderr)
         return 130
-    counts = {action: sum(o.action == action for o in outcomes.values())
-              for action in ("pass", "fail", "skip")}
+    counts = outcome_counts(outcomes)
     failing_lines = unexpected_outcomes(outcomes, EXPECTED_SKIPS)
     for outcome in sorted(outcomes.values(), key=lambda o: o.name):
         if outcome.action == "pass" and not args.verbose:

@@ -20,7 +20,7 @@ import sys
 from typing import Dict, Iterator, Optional, Sequence, Tuple
 
 from kgroup.errors import KGroupError
-from kgroup.client_suites.go_test_suite import GoTestOutcome, go_test_binary, run_go_tests
+from kgroup.client_suites.go_test_suite import GoTestOutcome, go_test_binary, outcome_counts, run_go_tests
 
 __all__ = ["EXPECTED_SKIPS", "FRANZ_GO_VERSION", "run_kgo_tests", "main"]
 
@@ -94,8 +94,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print("kgroup franz-go: interrupted", file=sys.stderr)
         return 130
-    counts = {action: sum(o.action == action for o in outcomes.values())
-              for action in ("pass", "fail", "skip")}
+    counts = outcome_counts(outcomes)
     for outcome in sorted(outcomes.values(), key=lambda o: o.name):
         if outcome.action != "pass":
             reason = EXPECTED_SKIPS.get(outcome.name, "") if outcome.action == "skip" else ""

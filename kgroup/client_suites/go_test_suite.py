@@ -21,8 +21,8 @@ import attrs
 from kgroup.errors import KGroupError
 from kgroup.testing.apache_kafka import cache_root
 
-__all__ = ["GoSuiteUnavailableError", "GoTestOutcome", "go_test_binary", "run_go_tests",
-           "unexpected_outcomes"]
+__all__ = ["GoSuiteUnavailableError", "GoTestOutcome", "go_test_binary", "outcome_counts",
+           "run_go_tests", "unexpected_outcomes"]
 
 #: How long downloading a module and building its test binary may take (about 45 s here, first time).
 BUILD_BUDGET_S = 900.0
@@ -143,6 +143,11 @@ def _outcomes(events_text: str, suites: Collection[str] = ()) -> Dict[str, GoTes
                 outcomes[top] = GoTestOutcome(top, action, float(event.get("Elapsed", 0.0)),
                                               "".join(output.get(top, [])))
     return outcomes
+
+
+def outcome_counts(outcomes: Mapping[str, GoTestOutcome]) -> Dict[str, int]:
+    """How many tests passed, failed and were skipped (what a suite's command prints last)."""
+    return {action: sum(o.action == action for o in outcomes.values()) for action in ("pass", "fail", "skip")}
 
 
 def unexpected_outcomes(outcomes: Mapping[str, GoTestOutcome], expected_skips: Mapping[str, str]
